@@ -1,0 +1,21 @@
+# The two README commands. Both set up .venv from scratch when needed (CPU build of torch, pinned triton).
+VENV ?= .venv
+PY := $(VENV)/bin/python
+TORCH_PIN := torch==2.13.0
+TRITON_PIN := triton==3.7.1
+TEXT ?= Hello there. This is tilewave, speaking from a Triton engine.
+
+.PHONY: setup test speak
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml Makefile
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q $(TORCH_PIN) $(TRITON_PIN)
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+# pytest exits 5 when it collects nothing: that is a failure here, like any other non-zero code.
+test: setup
+	$(PY) -m pytest -q; rc=$$?; [ $$rc -ne 5 ] || echo "pytest collected no tests: failing"; exit $$rc

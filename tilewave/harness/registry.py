@@ -1,0 +1,149 @@
+"""The one kernel registry.
+
+Each kernel module registers its kernels here once, with everything needed to check and time them:
+the Triton launch function, a readable float64 oracle, the stock PyTorch peer, an input generator,
+the test cases, the benchmark shapes (FLOPs and minimal bytes declared) and the compile variants that
+the AOT gate builds. The test runner, the pytest bridge, the bench runner and `tilewave build` all read
+this registry and nothing else, so a kernel that is registered is checked everywhere.
+"""
+from __future__ import annotations
+
+import fnmatch
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+import torch
+
+from .tolerance import dtype_name, tolerance
+
+Tensors = torch.Tensor | tuple[torch.Tensor, ...]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One test configuration: named parameters that the kernel's `make_inputs` understands.
+
+    devices: where the case runs ('cpu' is the Triton interpreter, so keep those shapes small).
+    dtypes: restricts the kernel's dtypes for this case (None = all of them).
+    """
+    params: dict[str, Any]
+    devices: tuple[str, ...] = ("cpu", "cuda")
+    dtypes: tuple[str, ...] | None = None
+
+    @property
+    def label(self) -> str:
+        parts = [str(list(self.params["shape"]))] if "shape" in self.params else []
+        parts += [f"{k}={v}" for k, v in self.params.items() if k != "shape"]
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class BenchShape:
+    """A benchmark shape from a real model, with its work declared.
+
+    flops(params) -> floating-point operations of one call (multiply-add = 2).
+    bytes(params, itemsize) -> minimal bytes moved: each input read once, each output written once.
+    """
+    label: str
+    params: dict[str, Any]
+    flops: Callable[[dict[str, Any]], float]
+    bytes: Callable[[dict[str, Any], int], float]
+    dtypes: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class AotVariant:
+    """One compiled form of a kernel, as `tilewave build` compiles it for a GPU target without a GPU.
+
+    signature maps each non-constexpr argument to a Triton type string ('*fp32', 'i32', 'fp32', ...);
+    constexprs maps constexpr arguments to values. expect_mma: the variant must use tensor-core
+    instructions on the target (wgmma on sm_90).
+    """
+    name: str
+    fn: Any
+    signature: dict[str, str]
+    constexprs: dict[str, Any]
+    num_warps: int = 4
+    num_stages: int = 3
+    expect_mma: bool = False
+
+
+@dataclass
+class Kernel:
+    name: str
+    family: str
+    doc: str
+    make_inputs: Callable[[dict, torch.dtype, str, torch.Generator], dict[str, Any]]
+    alloc_out: Callable[[dict[str, Any]], Tensors]
+    launch: Callable[..., Tensors]
+    oracle: Callable[..., Tensors]
+    peer: Callable[..., Tensors]
+    cases: list[Case]
+    bench: list[BenchShape]
+    dtypes: tuple[str, ...] = ("float32", "float16", "bfloat16")
+    tol_kind: str = "pointwise"
+    variants: Callable[[], list[AotVariant]] | None = None
+
+    def precision(self, params: dict[str, Any], dtype: str) -> str:
+        """The tolerance row: a case's matmul precision when it is looser than the storage dtype."""
+        if params.get("precision") == "tf32" and dtype == "float32":
+            return "tf32"
+        return dtype
+
+    def tolerance(self, params: dict[str, Any], dtype: str) -> float:
+        return tolerance(self.precision(params, dtype), self.tol_kind)
+
+
+class Registry:
+    def __init__(self) -> None:
+        self._kernels: dict[str, Kernel] = {}
+
+    def register(self, kernel: Kernel) -> Kernel:
+        if kernel.name in self._kernels:
+            raise ValueError(f"kernel {kernel.name!r} registered twice")
+        if not kernel.cases or not kernel.bench:
+            raise ValueError(f"kernel {kernel.name!r} needs at least one test case and one bench shape")
+        self._kernels[kernel.name] = kernel
+        return kernel
+
+    def select(self, pattern: str | None = None) -> list[Kernel]:
+        """Kernels whose name or family matches a glob or substring pattern (all when None)."""
+        out = []
+        for k in self._kernels.values():
+            if pattern is None or any(
+                fnmatch.fnmatch(s, pattern) or pattern in s for s in (k.name, k.family)
+            ):
+                out.append(k)
+        return out
+
+    def __len__(self) -> int:
+        return len(self._kernels)
+
+    def __iter__(self) -> Iterable[Kernel]:
+        return iter(self._kernels.values())
+
+    def __getitem__(self, name: str) -> Kernel:
+        return self._kernels[name]
+
+
+REGISTRY = Registry()
+register = REGISTRY.register
+
+
+def load_all_kernels() -> Registry:
+    """Import every module of tilewave.kernels so that each registers its kernels."""
+    import tilewave.kernels as pkg
+
+    for mod in pkgutil.iter_modules(pkg.__path__):
+        importlib.import_module(f"{pkg.__name__}.{mod.name}")
+    return REGISTRY
+
+
+def dtype_of(name: str) -> torch.dtype:
+    return getattr(torch, name)
+
+
+__all__ = ["AotVariant", "BenchShape", "Case", "Kernel", "REGISTRY", "Registry", "dtype_name",
+           "dtype_of", "load_all_kernels", "register"]

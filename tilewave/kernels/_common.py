@@ -1,0 +1,30 @@
+"""Helpers shared by kernel modules: seeded input draws and small Triton functions the interpreter lacks."""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+
+def randn(shape, dtype: torch.dtype, device: str, gen: torch.Generator, scale: float = 1.0,
+          shift: float = 0.0) -> torch.Tensor:
+    """Seeded normal draw, made on the CPU (so CPU and GPU runs of one seed see the same numbers)."""
+    x = torch.randn(shape, generator=gen, dtype=torch.float32) * scale + shift
+    return x.to(dtype).to(device)
+
+
+def rand(shape, dtype: torch.dtype, device: str, gen: torch.Generator, lo: float = 0.0,
+         hi: float = 1.0) -> torch.Tensor:
+    x = torch.rand(shape, generator=gen, dtype=torch.float32) * (hi - lo) + lo
+    return x.to(dtype).to(device)
+
+
+def block_size(n: int, cap: int) -> int:
+    """Power-of-two block covering n, at most cap (at least 16 so that tiny shapes still vectorise)."""
+    return max(16, min(cap, triton.next_power_of_2(max(1, n))))
+
+
+@triton.jit
+def tanh(x):
+    # libdevice.tanh does not run in the CPU interpreter; this form is exact in float32 and saturates cleanly.
+    return 2.0 * tl.sigmoid(2.0 * x) - 1.0

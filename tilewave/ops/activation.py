@@ -1,0 +1,38 @@
+"""Activation ops as the models call them: Triton on CUDA, PyTorch elsewhere."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from tilewave.kernels import activation as K
+from tilewave.ops.dispatch import use_triton
+
+
+def snake(x: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor | None = None, log_scale: bool = False):
+    if use_triton("snake", x, alpha, beta, supported=x.is_contiguous()):
+        return K.snake(x, alpha, beta, log_scale)
+    return K.snake_torch(x, alpha, beta, log_scale)
+
+
+def leaky_relu(x: torch.Tensor, slope: float):
+    if use_triton("leaky_relu", x, supported=x.is_contiguous()):
+        return K.leaky_relu(x, slope)
+    return F.leaky_relu(x, slope)
+
+
+def gelu_erf(x: torch.Tensor):
+    if use_triton("gelu_erf", x, supported=x.is_contiguous()):
+        return K.gelu_erf(x)
+    return F.gelu(x, approximate="none")
+
+
+def clamp_scalar(x: torch.Tensor, lo: float, hi: float):
+    if use_triton("clamp_scalar", x, supported=x.is_contiguous()):
+        return K.clamp_scalar(x, lo, hi)
+    return torch.clamp(x, lo, hi)
+
+
+def upsample_nearest1d(x: torch.Tensor, factor: int):
+    if use_triton("upsample_nearest1d", x, supported=x.is_contiguous()):
+        return K.upsample_nearest1d(x, factor)
+    return x.repeat_interleave(factor, dim=-1)

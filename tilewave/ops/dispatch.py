@@ -1,0 +1,59 @@
+"""Placement: run an op on its Triton kernel or on the stock PyTorch op, and record which ran and why.
+
+Rule: the Triton kernel runs when every tensor argument is on a CUDA device, the backend allows it
+(`backend("torch")` forces PyTorch everywhere, e.g. to build a reference), and the kernel covers the
+case (an op passes `supported=False` with a reason otherwise). Everything else takes the PyTorch path,
+so the engine always works on a CPU and is fast where a GPU is present. `placements()` lists what ran
+where; `tilewave say --profile` prints it so a fallback on the GPU is never silent.
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections import Counter
+
+import torch
+
+_BACKENDS = ("auto", "torch", "triton")
+_backend: contextvars.ContextVar[str] = contextvars.ContextVar("tilewave_backend", default="auto")
+_placements: Counter = Counter()
+
+
+@contextlib.contextmanager
+def backend(name: str):
+    """'auto' (Triton on CUDA tensors), 'torch' (PyTorch everywhere) or 'triton' (Triton or an error)."""
+    if name not in _BACKENDS:
+        raise ValueError(f"unknown backend {name!r}; choose one of {_BACKENDS}")
+    token = _backend.set(name)
+    try:
+        yield
+    finally:
+        _backend.reset(token)
+
+
+def use_triton(op: str, *tensors: torch.Tensor | None, supported: bool = True, reason: str = "") -> bool:
+    """Decide where `op` runs for these arguments, record the decision, and return True for Triton."""
+    mode = _backend.get()
+    on_cuda = all(t.is_cuda for t in tensors if t is not None)
+    if mode == "torch":
+        why = "backend=torch"
+    elif not on_cuda:
+        why = "tensors on cpu"
+    elif not supported:
+        why = reason or "case not covered by the kernel"
+    else:
+        _placements[(op, "triton", "")] += 1
+        return True
+    if mode == "triton" and why != "backend=torch":
+        raise RuntimeError(f"{op}: backend 'triton' was requested but the kernel cannot run: {why}")
+    _placements[(op, "torch", why)] += 1
+    return False
+
+
+def placements() -> list[tuple[str, str, str, int]]:
+    """(op, 'triton'|'torch', reason, calls) since the last reset, most frequent first."""
+    return [(op, where, why, n) for (op, where, why), n in _placements.most_common()]
+
+
+def reset_placements() -> None:
+    _placements.clear()
