@@ -17,6 +17,8 @@ import torch
 _BACKENDS = ("auto", "torch", "triton")
 _backend: contextvars.ContextVar[str] = contextvars.ContextVar("tilewave_backend", default="auto")
 _placements: Counter = Counter()
+_PRECISIONS = ("ieee", "tf32")
+_fp32_matmul: contextvars.ContextVar[str] = contextvars.ContextVar("tilewave_fp32_matmul", default="ieee")
 
 
 @contextlib.contextmanager
@@ -29,6 +31,24 @@ def backend(name: str):
         yield
     finally:
         _backend.reset(token)
+
+
+@contextlib.contextmanager
+def fp32_matmul_precision(name: str):
+    """How float32 tensors meet the tensor cores in Triton kernels: 'ieee' (exact float32, the default,
+    what parity tests use) or 'tf32' (~1e-3 relative, several times faster)."""
+    if name not in _PRECISIONS:
+        raise ValueError(f"unknown float32 matmul precision {name!r}; choose one of {_PRECISIONS}")
+    token = _fp32_matmul.set(name)
+    try:
+        yield
+    finally:
+        _fp32_matmul.reset(token)
+
+
+def fp32_matmul() -> str:
+    """The float32 matmul precision in force ('ieee' or 'tf32'); kernels with tl.dot pass it on."""
+    return _fp32_matmul.get()
 
 
 def use_triton(op: str, *tensors: torch.Tensor | None, supported: bool = True, reason: str = "") -> bool:
