@@ -18,4 +18,5 @@ $(VENV)/.installed: pyproject.toml Makefile
 
 # pytest exits 5 when it collects nothing: that is a failure here, like any other non-zero code.
 test: setup
-	$(PY) -m pytest -q; rc=$$?; [ $$rc -ne 5 ] || echo "pytest collected no tests: failing"; exit $$rc
+	$(PY) -m pytest -q; rc=$$?; [ $$rc -ne 5 ] || echo "pytest collected no tests: failing"; [ $$rc -eq 0 ] || exit $$rc
+	$(VENV)/bin/tilewave build

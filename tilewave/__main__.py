@@ -1,0 +1,5 @@
+import sys
+
+from tilewave.cli import main
+
+sys.exit(main())

@@ -1,0 +1,112 @@
+"""The `tilewave` command: a thin shell over the harness and the engine."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+
+def _kernel_registry():
+    from tilewave.harness.registry import load_all_kernels
+
+    return load_all_kernels()
+
+
+def cmd_test(args) -> int:
+    import torch
+
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cuda" and not torch.cuda.is_available():
+        print("error: --device cuda but no CUDA device is visible", file=sys.stderr)
+        return 2
+    if device == "cpu":
+        # Must precede the first `import triton` (kernel modules import it): kernels then run on NumPy.
+        os.environ["TRITON_INTERPRET"] = "1"
+    from tilewave.harness.runner import run_tests
+
+    try:
+        results = run_tests(_kernel_registry(), args.filter, device, args.seed)
+    except RuntimeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0 if all(r.passed for r in results) else 1
+
+
+def cmd_bench(args) -> int:
+    import torch
+
+    if not torch.cuda.is_available():
+        print("error: tilewave bench times kernels on a GPU, and no CUDA device is visible here", file=sys.stderr)
+        return 2
+    import triton
+
+    from tilewave.harness.bench import as_records, run_bench
+    from tilewave.harness.peaks import device_peaks
+
+    peaks = device_peaks(remeasure=args.remeasure_peaks)
+    print(f"# {torch.cuda.get_device_name()}  torch {torch.__version__}  triton {triton.__version__}")
+    print("# peaks: " + "  ".join(f"{k} {v:,.0f}" for k, v in peaks.items()))
+    try:
+        results = run_bench(_kernel_registry(), args.filter, args.dtype, peaks, args.verbose)
+    except RuntimeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+                       "triton": triton.__version__, "peaks": peaks, "results": as_records(results)}, f, indent=1)
+    return 0
+
+
+def cmd_build(args) -> int:
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        del os.environ["TRITON_INTERPRET"]  # compiling for the GPU needs the real compiler, not the interpreter
+    from tilewave.harness.build import run_build
+
+    emit = tuple(e for e in args.emit.split(",") if e) if args.emit else ()
+    try:
+        results = run_build(_kernel_registry(), args.filter, args.target, args.out, emit)
+    except (RuntimeError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0 if all(r.passed for r in results) else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from tilewave import __version__
+
+    p = argparse.ArgumentParser(prog="tilewave", description=__doc__)
+    p.add_argument("--version", action="version", version=f"tilewave {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    t = sub.add_parser("test", help="check every kernel against its float64 oracle")
+    t.add_argument("-f", "--filter", help="kernel name or family (glob or substring)")
+    t.add_argument("--device", choices=["cpu", "cuda"], help="cpu = Triton interpreter (default: cuda if present)")
+    t.add_argument("--seed", type=int, help="base seed (default: random, printed; or TILEWAVE_SEED)")
+    t.set_defaults(run=cmd_test)
+
+    b = sub.add_parser("bench", help="time kernels at model shapes beside their PyTorch peers (GPU)")
+    b.add_argument("-f", "--filter", help="kernel name or family (glob or substring)")
+    b.add_argument("--dtype", action="append", choices=["float32", "float16", "bfloat16"])
+    b.add_argument("-v", "--verbose", action="store_true", help="also GB/s, GFLOP/s, intensity, error vs peer")
+    b.add_argument("--json", metavar="FILE", help="write the results as JSON")
+    b.add_argument("--remeasure-peaks", action="store_true", help="measure copy and matmul peaks again")
+    b.set_defaults(run=cmd_bench)
+
+    c = sub.add_parser("build", help="compile every kernel variant for a GPU target, without a GPU")
+    c.add_argument("-f", "--filter", help="kernel name or family (glob or substring)")
+    c.add_argument("--target", default="sm_90", help="GPU architecture (default sm_90, the H100/H200)")
+    c.add_argument("--emit", default="", help="comma-separated artifacts to write: ptx,cubin,ttgir,llir")
+    c.add_argument("--out", help="directory for emitted artifacts")
+    c.set_defaults(run=cmd_build)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
