@@ -20,7 +20,7 @@ import triton
 import triton.language as tl
 
 from tilewave.harness.registry import AotVariant, BenchShape, Case, Kernel, register
-from tilewave.kernels._common import block_size, randn
+from tilewave.kernels._common import block_size, randn, sin_fast
 
 ELEMENTWISE_BLOCK = 4096  # 16 elements per thread at 8 warps: 16-byte vector accesses in fp32 and bf16
 ROW_BLOCK = 2048
@@ -31,7 +31,7 @@ ROW_BLOCK = 2048
 # ---------------------------------------------------------------------------------------------------
 @triton.jit
 def _snake_kernel(x_ptr, a_ptr, b_ptr, y_ptr, C, L,
-                  HAS_BETA: tl.constexpr, LOG_SCALE: tl.constexpr, BLOCK: tl.constexpr):
+                  HAS_BETA: tl.constexpr, LOG_SCALE: tl.constexpr, FAST_SIN: tl.constexpr, BLOCK: tl.constexpr):
     # grid: (B*C rows, cdiv(L, BLOCK)); one per-channel parameter load per program.
     row = tl.program_id(0)
     col = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
@@ -47,7 +47,10 @@ def _snake_kernel(x_ptr, a_ptr, b_ptr, y_ptr, C, L,
         b = tl.exp(b)
     offs = row.to(tl.int64) * L + col
     x = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
-    s = tl.sin(a * x)
+    if FAST_SIN:
+        s = sin_fast(a * x)
+    else:
+        s = tl.sin(a * x)
     y = x + s * s / (b + 1e-9)
     tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
 
@@ -110,7 +113,7 @@ def snake(x: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor | None = None
         BLOCK = block_size(L, ROW_BLOCK)
         _snake_kernel[(rows, triton.cdiv(L, BLOCK))](
             x, alpha.contiguous(), (alpha if beta is None else beta).contiguous(), out, C, L,
-            HAS_BETA=beta is not None, LOG_SCALE=log_scale, BLOCK=BLOCK, num_warps=4)
+            HAS_BETA=beta is not None, LOG_SCALE=log_scale, FAST_SIN=x.is_cuda, BLOCK=BLOCK, num_warps=4)
     return out
 
 
@@ -249,7 +252,7 @@ def _snake_variants():
     return [AotVariant(f"_snake_kernel[{dt},beta={hb},log={ls}]", _snake_kernel,
                        {"x_ptr": f"*{dt}", "a_ptr": f"*{dt}", "b_ptr": f"*{dt}", "y_ptr": f"*{dt}",
                         "C": "i32", "L": "i32"},
-                       {"HAS_BETA": hb, "LOG_SCALE": ls, "BLOCK": ROW_BLOCK}, num_warps=4)
+                       {"HAS_BETA": hb, "LOG_SCALE": ls, "FAST_SIN": True, "BLOCK": ROW_BLOCK}, num_warps=4)
             for dt in ("fp32", "fp16", "bf16") for hb, ls in ((False, False), (True, False), (True, True))]
 
 
