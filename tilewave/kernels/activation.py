@@ -22,8 +22,15 @@ import triton.language as tl
 from tilewave.harness.registry import AotVariant, BenchShape, Case, Kernel, register
 from tilewave.kernels._common import block_size, randn, sin_fast
 
-ELEMENTWISE_BLOCK = 4096  # 16 elements per thread at 8 warps: 16-byte vector accesses in fp32 and bf16
-ROW_BLOCK = 2048
+# 4 KiB per program at 4 warps (8 fp32 or 16 fp16/bf16 elements per thread, 16-byte vector accesses): the
+# fastest of the configurations swept on the H200 (benchmarks/tune_elementwise.py, RESULTS.md).
+BLOCK_BYTES = 4096
+NUM_WARPS = 4
+_ITEMSIZE = {"fp32": 4, "fp16": 2, "bf16": 2}
+
+
+def _block_for(x: torch.Tensor, n: int) -> int:
+    return block_size(n, BLOCK_BYTES // x.element_size())
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -110,10 +117,10 @@ def snake(x: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor | None = None
     out = torch.empty_like(x) if out is None else out
     rows = x.numel() // max(L, 1)
     if rows and L:
-        BLOCK = block_size(L, ROW_BLOCK)
+        BLOCK = _block_for(x, L)
         _snake_kernel[(rows, triton.cdiv(L, BLOCK))](
             x, alpha.contiguous(), (alpha if beta is None else beta).contiguous(), out, C, L,
-            HAS_BETA=beta is not None, LOG_SCALE=log_scale, FAST_SIN=x.is_cuda, BLOCK=BLOCK, num_warps=4)
+            HAS_BETA=beta is not None, LOG_SCALE=log_scale, FAST_SIN=x.is_cuda, BLOCK=BLOCK, num_warps=NUM_WARPS)
     return out
 
 
@@ -130,8 +137,8 @@ def _flat_launch(kernel, x, out, *scalars):
     out = torch.empty_like(x) if out is None else out
     n = x.numel()
     if n:
-        BLOCK = block_size(n, ELEMENTWISE_BLOCK)
-        kernel[(triton.cdiv(n, BLOCK),)](x, out, n, *scalars, BLOCK=BLOCK, num_warps=8)
+        BLOCK = _block_for(x, n)
+        kernel[(triton.cdiv(n, BLOCK),)](x, out, n, *scalars, BLOCK=BLOCK, num_warps=NUM_WARPS)
     return out
 
 
@@ -157,9 +164,9 @@ def upsample_nearest1d(x, factor: int, out=None):
     out = x.new_empty(*x.shape[:-1], L * factor) if out is None else out
     rows = x.numel() // max(L, 1)
     if rows and L:
-        BLOCK = block_size(L * factor, ROW_BLOCK)
+        BLOCK = _block_for(x, L * factor)
         _upsample_nearest_kernel[(rows, triton.cdiv(L * factor, BLOCK))](x, out, L, L * factor, factor,
-                                                                         BLOCK=BLOCK, num_warps=4)
+                                                                         BLOCK=BLOCK, num_warps=NUM_WARPS)
     return out
 
 
@@ -241,19 +248,20 @@ def _bench(flops_per_elem, **extra):
             for label, shape in _EW_BENCH]
 
 
-def _ew_variants(fn, scalars: dict[str, str], warps: int, **constexprs):
-    """One AOT variant per storage dtype: pointer arguments take the dtype, scalars keep theirs."""
-    return [AotVariant(f"{fn.__name__}[{dt}]", fn,
-                       {"x_ptr": f"*{dt}", "y_ptr": f"*{dt}", **scalars}, constexprs, num_warps=warps)
-            for dt in ("fp32", "fp16", "bf16")]
+def _ew_variants(fn, scalars: dict[str, str]):
+    """One AOT variant per storage dtype (with that dtype's block): pointers take the dtype, scalars keep theirs."""
+    return [AotVariant(f"{fn.__name__}[{dt}]", fn, {"x_ptr": f"*{dt}", "y_ptr": f"*{dt}", **scalars},
+                       {"BLOCK": BLOCK_BYTES // size}, num_warps=NUM_WARPS)
+            for dt, size in _ITEMSIZE.items()]
 
 
 def _snake_variants():
     return [AotVariant(f"_snake_kernel[{dt},beta={hb},log={ls}]", _snake_kernel,
                        {"x_ptr": f"*{dt}", "a_ptr": f"*{dt}", "b_ptr": f"*{dt}", "y_ptr": f"*{dt}",
                         "C": "i32", "L": "i32"},
-                       {"HAS_BETA": hb, "LOG_SCALE": ls, "FAST_SIN": True, "BLOCK": ROW_BLOCK}, num_warps=4)
-            for dt in ("fp32", "fp16", "bf16") for hb, ls in ((False, False), (True, False), (True, True))]
+                       {"HAS_BETA": hb, "LOG_SCALE": ls, "FAST_SIN": True, "BLOCK": BLOCK_BYTES // size},
+                       num_warps=NUM_WARPS)
+            for dt, size in _ITEMSIZE.items() for hb, ls in ((False, False), (True, False), (True, True))]
 
 
 _SLOPES = (0.2, 0.1, 0.01)  # all three occur in Kokoro alone
@@ -280,7 +288,7 @@ register(Kernel(
     peer=lambda x, slope: F.leaky_relu(x, slope),
     cases=[Case({**c.params, "slope": _SLOPES[i % 3]}, c.devices) for i, c in enumerate(_EW_CASES)],
     bench=_bench(2, slope=0.1),
-    variants=lambda: _ew_variants(_leaky_relu_kernel, {"n": "i64", "slope": "fp32"}, 8, BLOCK=ELEMENTWISE_BLOCK),
+    variants=lambda: _ew_variants(_leaky_relu_kernel, {"n": "i64", "slope": "fp32"}),
 ))
 
 register(Kernel(
@@ -288,7 +296,7 @@ register(Kernel(
     make_inputs=_shape_inputs, alloc_out=_like_x, launch=gelu_erf, oracle=gelu_erf_oracle,
     peer=lambda x: F.gelu(x, approximate="none"),
     cases=_EW_CASES, bench=_bench(10),
-    variants=lambda: _ew_variants(_gelu_erf_kernel, {"n": "i64"}, 8, BLOCK=ELEMENTWISE_BLOCK),
+    variants=lambda: _ew_variants(_gelu_erf_kernel, {"n": "i64"}),
 ))
 
 register(Kernel(
@@ -299,8 +307,7 @@ register(Kernel(
     cases=[Case({**c.params, "lo": lo, "hi": hi}, c.devices)
            for c, (lo, hi) in zip(_EW_CASES, [(-1.0, 1.0), (-0.5, 2.0), (0.0, 0.0), (-1.0, 1.0), (-2.5, 0.3)])],
     bench=_bench(2, lo=-1.0, hi=1.0),
-    variants=lambda: _ew_variants(_clamp_kernel, {"n": "i64", "lo": "fp32", "hi": "fp32"}, 8,
-                                  BLOCK=ELEMENTWISE_BLOCK),
+    variants=lambda: _ew_variants(_clamp_kernel, {"n": "i64", "lo": "fp32", "hi": "fp32"}),
 ))
 
 
@@ -323,5 +330,5 @@ register(Kernel(
                       flops=lambda p: 0, bytes=_upsample_bytes)],
     variants=lambda: [AotVariant(f"_upsample_nearest_kernel[{dt}]", _upsample_nearest_kernel,
                                  {"x_ptr": f"*{dt}", "y_ptr": f"*{dt}", "L_in": "i32", "L_out": "i32", "factor": "i32"},
-                                 {"BLOCK": ROW_BLOCK}) for dt in ("fp32", "fp16", "bf16")],
+                                 {"BLOCK": BLOCK_BYTES // size}, num_warps=NUM_WARPS) for dt, size in _ITEMSIZE.items()],
 ))
