@@ -4,6 +4,7 @@ snake1d     y = x + sin(a_c·x)² / (a_c + 1e-9)                 x [B, C, L] or 
 snakebeta   y = x + sin(a_c·x)² / (b_c + 1e-9)                 a = exp(α), b = exp(β) when log_scale
 leaky_relu  y = x > 0 ? x : slope·x                             slope a runtime scalar
 gelu_erf    y = 0.5·x·(1 + erf(x/√2))                           exact form (the tanh form shifts durations)
+gelu_tanh   y = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))      the form a model trained with it needs
 clamp_scalar y = min(max(x, lo), hi)                            lo, hi runtime scalars
 upsample_nearest1d  out[..., c, t] = x[..., c, t // factor]
 
@@ -20,7 +21,7 @@ import triton
 import triton.language as tl
 
 from tilewave.harness.registry import AotVariant, BenchShape, Case, Kernel, register
-from tilewave.kernels._common import block_size, randn, sin_fast
+from tilewave.kernels._common import block_size, randn, sin_fast, tanh
 
 # 4 KiB per program at 4 warps (8 fp32 or 16 fp16/bf16 elements per thread, 16-byte vector accesses): the
 # fastest of the configurations swept on the H200 (benchmarks/tune_elementwise.py, RESULTS.md).
@@ -77,6 +78,15 @@ def _gelu_erf_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     mask = offs < n
     x = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
     y = 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476))
+    tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _gelu_tanh_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
+    y = 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
     tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
@@ -150,6 +160,10 @@ def gelu_erf(x, out=None):
     return _flat_launch(_gelu_erf_kernel, x, out)
 
 
+def gelu_tanh(x, out=None):
+    return _flat_launch(_gelu_tanh_kernel, x, out)
+
+
 def clamp_scalar(x, lo: float, hi: float, out=None):
     if not lo <= hi:
         raise ValueError(f"clamp_scalar: lo ({lo}) must be <= hi ({hi})")
@@ -193,6 +207,10 @@ def snake_oracle(x, alpha, beta=None, log_scale=False):
 
 def gelu_erf_oracle(x):
     return 0.5 * x * (1 + torch.special.erf(x / math.sqrt(2)))
+
+
+def gelu_tanh_oracle(x):
+    return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -297,6 +315,14 @@ register(Kernel(
     peer=lambda x: F.gelu(x, approximate="none"),
     cases=_EW_CASES, bench=_bench(10),
     variants=lambda: _ew_variants(_gelu_erf_kernel, {"n": "i64"}),
+))
+
+register(Kernel(
+    name="gelu_tanh", family="activation", doc="y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))",
+    make_inputs=_shape_inputs, alloc_out=_like_x, launch=gelu_tanh, oracle=gelu_tanh_oracle,
+    peer=lambda x: F.gelu(x, approximate="tanh"),
+    cases=_EW_CASES, bench=_bench(14),
+    variants=lambda: _ew_variants(_gelu_tanh_kernel, {"n": "i64"}),
 ))
 
 register(Kernel(
