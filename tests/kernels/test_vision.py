@@ -197,8 +197,40 @@ def test_ops_match_their_peers_on_cpu():
     (lambda: KV.avg_pool2d_nhwc(torch.rand(1, 4, 4, 2), 2, 1, 2), "padding"),
     (lambda: KC.depthwise_conv2d_nhwc(torch.rand(1, 4, 4, 2), torch.rand(3, 3, 3)), "weight"),
     (lambda: KC.im2col_patch(torch.rand(1, 3, 8, 8), 9), "patch"),
+    (lambda: KV.pos_emb_2d_add(torch.rand(6, 8), torch.rand(3, 8).half(), torch.rand(2, 8)), "dtype"),
     (lambda: KC.im2col_patch(torch.rand(1, 3, 8, 8).transpose(2, 3), 2), "contiguous"),
 ])
 def test_bad_arguments_say_what_was_wrong(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_ops_on_the_kernel_device_match_the_oracles():
+    # on a GPU machine these take the Triton branch (asserted below); on the CPU, the PyTorch path
+    gen = torch.Generator().manual_seed(5)
+    dev = KERNEL_DEVICE
+    image = torch.rand(2, 11, 14, 3, generator=gen)
+    x = torch.randn(1, 7, 9, 32, generator=gen)
+    w, b = torch.randn(32, 3, 3, generator=gen), torch.randn(32, generator=gen)
+    tok, px, py = torch.randn(12, 20, generator=gen), torch.randn(4, 20, generator=gen), torch.randn(3, 20, generator=gen)
+    f0, f1 = torch.rand(20, 30, 3, generator=gen), torch.rand(20, 30, 3, generator=gen)
+    ops.reset_placements()
+    checks = [
+        (OV.resize_normalize(image.to(dev), (6, 19), [0.4] * 3, [0.3] * 3, "bicubic"),
+         KV.resize_normalize_oracle(image.double(), (6, 19), [0.4] * 3, [0.3] * 3, "bicubic"), F32),
+        (OV.depthwise_conv2d_nhwc(x.to(dev), w.to(dev), b.to(dev), 2, 1),
+         KC.depthwise_conv2d_nhwc_oracle(x.double(), w.double(), b.double(), 2, 1), F32_SUM),
+        (OV.avg_pool2d_nhwc(x.to(dev), 3, 2, 1), KV.avg_pool2d_nhwc_oracle(x.double(), 3, 2, 1), F32),
+        (OV.pos_emb_2d_add(tok.to(dev), px.to(dev), py.to(dev)),
+         KV.pos_emb_2d_add_oracle(tok.double(), px.double(), py.double()), F32),
+        (OV.frame_diff_luma(f0.to(dev), f1.to(dev), (3, 4)),
+         KV.frame_diff_luma_oracle(f0.double(), f1.double(), (3, 4)), F32_SUM),
+        (OV.transpose_th(x[0].to(dev)), KV.transpose_th_oracle(x[0].double()), 0.0),
+        (OV.im2col_patch(x.permute(0, 3, 1, 2).contiguous().to(dev), 3),
+         KC.im2col_patch_oracle(x.permute(0, 3, 1, 2).double(), 3), 0.0),
+    ]
+    for i, (out, ref, tol) in enumerate(checks):
+        _close(out, ref, tol, i)
+    where = {op: w for op, w, _, _ in ops.placements()}
+    assert len(where) == len(checks)
+    assert set(where.values()) == {"triton" if dev == "cuda" else "torch"}, where

@@ -110,6 +110,13 @@ def _pair(v, name: str) -> tuple[int, int]:
     return int(v[0]), int(v[1])
 
 
+def same_dtype(name: str, **tensors: torch.Tensor | None) -> None:
+    """The compiled variants take one storage dtype for all tensor arguments of a launch."""
+    given = {k: t.dtype for k, t in tensors.items() if t is not None}
+    if len(set(given.values())) > 1:
+        raise ValueError(f"{name}: tensors must share one dtype, got {given}; convert them with .to(dtype)")
+
+
 def window_blocks(C: int) -> tuple[int, int]:
     """(BLOCK_W, BLOCK_C): 128 channels when C is a multiple of 128, else 32 (96, 192, ... waste nothing)."""
     block_c = 128 if C % 128 == 0 else 32
@@ -155,6 +162,7 @@ def depthwise_conv2d_nhwc(x: torch.Tensor, weight: torch.Tensor, bias: torch.Ten
         raise ValueError(f"depthwise_conv2d_nhwc: weight must be [C={C}, kh, kw], got {tuple(weight.shape)}")
     if bias is not None and bias.numel() != C:
         raise ValueError(f"depthwise_conv2d_nhwc: bias must have C={C} values, got {tuple(bias.shape)}")
+    same_dtype("depthwise_conv2d_nhwc", x=x, weight=weight, bias=bias)
     kernel = (weight.shape[1], weight.shape[2])
     return window2d_nhwc(x, weight.contiguous(), None if bias is None else bias.contiguous(), kernel,
                          _pair(stride, "stride"), _pair(padding, "padding"), False, out,

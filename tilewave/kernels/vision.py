@@ -40,7 +40,7 @@ import triton.language as tl
 
 from tilewave.harness.registry import AotVariant, BenchShape, Case, Kernel, register
 from tilewave.kernels._common import rand, randn
-from tilewave.kernels.conv2d import DTYPES_TL, _pair, window2d_nhwc, window_out_size, window_variants
+from tilewave.kernels.conv2d import DTYPES_TL, _pair, same_dtype, window2d_nhwc, window_out_size, window_variants
 
 ROW_TILE = 2048  # elements of a [rows, BLOCK_D] tile
 ROW_BLOCK_DS = (16, 32, 64, 128)
@@ -259,6 +259,7 @@ def pos_emb_2d_add(tok: torch.Tensor, pos_x: torch.Tensor, pos_y: torch.Tensor,
     if pos_x.shape != (W, D) or pos_y.shape != (Hg, D) or W * Hg != P:
         raise ValueError(f"pos_emb_2d_add: need pos_x [W, D={D}] and pos_y [H, D] with H*W = P = {P}, got "
                          f"pos_x {tuple(pos_x.shape)} and pos_y {tuple(pos_y.shape)}")
+    same_dtype("pos_emb_2d_add", tok=tok, pos_x=pos_x, pos_y=pos_y)
     out = torch.empty_like(tok) if out is None else out
     R = tok.numel() // D if tok.numel() else 0
     if R:
@@ -273,6 +274,7 @@ def frame_diff_luma(f0: torch.Tensor, f1: torch.Tensor, grid, out: torch.Tensor 
     if f0.shape != f1.shape or f0.dim() not in (3, 4) or f0.shape[-1] != 3:
         raise ValueError(f"frame_diff_luma: frames must both be [(B,) H, W, 3] RGB of one shape, got "
                          f"{tuple(f0.shape)} and {tuple(f1.shape)}")
+    same_dtype("frame_diff_luma", f0=f0, f1=f1)
     _contiguous(f0, "frame_diff_luma", "[(B,) H, W, 3]")
     _contiguous(f1, "frame_diff_luma", "[(B,) H, W, 3]")
     GH, GW = _pair(grid, "grid")

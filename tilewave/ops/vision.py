@@ -16,11 +16,12 @@ _FLOATS = (torch.float32, torch.float16, torch.bfloat16)
 
 
 def _covered(*tensors: torch.Tensor | None) -> tuple[bool, str]:
-    for t in tensors:
-        if t is None:
-            continue
+    given = [t for t in tensors if t is not None]
+    for t in given:
         if t.dtype not in _FLOATS:
             return False, f"dtype {t.dtype} (kernels cover float32, float16, bfloat16)"
+        if t.dtype != given[0].dtype:
+            return False, f"mixed dtypes {given[0].dtype} and {t.dtype}"
         if not t.is_contiguous():
             return False, "non-contiguous input"
     return True, ""
