@@ -29,7 +29,7 @@ import triton.language as tl
 from tilewave.harness.registry import AotVariant, BenchShape, Case, Kernel, register
 from tilewave.kernels._common import randn
 
-WINDOW_TILE = 2048  # elements of the [BLOCK_W, BLOCK_C] tile: 16 fp32 accumulators per thread at 4 warps
+WINDOW_TILE = 1024  # elements of the [BLOCK_W, BLOCK_C] tile: 8 fp32 accumulators (two 16-byte vectors) per thread at 4 warps
 IM2COL_BLOCK_X = 128
 IM2COL_P_PADS = (16, 32)  # patch sizes up to 16 (14, 16 in practice) and up to 32
 DTYPES_TL = ("fp32", "fp16", "bf16")

@@ -8,7 +8,9 @@ resize_normalize  image [(B,) Hi, Wi, 3] interleaved, values in [0, 1] → out [
                   bicubic: taps ⌊s⌋ − 1 … ⌊s⌋ + 2, each clamped to the image; Keys weights with a = −0.75
                   on distances t + 1, t, 1 − t, 2 − t (t = s − ⌊s⌋); no renormalisation, no clamp of the
                   result. This is torch.nn.functional.interpolate(align_corners=False, antialias=False)
-                  for upscaling and downscaling alike (downscaling aliases, as PyTorch's does).
+                  for upscaling and downscaling alike (downscaling aliases, as PyTorch's does). The kernel
+                  forms ⌊s⌋ and s − ⌊s⌋ exactly in integers; PyTorch rounds s in float32 (~3e-5 px at
+                  1000 px), which on pixel noise moves outputs by ~1e-4, so the float64 oracle is the judge.
 avg_pool2d_nhwc   x [N, H, W, C] → box mean over a kh×kw window with stride and zero padding, divided by
                   the number of in-bounds taps (count_include_pad=False), floor output size
 pos_emb_2d_add    tok [(B,) P, D], pos_x [W, D], pos_y [P / W, D]:
@@ -82,7 +84,16 @@ def _gather_rgb(x_ptr, img, row, cols, W, ch, mask):
 
 
 @triton.jit
-def _resize_normalize_kernel(x_ptr, mean_ptr, std_ptr, y_ptr, Hi, Wi, Ho, Wo, scale_h, scale_w,
+def _source_index(o, n_in, n_out):
+    # s = (o + 0.5) n_in / n_out - 0.5 as floor(s) and s - floor(s), exactly: with q = (2o + 1) n_in + n_out
+    # (kept positive so that integer division floors in every backend), s + 1 = q / (2 n_out).
+    q = (2 * o + 1) * n_in + n_out
+    d = 2 * n_out
+    return q // d - 1, (q % d).to(tl.float32) / d.to(tl.float32)
+
+
+@triton.jit
+def _resize_normalize_kernel(x_ptr, mean_ptr, std_ptr, y_ptr, Hi, Wi, Ho, Wo,
                              BICUBIC: tl.constexpr, BLOCK: tl.constexpr):
     # grid: (B*Ho, cdiv(Wo, BLOCK)).
     pid = tl.program_id(0)
@@ -93,16 +104,10 @@ def _resize_normalize_kernel(x_ptr, mean_ptr, std_ptr, y_ptr, Hi, Wi, Ho, Wo, sc
     x_ok = ox < Wo
     mask = (ch < 3)[:, None] & x_ok[None, :]
     img = b.to(tl.int64) * Hi * Wi * 3
-    sy = (oy.to(tl.float32) + 0.5) * scale_h - 0.5
-    sx = (ox.to(tl.float32) + 0.5) * scale_w - 0.5
+    iy, ty = _source_index(oy, Hi, Ho)
+    ix, tx = _source_index(ox, Wi, Wo)
     acc = tl.zeros((4, BLOCK), dtype=tl.float32)
     if BICUBIC:
-        fy = tl.floor(sy)
-        fx = tl.floor(sx)
-        ty = sy - fy
-        tx = sx - fx
-        iy = fy.to(tl.int32)
-        ix = fx.to(tl.int32)
         for i in tl.static_range(4):
             row = tl.minimum(tl.maximum(iy + (i - 1), 0), Hi - 1)
             racc = tl.zeros((4, BLOCK), dtype=tl.float32)
@@ -112,12 +117,11 @@ def _resize_normalize_kernel(x_ptr, mean_ptr, std_ptr, y_ptr, Hi, Wi, Ho, Wo, sc
                 racc += _gather_rgb(x_ptr, img, row, cols, Wi, ch, mask) * wx[None, :]
             acc += _keys_cubic(tl.abs(ty + (1.0 - i))) * racc
     else:
-        sy = tl.maximum(sy, 0.0)
-        sx = tl.maximum(sx, 0.0)
-        y0 = sy.to(tl.int32)  # truncation is floor: s >= 0
-        x0 = sx.to(tl.int32)
-        ly = sy - y0.to(tl.float32)
-        lx = (sx - x0.to(tl.float32))[None, :]
+        # bilinear clamps s at 0: floor -1 (s in [-0.5, 0)) becomes tap 0 with weight 1
+        ly = tl.where(iy < 0, 0.0, ty)
+        lx = tl.where(ix < 0, 0.0, tx)[None, :]
+        y0 = tl.maximum(iy, 0)
+        x0 = tl.maximum(ix, 0)
         y1 = tl.minimum(y0 + 1, Hi - 1)
         x1 = tl.minimum(x0 + 1, Wi - 1)
         top = (_gather_rgb(x_ptr, img, y0, x0, Wi, ch, mask) * (1.0 - lx)
@@ -231,12 +235,15 @@ def resize_normalize(image: torch.Tensor, size, mean, std, mode: str = "bicubic"
     if Ho < 1 or Wo < 1:
         raise ValueError(f"resize_normalize: output size must be positive, got {size}")
     Hi, Wi = image.shape[-3], image.shape[-2]
+    if max((2 * Ho + 1) * Hi, (2 * Wo + 1) * Wi) >= 2**31 - max(Ho, Wo):
+        raise ValueError(f"resize_normalize: {Hi}x{Wi} -> {Ho}x{Wo} overflows the kernel's 32-bit exact "
+                         f"source coordinates; resize in two steps")
     B = image.numel() // (Hi * Wi * 3) if image.numel() else 0
     out = image.new_empty(*image.shape[:-3], 3, Ho, Wo) if out is None else out
     mean, std = _mean_std(mean, image.device, "mean"), _mean_std(std, image.device, "std")
     if B:
         _resize_normalize_kernel[(B * Ho, triton.cdiv(Wo, RESIZE_BLOCK))](
-            image, mean, std, out, Hi, Wi, Ho, Wo, Hi / Ho, Wi / Wo,
+            image, mean, std, out, Hi, Wi, Ho, Wo,
             BICUBIC=mode == "bicubic", BLOCK=RESIZE_BLOCK, num_warps=4)
     return out
 
@@ -337,7 +344,9 @@ def resize_normalize_oracle(image, size, mean, std, mode="bicubic"):
     Ho, Wo = _pair(size, "size")
     my = interp_matrix(img.shape[-3], Ho, mode)
     mx = interp_matrix(img.shape[-2], Wo, mode)
-    y = np.einsum("yi,...ijc,xj->...cyx", my, img, mx)
+    H, W = img.shape[-3:-1]
+    rows = (my @ img.reshape(*img.shape[:-3], H, W * 3)).reshape(*img.shape[:-3], Ho, W, 3)
+    y = np.moveaxis(rows, -1, -3) @ mx.T  # [..., 3, Ho, W] @ [W, Wo]
     mean = np.asarray(mean, dtype=np.float64).reshape(3, 1, 1)
     std = np.asarray(std, dtype=np.float64).reshape(3, 1, 1)
     return torch.from_numpy((y - mean) / std)
@@ -493,8 +502,7 @@ register(Kernel(
     )],
     variants=lambda: [AotVariant(f"_resize_normalize_kernel[{dt},bicubic={bc}]", _resize_normalize_kernel,
                                  {"x_ptr": f"*{dt}", "mean_ptr": "*fp32", "std_ptr": "*fp32", "y_ptr": f"*{dt}",
-                                  **{k: "i32" for k in ("Hi", "Wi", "Ho", "Wo")},
-                                  "scale_h": "fp32", "scale_w": "fp32"},
+                                  **{k: "i32" for k in ("Hi", "Wi", "Ho", "Wo")}},
                                  {"BICUBIC": bc, "BLOCK": RESIZE_BLOCK})
                       for dt in DTYPES_TL for bc in (False, True)],
 ))
