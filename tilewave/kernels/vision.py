@@ -88,8 +88,7 @@ def _source_index(o, n_in, n_out):
     # s = (o + 0.5) n_in / n_out - 0.5 as floor(s) and s - floor(s), exactly: with q = (2o + 1) n_in + n_out
     # (kept positive so that integer division floors in every backend), s + 1 = q / (2 n_out).
     q = (2 * o + 1) * n_in + n_out
-    d = 2 * n_out
-    return q // d - 1, (q % d).to(tl.float32) / d.to(tl.float32)
+    return q // (2 * n_out) - 1, (q % (2 * n_out)).to(tl.float32) / (2.0 * n_out)
 
 
 @triton.jit
@@ -486,6 +485,7 @@ register(Kernel(
         Case({"shape": (2, 20, 12), "size": (7, 5), "mode": "bicubic"}),
         Case({"shape": (0, 5, 6), "size": (16, 11), "mode": "bicubic"}),
         Case({"shape": (0, 31, 8), "size": (3, 29), "mode": "bilinear"}),
+        Case({"shape": (0, 9, 7), "size": (1, 4), "mode": "bicubic"}),
         Case({"shape": (0, 720, 1280), "size": (448, 448), "mode": "bicubic"}, devices=("cuda",)),
         Case({"shape": (0, 480, 640), "size": (384, 384), "mode": "bilinear"}, devices=("cuda",)),
         Case({"shape": (0, 384, 384), "size": (448, 448), "mode": "bicubic"}, devices=("cuda",)),
