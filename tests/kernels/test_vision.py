@@ -212,7 +212,7 @@ def test_ops_on_the_kernel_device_match_the_oracles():
     image = torch.rand(2, 11, 14, 3, generator=gen)
     x = torch.randn(1, 7, 9, 32, generator=gen)
     w, b = torch.randn(32, 3, 3, generator=gen), torch.randn(32, generator=gen)
-    tok, px, py = torch.randn(12, 20, generator=gen), torch.randn(4, 20, generator=gen), torch.randn(3, 20, generator=gen)
+    tok, px, py = (torch.randn(n, 20, generator=gen) for n in (12, 4, 3))
     f0, f1 = torch.rand(20, 30, 3, generator=gen), torch.rand(20, 30, 3, generator=gen)
     ops.reset_placements()
     checks = [

@@ -1,6 +1,6 @@
 """2-D convolution front-ends for vision encoders.
 
-depthwise_conv2d_nhwc  out[n, oh, ow, c] = bias[c] + Σ_{i<kh, j<kw} x[n, oh·sh − ph + i, ow·sw − pw + j, c] · w[c, i, j]
+depthwise_conv2d_nhwc  out[n, oh, ow, c] = bias[c] + Σ_{i<kh, j<kw} x[n, oh·sh − ph + i, ow·sw − pw + j, c]·w[c, i, j]
                        x [N, H, W, C] channel-last, w [C, kh, kw], bias [C] optional; taps outside the image
                        read 0; Ho = (H + 2ph − kh) // sh + 1, Wo likewise (PyTorch's Conv2d with groups = C).
 im2col_patch           x [N, C, H, W] → out [N, gh·gw, C·p·p], gh = H // p, gw = W // p (a remainder is
@@ -29,7 +29,9 @@ import triton.language as tl
 from tilewave.harness.registry import AotVariant, BenchShape, Case, Kernel, register
 from tilewave.kernels._common import randn
 
-WINDOW_TILE = 1024  # elements of the [BLOCK_W, BLOCK_C] tile: 8 fp32 accumulators (two 16-byte vectors) per thread at 4 warps
+# elements of the [BLOCK_W, BLOCK_C] tile: 8 fp32 accumulators (two 16-byte vectors) per thread at 4 warps;
+# small enough that a 56x56x96 map still spreads over ~340 programs
+WINDOW_TILE = 1024
 IM2COL_BLOCK_X = 128
 IM2COL_P_PADS = (16, 32)  # patch sizes up to 16 (14, 16 in practice) and up to 32
 DTYPES_TL = ("fp32", "fp16", "bf16")
@@ -102,7 +104,7 @@ def _im2col_patch_kernel(x_ptr, y_ptr, C, H, W, GH, GW, P, P_PAD: tl.constexpr, 
 # ---------------------------------------------------------------------------------------------------
 # launchers
 # ---------------------------------------------------------------------------------------------------
-def _pair(v, name: str) -> tuple[int, int]:
+def as_pair(v, name: str) -> tuple[int, int]:
     if isinstance(v, int):
         return v, v
     if len(v) != 2:
@@ -165,7 +167,7 @@ def depthwise_conv2d_nhwc(x: torch.Tensor, weight: torch.Tensor, bias: torch.Ten
     same_dtype("depthwise_conv2d_nhwc", x=x, weight=weight, bias=bias)
     kernel = (weight.shape[1], weight.shape[2])
     return window2d_nhwc(x, weight.contiguous(), None if bias is None else bias.contiguous(), kernel,
-                         _pair(stride, "stride"), _pair(padding, "padding"), False, out,
+                         as_pair(stride, "stride"), as_pair(padding, "padding"), False, out,
                          "depthwise_conv2d_nhwc")
 
 
@@ -194,13 +196,13 @@ def im2col_patch(x: torch.Tensor, patch: int, out: torch.Tensor | None = None) -
 # PyTorch peers (also the CPU path of tilewave.ops) and float64 oracles
 # ---------------------------------------------------------------------------------------------------
 def depthwise_conv2d_nhwc_torch(x, weight, bias=None, stride=1, padding=0):
-    y = F.conv2d(x.permute(0, 3, 1, 2), weight[:, None], bias, _pair(stride, "stride"),
-                 _pair(padding, "padding"), groups=x.shape[-1])
+    y = F.conv2d(x.permute(0, 3, 1, 2), weight[:, None], bias, as_pair(stride, "stride"),
+                 as_pair(padding, "padding"), groups=x.shape[-1])
     return y.permute(0, 2, 3, 1)
 
 
 def depthwise_conv2d_nhwc_oracle(x, weight, bias=None, stride=1, padding=0):
-    (sh, sw), (ph, pw) = _pair(stride, "stride"), _pair(padding, "padding")
+    (sh, sw), (ph, pw) = as_pair(stride, "stride"), as_pair(padding, "padding")
     x, w = x.numpy(), weight.numpy()
     _, kh, kw = w.shape
     Ho, Wo = window_out_size(x.shape[1], x.shape[2], (kh, kw), (sh, sw), (ph, pw))
@@ -247,14 +249,14 @@ def _depthwise_inputs(p, dtype, device, gen):
 
 def _window_out(inputs, kernel):
     N, H, W, C = inputs["x"].shape
-    Ho, Wo = window_out_size(H, W, kernel, _pair(inputs["stride"], "stride"), _pair(inputs["padding"], "padding"))
+    Ho, Wo = window_out_size(H, W, kernel, as_pair(inputs["stride"], "stride"), as_pair(inputs["padding"], "padding"))
     return inputs["x"].new_empty(N, Ho, Wo, C)
 
 
 def _window_work(p):
     N, H, W, C = p["shape"]
-    Ho, Wo = window_out_size(H, W, p["kernel"], _pair(p.get("stride", 1), "stride"),
-                             _pair(p.get("padding", 0), "padding"))
+    Ho, Wo = window_out_size(H, W, p["kernel"], as_pair(p.get("stride", 1), "stride"),
+                             as_pair(p.get("padding", 0), "padding"))
     return N * H * W * C, N * Ho * Wo * C
 
 

@@ -42,7 +42,7 @@ import triton.language as tl
 
 from tilewave.harness.registry import AotVariant, BenchShape, Case, Kernel, register
 from tilewave.kernels._common import rand, randn
-from tilewave.kernels.conv2d import DTYPES_TL, _pair, same_dtype, window2d_nhwc, window_out_size, window_variants
+from tilewave.kernels.conv2d import DTYPES_TL, as_pair, same_dtype, window2d_nhwc, window_out_size, window_variants
 
 ROW_TILE = 2048  # elements of a [rows, BLOCK_D] tile
 ROW_BLOCK_DS = (16, 32, 64, 128)
@@ -230,7 +230,7 @@ def resize_normalize(image: torch.Tensor, size, mean, std, mode: str = "bicubic"
         raise ValueError(f"resize_normalize: image must be [H, W, 3] or [B, H, W, 3] (interleaved RGB), "
                          f"got shape {tuple(image.shape)}")
     _contiguous(image, "resize_normalize", "[(B,) H, W, 3]")
-    Ho, Wo = _pair(size, "size")
+    Ho, Wo = as_pair(size, "size")
     if Ho < 1 or Wo < 1:
         raise ValueError(f"resize_normalize: output size must be positive, got {size}")
     Hi, Wi = image.shape[-3], image.shape[-2]
@@ -249,8 +249,8 @@ def resize_normalize(image: torch.Tensor, size, mean, std, mode: str = "bicubic"
 
 def pool_window(kernel, stride, padding) -> tuple[tuple[int, int], ...]:
     """(kernel, stride, padding) as (height, width) pairs; stride None means the kernel size."""
-    kernel = _pair(kernel, "kernel")
-    return kernel, kernel if stride is None else _pair(stride, "stride"), _pair(padding, "padding")
+    kernel = as_pair(kernel, "kernel")
+    return kernel, kernel if stride is None else as_pair(stride, "stride"), as_pair(padding, "padding")
 
 
 def avg_pool2d_nhwc(x: torch.Tensor, kernel, stride=None, padding=0, out: torch.Tensor | None = None):
@@ -283,7 +283,7 @@ def frame_diff_luma(f0: torch.Tensor, f1: torch.Tensor, grid, out: torch.Tensor 
     same_dtype("frame_diff_luma", f0=f0, f1=f1)
     _contiguous(f0, "frame_diff_luma", "[(B,) H, W, 3]")
     _contiguous(f1, "frame_diff_luma", "[(B,) H, W, 3]")
-    GH, GW = _pair(grid, "grid")
+    GH, GW = as_pair(grid, "grid")
     H, W = f0.shape[-3], f0.shape[-2]
     if not (1 <= GH <= H and 1 <= GW <= W):
         raise ValueError(f"frame_diff_luma: grid {grid} must have 1..{H} rows and 1..{W} columns of cells")
@@ -309,7 +309,7 @@ def resize_normalize_torch(image, size, mean, std, mode="bicubic"):
     _check_mode(mode)
     x = image.movedim(-1, -3)
     batched = x.dim() == 4
-    y = F.interpolate(x if batched else x[None], size=_pair(size, "size"), mode=mode, align_corners=False,
+    y = F.interpolate(x if batched else x[None], size=as_pair(size, "size"), mode=mode, align_corners=False,
                       antialias=False)
     mean = torch.as_tensor(mean, dtype=y.dtype, device=y.device).view(3, 1, 1)
     std = torch.as_tensor(std, dtype=y.dtype, device=y.device).view(3, 1, 1)
@@ -340,7 +340,7 @@ def interp_matrix(n_in: int, n_out: int, mode: str) -> np.ndarray:
 
 def resize_normalize_oracle(image, size, mean, std, mode="bicubic"):
     img = image.numpy()
-    Ho, Wo = _pair(size, "size")
+    Ho, Wo = as_pair(size, "size")
     my = interp_matrix(img.shape[-3], Ho, mode)
     mx = interp_matrix(img.shape[-2], Wo, mode)
     H, W = img.shape[-3:-1]
@@ -388,7 +388,7 @@ def luma(frames: torch.Tensor) -> torch.Tensor:
 
 
 def frame_diff_luma_torch(f0, f1, grid):
-    size = _pair(grid, "grid")
+    size = as_pair(grid, "grid")
     l0, l1 = luma(f0), luma(f1)
     batched = l0.dim() == 3  # adaptive_avg_pool2d needs a leading batch or channel axis
     d = (F.adaptive_avg_pool2d(l0 if batched else l0[None], size)
@@ -397,7 +397,7 @@ def frame_diff_luma_torch(f0, f1, grid):
 
 
 def frame_diff_luma_oracle(f0, f1, grid):
-    GH, GW = _pair(grid, "grid")
+    GH, GW = as_pair(grid, "grid")
     diff = (f0.numpy() - f1.numpy()) @ np.array(LUMA_BT601)
     H, W = diff.shape[-2:]
     out = np.empty(diff.shape[:-2] + (GH, GW))
@@ -451,7 +451,7 @@ def _resize_inputs(p, dtype, device, gen):
 
 def _resize_out(i):
     img = i["image"]
-    return img.new_empty(*img.shape[:-3], 3, *_pair(i["size"], "size"))
+    return img.new_empty(*img.shape[:-3], 3, *as_pair(i["size"], "size"))
 
 
 def _resize_taps(p) -> int:
@@ -596,7 +596,7 @@ def _frames_inputs(p, dtype, device, gen):
 
 
 def _frames_out(i):
-    return i["f0"].new_empty(*i["f0"].shape[:-3], *_pair(i["grid"], "grid"))
+    return i["f0"].new_empty(*i["f0"].shape[:-3], *as_pair(i["grid"], "grid"))
 
 
 def _frames_elems(p):
