@@ -46,6 +46,8 @@ from tilewave.kernels.conv2d import DTYPES_TL, as_pair, same_dtype, window2d_nhw
 
 ROW_TILE = 2048  # elements of a [rows, BLOCK_D] tile
 ROW_BLOCK_DS = (16, 32, 64, 128)
+# Three gathered [rows, BLOCK_D] pointer tiles: at 4 warps the narrow-D fp16 variants spill (tilewave build).
+POS_EMB_WARPS = 8
 RESIZE_BLOCK = 128
 CELL_ROWS, CELL_BLOCK = 8, 128
 BICUBIC_A = -0.75
@@ -272,7 +274,7 @@ def pos_emb_2d_add(tok: torch.Tensor, pos_x: torch.Tensor, pos_y: torch.Tensor,
         BLOCK_R, BLOCK_D = row_blocks(D)
         _pos_emb_2d_add_kernel[(triton.cdiv(R, BLOCK_R), triton.cdiv(D, BLOCK_D))](
             tok, pos_x.contiguous(), pos_y.contiguous(), out, R, P, W, D,
-            BLOCK_R=BLOCK_R, BLOCK_D=BLOCK_D, num_warps=4)
+            BLOCK_R=BLOCK_R, BLOCK_D=BLOCK_D, num_warps=POS_EMB_WARPS)
     return out
 
 
@@ -416,11 +418,11 @@ def _elems(shape) -> int:
     return math.prod(shape)
 
 
-def _row_variants(fn, pointers, ints, rows_name):
+def _row_variants(fn, pointers, ints, rows_name, num_warps=4):
     """One variant per storage dtype and per BLOCK_D that row_blocks can pick."""
     return [AotVariant(f"{fn.__name__}[{dt},BLOCK_D={bd}]", fn,
                        {**{p: f"*{dt}" for p in pointers}, **{i: "i32" for i in ints}},
-                       {rows_name: ROW_TILE // bd, "BLOCK_D": bd})
+                       {rows_name: ROW_TILE // bd, "BLOCK_D": bd}, num_warps=num_warps)
             for dt in DTYPES_TL for bd in ROW_BLOCK_DS]
 
 
@@ -579,7 +581,7 @@ register(Kernel(
                             ("Qwen2.5-VL 32x32 tokens x 1280", (0, 32, 32, 1280)),
                             ("large 16 x 64x64 tokens x 1152", (16, 64, 64, 1152)))],
     variants=lambda: _row_variants(_pos_emb_2d_add_kernel, ("tok_ptr", "px_ptr", "py_ptr", "y_ptr"),
-                                   ("R", "P", "W", "D"), "BLOCK_R"),
+                                   ("R", "P", "W", "D"), "BLOCK_R", POS_EMB_WARPS),
 ))
 
 
