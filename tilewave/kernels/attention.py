@@ -20,9 +20,10 @@ sdpa_decode_sink             one query per (batch, head): o = Σ_j p_j v_j with 
                              is 0: the sink joins the max and the denominator only. q [B, H, D] (or [B, H, 1, D]),
                              KV cache [B, H_kv, T, D], sinks [H], optional cache_lens [B] int32 (keys [0, len)),
                              optional window W (keys [len − W, len)). Split-K (flash-decoding): pass 1 spreads
-                             the keys of every (batch, KV head) over `num_splits` programs that each handle all
-                             query heads of the GQA group with one tl.dot; pass 2 merges the partial
-                             (max, sum, accumulator) triples with the sink.
+                             the keys of every (batch, KV head) over `num_splits` programs, each handling up to 16
+                             query heads of the GQA group with one tl.dot per key tile (so the cache is read once
+                             per group); pass 2 merges the partial (max, sum, accumulator) triples with the sink.
+                             A sink of -inf means no sink.
 
 A query whose keys are all masked (padding, an empty window, an empty cache) outputs 0, not NaN.
 Softmax runs in the log2 domain (scale·log2 e folded into the scores, exp2); accumulation is float32 for
@@ -419,7 +420,7 @@ def _decode_splits(span: int, programs: int, device: torch.device, block_n: int,
         else:
             target = _DEC_PROGRAMS_PER_SM * torch.cuda.get_device_properties(device).multi_processor_count
         num_splits = triton.cdiv(target, programs)
-    num_splits = max(1, min(int(num_splits), triton.cdiv(max(span, 1), block_n)))
+    num_splits = max(1, min(int(num_splits), triton.cdiv(max(span, 1), block_n), 65535))  # grid axis 1 limit
     chunk = triton.cdiv(triton.cdiv(max(span, 1), num_splits), block_n) * block_n
     return triton.cdiv(max(span, 1), chunk), chunk
 
@@ -595,13 +596,13 @@ def sdpa_rel_pos_oracle(q, k, v, rel_emb, pos_bias_u, pos_bias_v, rel_zero=None,
 
 def sdpa_decode_sink_oracle(q, k_cache, v_cache, sinks, cache_lens=None, window=None, scale=None,
                             precision=None, num_splits=None):
+    # query heads grouped per KV head ([B, H_kv, G, ...]), so the cache is never copied per query head
     B, H_kv, T, D = k_cache.shape
-    H = q.shape[1]
-    q3 = q.reshape(B, H, 1, D)
-    scores = (q3 @ _gqa_expand(k_cache, H).transpose(-1, -2))[:, :, 0] * _default_scale(scale, D)
-    scores = scores.masked_fill(~decode_attend_mask(cache_lens, window, B, T)[:, None], float("-inf"))
-    scores = torch.cat([scores, sinks.expand(B, H)[..., None]], -1)[:, :, None, :]
-    v_ext = torch.cat([_gqa_expand(v_cache, H), v_cache.new_zeros(B, H, 1, D)], 2)
+    G = q.shape[1] // H_kv
+    scores = q.reshape(B, H_kv, G, D) @ k_cache.transpose(-1, -2) * _default_scale(scale, D)
+    scores = scores.masked_fill(~decode_attend_mask(cache_lens, window, B, T)[:, None, None], float("-inf"))
+    scores = torch.cat([scores, sinks.reshape(1, H_kv, G, 1).expand(B, -1, -1, -1)], -1)
+    v_ext = torch.cat([v_cache, v_cache.new_zeros(B, H_kv, 1, D)], 2)
     return _softmax_attend(scores, v_ext).reshape(q.shape)
 
 
@@ -869,10 +870,12 @@ register(Kernel(
         Case({"B": 1, "H": 4, "H_kv": 1, "T": 50, "D": 32, "window": 20}, _CPU, _INTERPRETABLE),
         Case({"B": 2, "H": 2, "H_kv": 2, "T": 40, "D": 64, "lens": (37, 0), "window": 9}, _CPU, _INTERPRETABLE),
         Case({"B": 1, "H": 8, "H_kv": 1, "T": 48, "D": 32, **_TF32}, _CPU, ("float32",)),
-        *[Case({**_DECODE_MODEL, "T": T, "D": D, "window": w}, _GPU)
-          for T in (4096, 32768) for D in (64, 128) for w in (None, 128)],
+        # 4k keys at both head dims with and without a window; 32k keys (the split-K case) at each head dim once
+        *[Case({**_DECODE_MODEL, "T": 4096, "D": D, "window": w}, _GPU) for D in (64, 128) for w in (None, 128)],
+        Case({**_DECODE_MODEL, "T": 32768, "D": 64, "window": None}, _GPU),
+        Case({**_DECODE_MODEL, "T": 32768, "D": 128, "window": 128}, _GPU),
         Case({"B": 4, "H": 64, "H_kv": 8, "T": 4100, "D": 64, "lens": (4100, 3001, 17, 1), "window": 1000}, _GPU),
-        Case({**_DECODE_MODEL, "T": 32768, "D": 64, **_TF32}, _GPU, ("float32",)),
+        Case({**_DECODE_MODEL, "T": 4096, "D": 128, **_TF32}, _GPU, ("float32",)),
     ],
     bench=[BenchShape(f"{T} cached keys, 64 q / 8 kv heads x {D}" + (f", window {w}" if w else ""),
                       {**_DECODE_MODEL, "T": T, "D": D, "window": w}, flops=_decode_flops, bytes=_decode_bytes)

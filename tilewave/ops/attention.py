@@ -39,7 +39,8 @@ def sdpa_bidirectional_windowed(q: torch.Tensor, k: torch.Tensor, v: torch.Tenso
     (`K.segments_from_lengths` builds them from window lengths)."""
     ok, why = _covered(q, k, v)
     if use_triton("sdpa_bidirectional_windowed", q, k, v, seg_start, seg_len, supported=ok, reason=why):
-        return K.sdpa_bidirectional_windowed(q, k, v, seg_start, seg_len, scale, precision=fp32_matmul())
+        return K.sdpa_bidirectional_windowed(q, k, v, seg_start.to(torch.int32).contiguous(),
+                                             seg_len.to(torch.int32).contiguous(), scale, precision=fp32_matmul())
     return K.sdpa_bidirectional_windowed_torch(q, k, v, seg_start, seg_len, scale)
 
 
@@ -65,5 +66,6 @@ def sdpa_decode_sink(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
     logit sinks [H] (a virtual key of value 0); keys [len - window, len) of the first cache_lens[b] keys."""
     ok, why = _covered(q, k_cache, v_cache)
     if use_triton("sdpa_decode_sink", q, k_cache, v_cache, sinks, cache_lens, supported=ok, reason=why):
-        return K.sdpa_decode_sink(q, k_cache, v_cache, sinks, cache_lens, window, scale, precision=fp32_matmul())
+        lens = None if cache_lens is None else cache_lens.to(torch.int32)
+        return K.sdpa_decode_sink(q, k_cache, v_cache, sinks, lens, window, scale, precision=fp32_matmul())
     return K.sdpa_decode_sink_torch(q, k_cache, v_cache, sinks, cache_lens, window, scale)
