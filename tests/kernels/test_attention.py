@@ -80,6 +80,14 @@ def test_decode_does_not_depend_on_the_split_count(num_splits):
     assert scaled_max_error(out, ref) <= TOL
 
 
+def test_decode_groups_larger_than_one_tile():
+    # 20 query heads per KV head: two 16-row head tiles per group
+    q, kc, vc = _randn(1, 40, 16), _randn(1, 2, 20, 16, seed=1), _randn(1, 2, 20, 16, seed=2)
+    sinks = _randn(40, seed=3)
+    out = K.sdpa_decode_sink(q, kc, vc, sinks)
+    assert scaled_max_error(out, K.sdpa_decode_sink_oracle(*_f64(q, kc, vc, sinks))) <= TOL
+
+
 def test_decode_accepts_a_singleton_query_axis():
     q, kc, vc = _randn(1, 2, 1, 16), _randn(1, 2, 20, 16, seed=1), _randn(1, 2, 20, 16, seed=2)
     sinks = _randn(2, seed=3)
@@ -188,3 +196,30 @@ def test_op_decode_torch_path_matches_oracle():
 
 
 K_TOL_CPU = tolerance("float32", "pointwise")  # PyTorch's float32 CPU path is exact float32 arithmetic
+
+
+def test_ops_run_where_placed_and_agree_with_the_torch_path():
+    """On a GPU the ops take the Triton kernels; on a CPU the PyTorch path. Either way they match it."""
+    dev = KERNEL_DEVICE
+    q, k, v = _randn(2, 4, 24, 32), _randn(2, 4, 24, 32, seed=1), _randn(2, 4, 24, 32, seed=2)
+    mask = (torch.arange(24)[None, :] < torch.tensor([[24], [7]])).to(dev)
+    seg_start, seg_len = K.segments_from_lengths([5, 19], dev)
+    rel, u, w = _randn(47, 4, 32, seed=3), _randn(4, 32, seed=4), _randn(4, 32, seed=5)
+    sinks, lens = _randn(4, seed=6), torch.tensor([24, 3], dtype=torch.int32, device=dev)
+    calls = {
+        "sdpa_bidirectional": lambda *t: A.sdpa_bidirectional(*t[:3], t[3]),
+        "sdpa_bidirectional_windowed": lambda *t: A.sdpa_bidirectional_windowed(*t[:3], t[4], t[5]),
+        "sdpa_rel_pos_conformer": lambda *t: A.sdpa_rel_pos_conformer(t[0], t[1][:, :2], t[2][:, :2], *t[6:9]),
+        "sdpa_decode_sink": lambda *t: A.sdpa_decode_sink(t[0][:, :, 0], t[1][:, :2], t[2][:, :2], t[9], t[10],
+                                                          window=10),
+    }
+    args = (q, k, v, mask, seg_start, seg_len, rel, u, w, sinks, lens)
+    ops.reset_placements()
+    for op, call in calls.items():
+        out = call(*args)
+        with ops.backend("torch"):
+            ref = call(*(a.cpu() for a in args))
+        assert scaled_max_error(out, ref) <= TOL, op
+    placed = {(op, where) for op, where, _, _ in ops.placements()}
+    expected = "triton" if dev == "cuda" else "torch"
+    assert {(op, expected) for op in calls} <= placed, placed

@@ -30,7 +30,7 @@ Softmax runs in the log2 domain (scale·log2 e folded into the scores, exp2); ac
 every storage dtype (float32, float16, bfloat16). tl.dot takes the storage dtype's operands; float32 storage
 passes input_precision explicitly ('ieee' exact, 'tf32' fast; the ops take it from dispatch.fp32_matmul()).
 Launch invariants: the last (D) dimension of every tensor is contiguous (other strides are free); D <= 128
-(D is padded to a power of two >= 16 inside the block and masked, so D = 80 runs in a 128-wide block);
+(D is padded inside the block and masked: to 64 or 128 on the GPU, so D = 80 runs in a 128-wide block);
 every tl.dot dimension is >= 16.
 """
 from __future__ import annotations
@@ -47,6 +47,7 @@ from tilewave.kernels._common import randn
 
 LOG2E = 1.4426950408889634
 MAX_HEAD_DIM = 128
+GPU_HEAD_BLOCKS = (64, 128)  # D <= 64 pads to 64 on the GPU (D = 16/32 heads are rare; fewer compiled forms)
 COMBINE_BLOCK_S = 32  # splits merged per step of the decode combine pass
 
 # (BLOCK_M, BLOCK_N, num_warps, num_stages). The CPU interpreter runs one program at a time, so its tiles
@@ -278,10 +279,11 @@ def _decode_combine_kernel(acc_ptr, m_ptr, l_ptr, sink_ptr, o_ptr, sob, soh, H, 
 # ---------------------------------------------------------------------------------------------------
 # launchers (Triton path; tilewave.ops decides when to call them)
 # ---------------------------------------------------------------------------------------------------
-def _head_block(D: int, op: str) -> int:
+def _head_block(D: int, op: str, device: torch.device) -> int:
+    """The padded head dim: a power of two; on the GPU 64 or 128 only, so two compiled forms cover every D."""
     if not 1 <= D <= MAX_HEAD_DIM:
         raise ValueError(f"{op}: head dim must be in [1, {MAX_HEAD_DIM}], got {D}")
-    return max(16, triton.next_power_of_2(D))
+    return max(16 if device.type == "cpu" else GPU_HEAD_BLOCKS[0], triton.next_power_of_2(D))
 
 
 def _check_qkv(op: str, q, k, v, expect_dims: int = 4) -> None:
@@ -334,7 +336,7 @@ def _launch_fwd(q, k, v, key_padding_mask, seg_start, seg_len, scale, precision,
     Tk = k.shape[2]
     if k.shape[:2] != (B, H):
         raise ValueError(f"{op}: k/v must be [B={B}, H={H}, Tk, D], got {tuple(k.shape)}")
-    BLOCK_D = _head_block(D, op)
+    BLOCK_D = _head_block(D, op, q.device)
     out = _out(q, out)
     kpm = q
     if key_padding_mask is not None:
@@ -398,7 +400,7 @@ def sdpa_rel_pos_conformer(q, k, v, rel_emb, pos_bias_u, pos_bias_v, rel_zero=No
             raise ValueError(f"{op}: {name} must be [H={H}, D={D}], got {tuple(t.shape)}")
     if rel_emb.dtype != q.dtype:
         raise ValueError(f"{op}: rel_emb must have q's dtype {q.dtype}, got {rel_emb.dtype}")
-    BLOCK_D = _head_block(D, op)
+    BLOCK_D = _head_block(D, op, q.device)
     out = _out(q, out)
     BLOCK, warps, stages = _config(q.device, q.dtype, precision, _REL_CPU, _REL_GPU)
     if B * H and Tq:
@@ -449,7 +451,7 @@ def sdpa_decode_sink(q, k_cache, v_cache, sinks, cache_lens=None, window=None, s
         raise ValueError(f"{op}: cache_lens must be int32 [B={B}], got {cache_lens.dtype} {tuple(cache_lens.shape)}")
     if window is not None and window < 1:
         raise ValueError(f"{op}: window must be >= 1 key (or None for no window), got {window}")
-    BLOCK_D = _head_block(D, op)
+    BLOCK_D = _head_block(D, op, q.device)
     g_tiles = triton.cdiv(group, DECODE_BLOCK_G)
     out = _out(q, out)
     out3 = out[:, :, 0] if out.dim() == 4 else out
@@ -698,7 +700,6 @@ def _full_flops(p):
 # Variant helpers: one compiled form per storage dtype and float32 precision ('ieee' runs on FMA units,
 # so only the 16-bit and tf32 forms must use the tensor cores).
 _DOT_FORMS = (("fp32", "ieee", False), ("fp32", "tf32", True), ("fp16", "tf32", True), ("bf16", "tf32", True))
-_HEAD_BLOCKS = (16, 32, 64, 128)
 
 
 def _signature(fn, dt: str, pointer_types: dict[str, str], floats=("qk_scale",)) -> dict[str, str]:
@@ -723,7 +724,7 @@ def _dot_variants(fn, table: dict, tile_names: tuple[str, ...], modes: list[dict
     for dt, prec, mma in _DOT_FORMS:
         *tiles, warps, stages = _gpu_config(dt, prec, table)
         for mode in modes:
-            for BLOCK_D in _HEAD_BLOCKS:
+            for BLOCK_D in GPU_HEAD_BLOCKS:
                 tag = ",".join([dt, prec, *(f"{k}={v}" for k, v in mode.items()), f"D={BLOCK_D}"])
                 constexprs = {**dict(zip(tile_names, tiles)), **mode, "BLOCK_D": BLOCK_D, "PRECISION": prec}
                 out.append(AotVariant(f"{fn.__name__}[{tag}]", fn, _signature(fn, dt, pointer_types), constexprs,
@@ -749,7 +750,7 @@ def _decode_variants():
                         [{"HAS_LENS": lens, "BLOCK_G": DECODE_BLOCK_G} for lens in (False, True)],
                         {"lens_ptr": "*i32", **_PARTIALS})
     for dt in ("fp32", "fp16", "bf16"):
-        for BLOCK_D in _HEAD_BLOCKS:
+        for BLOCK_D in GPU_HEAD_BLOCKS:
             out.append(AotVariant(
                 f"_decode_combine_kernel[{dt},D={BLOCK_D}]", _decode_combine_kernel,
                 _signature(_decode_combine_kernel, dt, {**_PARTIALS, "sink_ptr": "*fp32"}),
