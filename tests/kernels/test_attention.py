@@ -60,6 +60,18 @@ def test_windows_equal_separate_attention_per_window():
         start += n
 
 
+def test_windows_in_any_order_are_still_exact():
+    # the block-range shortcut assumes window order for speed only: scattered windows stay correct
+    T = 48
+    q, k, v = _randn(1, 1, T, 16), _randn(1, 1, T, 16, seed=1), _randn(1, 1, T, 16, seed=2)
+    gen = torch.Generator().manual_seed(5)
+    seg_start = torch.randint(0, T, (T,), generator=gen, dtype=torch.int32)
+    seg_len = torch.randint(0, T, (T,), generator=gen, dtype=torch.int32)
+    dev = [t.to(KERNEL_DEVICE) for t in (seg_start, seg_len)]
+    out = K.sdpa_bidirectional_windowed(q, k, v, *dev)
+    assert scaled_max_error(out, K.sdpa_windowed_oracle(*_f64(q, k, v), seg_start, seg_len)) <= TOL
+
+
 def test_decode_empty_cache_and_no_sink_outputs_zero():
     q, kc, vc = _randn(2, 4, 32), _randn(2, 2, 24, 32, seed=1), _randn(2, 2, 24, 32, seed=2)
     sinks = torch.full((4,), float("-inf"), device=KERNEL_DEVICE)
@@ -113,6 +125,14 @@ def test_rel_pos_accepts_head_major_rel_emb():
     out = K.sdpa_rel_pos_conformer(q, k, v, rel_head_major.transpose(0, 1), u, w)
     ref = K.sdpa_rel_pos_conformer(q, k, v, rel_head_major.transpose(0, 1).contiguous(), u, w)
     assert torch.equal(out, ref)
+
+
+def test_rel_pos_with_more_keys_than_queries_and_default_rel_zero():
+    Tq, Tk, H, D = 20, 37, 2, 16
+    q, k, v = _randn(1, H, Tq, D), _randn(1, H, Tk, D, seed=1), _randn(1, H, Tk, D, seed=2)
+    rel, u, w = _randn(Tq + Tk - 1, H, D, seed=3), _randn(H, D, seed=4), _randn(H, D, seed=5)
+    out = K.sdpa_rel_pos_conformer(q, k, v, rel, u, w)
+    assert scaled_max_error(out, K.sdpa_rel_pos_oracle(*_f64(q, k, v, rel, u, w))) <= TOL
 
 
 def test_rel_pos_with_zero_embeddings_and_biases_is_plain_attention():

@@ -778,6 +778,9 @@ register(Kernel(
     bench=[
         BenchShape("ALBERT 512 tokens [1, 12, 512, 64]", {"B": 1, "H": 12, "T": 512, "D": 64},
                    flops=_full_flops, bytes=_attention_bytes),
+        BenchShape("ALBERT ragged batch [4, 12, 512, 64] with key padding",
+                   {"B": 4, "H": 12, "T": 512, "D": 64, "lengths": (512, 377, 130, 19)},
+                   flops=_full_flops, bytes=_attention_bytes),
         BenchShape("SigLIP 576 tokens [1, 16, 576, 64]", {"B": 1, "H": 16, "T": 576, "D": 64},
                    flops=_full_flops, bytes=_attention_bytes),
         BenchShape("large [4, 16, 4096, 128]", {"B": 4, "H": 16, "T": 4096, "D": 128},
