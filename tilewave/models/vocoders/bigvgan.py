@@ -168,16 +168,22 @@ def load_state_dict(config: BigVGANConfig, state: dict[str, torch.Tensor]) -> di
 
 
 def random_state_dict(config: BigVGANConfig, seed: int = 0) -> dict[str, torch.Tensor]:
-    """A weight-normed state dict in the official layout with random values (conv weights N(0, 0.01) as the
-    package initialises them, g = ||v|| per channel; snake parameters spread around their initial values)."""
+    """A weight-normed state dict in the official layout with random values: folded conv weights of variance
+    ~1 / fan_in (so that the signal keeps its scale through the stages, unlike the package's N(0, 0.01)
+    training init), snake parameters spread around their initial values."""
     gen = torch.Generator().manual_seed(seed)
     randn = lambda *shape, std=1.0: torch.randn(*shape, generator=gen) * std
     state: dict[str, torch.Tensor] = {}
     for prefix, kind, shape in parameter_layout(config):
         if kind == "conv":
-            v = randn(*shape, std=0.01)
-            state[f"{prefix}.weight_g"] = v.flatten(1).norm(dim=1).view(-1, 1, 1) * (1 + 0.1 * randn(shape[0], 1, 1))
-            state[f"{prefix}.weight_v"] = v
+            upsampler = prefix.startswith("ups.")
+            fan_in = shape[0] * shape[2] / config.upsample_rates[int(prefix.split(".")[1])] if upsampler \
+                else shape[1] * shape[2]
+            row = math.prod(shape[1:])  # weight norm's g is the norm of one dim-0 slice
+            # damped residual branches and output: the audio stays mostly inside the final clamp
+            gain = {"resblocks": 0.3, "conv_post": 0.05}.get(prefix.split(".")[0], 1.0)
+            state[f"{prefix}.weight_g"] = gain * math.sqrt(row / fan_in) * (1 + 0.1 * randn(shape[0], 1, 1))
+            state[f"{prefix}.weight_v"] = randn(*shape)
             if _has_bias(config, prefix):
                 state[f"{prefix}.bias"] = randn(shape[1] if prefix.startswith("ups.") else shape[0], std=0.01)
         else:

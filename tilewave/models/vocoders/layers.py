@@ -31,9 +31,14 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
-        raise WeightsError(f"checkpoint {str(path)!r} holds objects other than tensors and plain containers, "
-                           f"so it was not loaded (only safe weights-only loading is done): {exc}. Re-save it "
-                           f"as a dict of tensors with torch.save") from None
+        refused = [line.strip() for line in str(exc).splitlines() if "Unsupported global" in line]
+        if refused:
+            raise WeightsError(f"checkpoint {str(path)!r} holds objects other than tensors and plain containers, "
+                               f"so it was not loaded (only safe weights-only loading is done; {refused[0]}). "
+                               f"Re-save it as a dict of tensors with torch.save") from None
+        raise WeightsError(f"checkpoint {str(path)!r} is not a readable PyTorch file (truncated or corrupt?): "
+                           f"{str(exc).splitlines()[-1] if str(exc) else type(exc).__name__}. Download or copy "
+                           f"it again") from None
     except (RuntimeError, EOFError, zipfile.BadZipFile, OSError, ValueError) as exc:
         raise WeightsError(f"checkpoint {str(path)!r} is not a readable PyTorch file (truncated or corrupt?): "
                            f"{type(exc).__name__}: {exc}. Download or copy it again") from None
