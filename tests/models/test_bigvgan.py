@@ -14,7 +14,8 @@ from tilewave.models.vocoders.layers import fold_weight_norm
 from tilewave.ops import resample
 
 # the reference package builds its convs with the deprecated torch.nn.utils.weight_norm
-pytestmark = pytest.mark.filterwarnings("ignore:.*weight_norm.*:FutureWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore:.*weight_norm.*:FutureWarning"),
+              pytest.mark.filterwarnings("ignore:Detected pickle protocol:UserWarning")]
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 REF, _, AttrDict = load_reference()
 
