@@ -19,6 +19,13 @@ def rand(shape, dtype: torch.dtype, device: str, gen: torch.Generator, lo: float
     return x.to(dtype).to(device)
 
 
+def check_channel_params(name: str, C: int, alpha: torch.Tensor, beta: torch.Tensor | None) -> None:
+    """Per-channel activation parameters must hold one value per channel of x."""
+    if alpha.numel() != C or (beta is not None and beta.numel() != C):
+        raise ValueError(f"{name}: parameters must have one value per channel ({C}), got alpha "
+                         f"{tuple(alpha.shape)}" + ("" if beta is None else f", beta {tuple(beta.shape)}"))
+
+
 def block_size(n: int, cap: int) -> int:
     """Power-of-two block covering n, at most cap (at least 16 so that tiny shapes still vectorise)."""
     return max(16, min(cap, triton.next_power_of_2(max(1, n))))

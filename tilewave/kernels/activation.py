@@ -20,7 +20,7 @@ import triton
 import triton.language as tl
 
 from tilewave.harness.registry import AotVariant, BenchShape, Case, Kernel, register
-from tilewave.kernels._common import block_size, randn
+from tilewave.kernels._common import block_size, check_channel_params, randn
 
 ELEMENTWISE_BLOCK = 4096  # 16 elements per thread at 8 warps: 16-byte vector accesses in fp32 and bf16
 ROW_BLOCK = 2048
@@ -101,9 +101,7 @@ def snake(x: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor | None = None
           out: torch.Tensor | None = None) -> torch.Tensor:
     _check(x, "snake")
     C, L = x.shape[-2], x.shape[-1]
-    if alpha.numel() != C or (beta is not None and beta.numel() != C):
-        raise ValueError(f"snake: parameters must have one value per channel ({C}), "
-                         f"got alpha {tuple(alpha.shape)}" + ("" if beta is None else f", beta {tuple(beta.shape)}"))
+    check_channel_params("snake", C, alpha, beta)
     out = torch.empty_like(x) if out is None else out
     rows = x.numel() // max(L, 1)
     if rows and L:

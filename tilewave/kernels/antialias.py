@@ -35,6 +35,7 @@ import triton
 import triton.language as tl
 
 from tilewave.harness.registry import AotVariant, BenchShape, Case, Kernel, register
+from tilewave.kernels._common import check_channel_params
 from tilewave.kernels.activation import _snake_inputs, snake_torch
 
 TAPS = 12  # BigVGAN's filters (the ones its CUDA kernel hard-codes)
@@ -197,9 +198,7 @@ def act1d(x: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor | None = None
                          f"length divisible by 4 (4 to 24 taps); got x {tuple(x.shape)} strides {x.stride()}, "
                          f"filters {_taps(up_filter)} and {_taps(down_filter)} taps")
     C, L = x.shape[-2], x.shape[-1]
-    if alpha.numel() != C or (beta is not None and beta.numel() != C):
-        raise ValueError(f"act1d: parameters must have one value per channel ({C}), got alpha "
-                         f"{tuple(alpha.shape)}" + ("" if beta is None else f", beta {tuple(beta.shape)}"))
+    check_channel_params("act1d", C, alpha, beta)
     out = torch.empty_like(x) if out is None else out
     rows = x.numel() // max(L, 1)
     if rows and L:

@@ -148,15 +148,12 @@ class CausalDecoder:
             with timed(profiler, stage, "conv_transpose"):
                 x = self._causal_up(f"blocks.{b}.up", x, r)
             for u, d in enumerate(h.dilations):
-                res = f"blocks.{b}.res.{u}"
-                with timed(profiler, stage, "act"):
-                    y = self._snake(f"{res}.snake1", x)
-                with timed(profiler, stage, "conv"):
-                    y = self._causal_conv(f"{res}.conv1", y, d)
-                with timed(profiler, stage, "act"):
-                    y = self._snake(f"{res}.snake2", y)
-                with timed(profiler, stage, "conv"):
-                    y = self._causal_conv(f"{res}.conv2", y)
+                y = x
+                for j, dilation in ((1, d), (2, 1)):  # snake -> conv k7 dilated, snake -> conv k1
+                    with timed(profiler, stage, "act"):
+                        y = self._snake(f"blocks.{b}.res.{u}.snake{j}", y)
+                    with timed(profiler, stage, "conv"):
+                        y = self._causal_conv(f"blocks.{b}.res.{u}.conv{j}", y, dilation)
                 x = x + y
         with timed(profiler, "out", "act"):
             x = self._snake("snake_out", x)
