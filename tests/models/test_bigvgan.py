@@ -97,7 +97,7 @@ def test_act1d_op_matches_official_activation1d(device, act, log_scale):
     with torch.no_grad():
         for p in module.act.parameters():
             p.copy_(torch.randn(C, generator=gen) * 0.5 if log_scale else 0.2 + torch.rand(C, generator=gen))
-    for L in (1, 3, 130, 1100):
+    for L in (1, 3, 130, 1100, 4000):  # one tile with both row ends, then interior tiles too
         x = torch.randn(2, C, L, generator=gen) * 2
         with torch.no_grad():
             expected = module(x)
@@ -106,6 +106,18 @@ def test_act1d_op_matches_official_activation1d(device, act, log_scale):
                              None if beta is None else beta.to(device), log_scale,
                              module.upsample.filter.to(device), module.downsample.lowpass.filter.to(device))
         assert (out.cpu() - expected).abs().max() <= TOL * max(1.0, expected.abs().max().item()), L
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_16bit_generator_tracks_float32(device, dtype):
+    config = BigVGANConfig.from_dict(H_22K_SMALL)
+    state = random_state_dict(config, seed=8)
+    mel = torch.randn(1, 80, 6, generator=torch.Generator().manual_seed(9)) - 4
+    ref = BigVGAN.from_state_dict(config, state)(mel)
+    out = BigVGAN.from_state_dict(config, state, device=device, dtype=dtype)(mel.to(device))
+    assert out.dtype == dtype
+    assert relative_error(out.float(), ref) <= tolerance(str(dtype).removeprefix("torch."), "reduction")
 
 
 def test_context_frames_bounds_the_receptive_field():

@@ -219,18 +219,20 @@ def act1d(x: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor | None = None
 # PyTorch peer (also the CPU path of tilewave.ops.resample) and float64 oracle
 # ---------------------------------------------------------------------------------------------------
 def act1d_torch(x, alpha, beta=None, log_scale=False, up_filter=None, down_filter=None):
-    """The eager chain of bigvgan's torch Activation1d: pad, transposed conv, crop, snake, pad, strided conv."""
-    fu = (resample_filter(device=x.device) if up_filter is None else up_filter).to(x.dtype).reshape(1, 1, -1)
-    fd = (resample_filter(device=x.device) if down_filter is None else down_filter).to(x.dtype).reshape(1, 1, -1)
-    x3 = x if x.dim() == 3 else x.unsqueeze(0)
+    """The eager chain of bigvgan's torch Activation1d: pad, transposed conv, crop, snake, pad, strided conv.
+    16-bit x is computed in float32 (as the kernel does) and the result stored in x's dtype."""
+    work = torch.float64 if x.dtype == torch.float64 else torch.float32
+    fu = (resample_filter(device=x.device) if up_filter is None else up_filter).to(work).reshape(1, 1, -1)
+    fd = (resample_filter(device=x.device) if down_filter is None else down_filter).to(work).reshape(1, 1, -1)
+    x3 = (x if x.dim() == 3 else x.unsqueeze(0)).to(work)
     C, K = x3.shape[1], fu.shape[-1]
     pad = K // 2 - 1
     u = 2 * F.conv_transpose1d(F.pad(x3, (pad, pad), mode="replicate"), fu.expand(C, -1, -1), stride=2, groups=C)
     u = u[..., 2 * pad + (K - 2) // 2: u.shape[-1] - (2 * pad + (K - 1) // 2)]
-    a = snake_torch(u, alpha, beta, log_scale)
+    a = snake_torch(u, alpha.to(work), None if beta is None else beta.to(work), log_scale)
     Kd = fd.shape[-1]
     a = F.pad(a, (Kd // 2 - (Kd % 2 == 0), Kd // 2), mode="replicate")
-    y = F.conv1d(a, fd.expand(C, -1, -1), stride=2, groups=C)
+    y = F.conv1d(a, fd.expand(C, -1, -1), stride=2, groups=C).to(x.dtype)
     return y if x.dim() == 3 else y.squeeze(0)
 
 
