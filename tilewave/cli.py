@@ -13,16 +13,38 @@ def _kernel_registry():
     return load_all_kernels()
 
 
+def _test_device(device: str | None) -> str:
+    import torch
+
+    return device or ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _use_interpreter_for(argv: list[str]) -> None:
+    """`tilewave test` on the CPU runs kernels on Triton's interpreter, which must be switched on before
+    the first `import triton`; building the parser already imports the engine (and so triton), hence
+    this look at the raw arguments first."""
+    if not argv or argv[0] != "test":
+        return
+    device = None
+    for i, a in enumerate(argv):
+        if a == "--device" and i + 1 < len(argv):
+            device = argv[i + 1]
+        elif a.startswith("--device="):
+            device = a.split("=", 1)[1]
+    if _test_device(device) == "cpu":
+        os.environ["TRITON_INTERPRET"] = "1"
+
+
 def cmd_test(args) -> int:
     import torch
 
-    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    device = _test_device(args.device)
     if device == "cuda" and not torch.cuda.is_available():
         print("error: --device cuda but no CUDA device is visible", file=sys.stderr)
         return 2
-    if device == "cpu":
-        # Must precede the first `import triton` (kernel modules import it): kernels then run on NumPy.
-        os.environ["TRITON_INTERPRET"] = "1"
+    if device == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
+        print("error: the CPU kernel tests need TRITON_INTERPRET=1 before triton is imported", file=sys.stderr)
+        return 2
     from tilewave.harness.runner import run_tests
 
     try:
@@ -100,10 +122,16 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--emit", default="", help="comma-separated artifacts to write: ptx,cubin,ttgir,llir")
     c.add_argument("--out", help="directory for emitted artifacts")
     c.set_defaults(run=cmd_build)
+
+    from tilewave import cli_vocode
+
+    cli_vocode.add_parser(sub)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    _use_interpreter_for(argv)
     args = build_parser().parse_args(argv)
     return args.run(args)
 

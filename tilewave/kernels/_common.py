@@ -19,6 +19,13 @@ def rand(shape, dtype: torch.dtype, device: str, gen: torch.Generator, lo: float
     return x.to(dtype).to(device)
 
 
+def check_channel_params(name: str, C: int, alpha: torch.Tensor, beta: torch.Tensor | None) -> None:
+    """Per-channel activation parameters must hold one value per channel of x."""
+    if alpha.numel() != C or (beta is not None and beta.numel() != C):
+        raise ValueError(f"{name}: parameters must have one value per channel ({C}), got alpha "
+                         f"{tuple(alpha.shape)}" + ("" if beta is None else f", beta {tuple(beta.shape)}"))
+
+
 def block_size(n: int, cap: int) -> int:
     """Power-of-two block covering n, at most cap (at least 16 so that tiny shapes still vectorise)."""
     return max(16, min(cap, triton.next_power_of_2(max(1, n))))
@@ -31,10 +38,15 @@ def tanh(x):
 
 
 @triton.jit
-def sin_fast(x):
-    """sin via the SFU: reduce to [-pi, pi] (exact enough for |x| < 1e4), then sin.approx.f32 (abs error
-    ~1e-6 there). libdevice's sinf costs ~40 instructions with a slow path; at 2 bytes per element that
-    makes 16-bit snake compute-bound. GPU only: the interpreter cannot run inline PTX."""
-    r = x - 6.283185307179586 * tl.floor(x * 0.15915494309189535 + 0.5)
-    return tl.inline_asm_elementwise("sin.approx.f32 $0, $1;", "=r,r", [r], dtype=tl.float32, is_pure=True,
-                                     pack=1)
+def sin(z, FAST: tl.constexpr):
+    """sin(z). FAST (GPU only: the interpreter cannot run inline PTX): a two-constant Cody-Waite reduction
+    to [-pi, pi] (6.28125 is exact in 8 bits, so k * 6.28125 is exact for |k| < 2^16), then the SFU's
+    sin.approx.f32: ~1e-6 absolute, 4 instructions and one SFU op against libdevice's ~25 plus a slow
+    path. At 2 bytes per element libdevice's sine makes snake compute-bound."""
+    if FAST:
+        k = tl.floor(z * 0.15915494309189535 + 0.5)
+        r = z - k * 6.28125 - k * 0.0019353071795864769
+        return tl.inline_asm_elementwise("sin.approx.f32 $0, $1;", "=r,r", [r], dtype=tl.float32, is_pure=True,
+                                         pack=1)
+    else:
+        return tl.sin(z)

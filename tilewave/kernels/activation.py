@@ -21,7 +21,7 @@ import triton
 import triton.language as tl
 
 from tilewave.harness.registry import AotVariant, BenchShape, Case, Kernel, register
-from tilewave.kernels._common import block_size, randn, sin_fast, tanh
+from tilewave.kernels._common import block_size, check_channel_params, randn, sin, tanh
 
 # 4 KiB per program at 4 warps (8 fp32 or 16 fp16/bf16 elements per thread, 16-byte vector accesses): the
 # fastest of the configurations swept on the H200 (benchmarks/tune_elementwise.py, RESULTS.md).
@@ -55,10 +55,7 @@ def _snake_kernel(x_ptr, a_ptr, b_ptr, y_ptr, C, L,
         b = tl.exp(b)
     offs = row.to(tl.int64) * L + col
     x = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
-    if FAST_SIN:
-        s = sin_fast(a * x)
-    else:
-        s = tl.sin(a * x)
+    s = sin(a * x, FAST_SIN)
     y = x + s * s / (b + 1e-9)
     tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
 
@@ -121,9 +118,7 @@ def snake(x: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor | None = None
           out: torch.Tensor | None = None) -> torch.Tensor:
     _check(x, "snake")
     C, L = x.shape[-2], x.shape[-1]
-    if alpha.numel() != C or (beta is not None and beta.numel() != C):
-        raise ValueError(f"snake: parameters must have one value per channel ({C}), "
-                         f"got alpha {tuple(alpha.shape)}" + ("" if beta is None else f", beta {tuple(beta.shape)}"))
+    check_channel_params("snake", C, alpha, beta)
     out = torch.empty_like(x) if out is None else out
     rows = x.numel() // max(L, 1)
     if rows and L:

@@ -1,0 +1,130 @@
+"""Vocoding in chunks equals one pass; batches equal single runs; the CLI's files and its errors."""
+import argparse
+import json
+
+import numpy as np
+import pytest
+import soundfile
+import torch
+
+from tilewave import cli_vocode
+from tilewave.engine.vocode import vocode_file, vocode_mel, wav_to_mel
+from tilewave.errors import InputError
+from tilewave.harness.tolerance import tolerance
+from tilewave.models.vocoders.bigvgan import BigVGAN, BigVGANConfig, random_state_dict
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+# a small BigVGAN (x32, 24 kHz mel settings scaled down) so that the receptive field and chunks stay short
+H = dict(resblock="1", upsample_rates=[4, 4, 2], upsample_kernel_sizes=[8, 8, 4], upsample_initial_channel=16,
+         resblock_kernel_sizes=[3, 7], resblock_dilation_sizes=[[1, 3, 5], [1, 3, 5]], use_tanh_at_final=False,
+         use_bias_at_final=False, activation="snakebeta", snake_logscale=True, num_mels=20, n_fft=128,
+         hop_size=32, win_size=128, sampling_rate=8000, fmin=0, fmax=None)
+
+
+@pytest.fixture(scope="module")
+def model():
+    return BigVGAN.random(BigVGANConfig.from_dict(H), seed=0)
+
+
+def test_context_is_short_enough_to_test(model):
+    assert 3 <= model.context_frames() <= 40
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_chunked_equals_unchunked(model, device):
+    m = BigVGAN(model.config, model.params, device=device)
+    mel = torch.randn(2, 20, 150, generator=torch.Generator().manual_seed(1)) - 3
+    whole = m(mel.to(device))[:, 0].cpu()
+    assert whole.abs().max() > 1e-3
+    tol = tolerance("float32", "pointwise") * whole.abs().max()
+    for chunk in (5, 64, 149, 150, 1000):
+        chunked = vocode_mel(m, mel, chunk_frames=chunk)
+        assert chunked.shape == (2, 150 * 32)
+        assert (chunked - whole).abs().max() <= tol, chunk
+
+
+def test_batch_equals_single_runs(model):
+    mel = torch.randn(3, 20, 40, generator=torch.Generator().manual_seed(2))
+    batched = vocode_mel(model, mel, chunk_frames=16)
+    for b in range(3):
+        assert (vocode_mel(model, mel[b], chunk_frames=16)[0] - batched[b]).abs().max() <= 1e-6
+
+
+def test_copy_synthesis_length_and_rate_check(model):
+    wav = torch.rand(32 * 50 + 7) - 0.5
+    mel = wav_to_mel(model, wav, 8000)
+    assert mel.shape == (1, 20, 50)
+    with pytest.raises(InputError, match="16000 Hz.*8000 Hz"):
+        wav_to_mel(model, wav, 16000)
+
+
+def test_bad_mels(model):
+    with pytest.raises(InputError, match="NaN"):
+        vocode_mel(model, torch.full((20, 5), float("nan")))
+    with pytest.raises(InputError, match="at least one frame"):
+        vocode_mel(model, torch.zeros(20, 0))
+
+
+# ---------------------------------------------------------------------------------------------------
+# CLI
+# ---------------------------------------------------------------------------------------------------
+def parse(*argv):
+    parser = argparse.ArgumentParser(prog="tilewave")
+    cli_vocode.add_parser(parser.add_subparsers(dest="command"))
+    return parser.parse_args(["vocode", *argv])
+
+
+@pytest.fixture
+def checkpoint(tmp_path):
+    folder = tmp_path / "bigvgan_small"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(H))
+    torch.save({"generator": random_state_dict(BigVGANConfig.from_dict(H), seed=3)}, folder / "bigvgan_generator.pt")
+    return folder
+
+
+def test_cli_without_checkpoint_says_how_to_get_one(tmp_path, capsys):
+    wav = tmp_path / "in.wav"
+    soundfile.write(wav, np.zeros(800, np.float32), 8000)
+    assert cli_vocode.run(parse(str(wav), "-o", str(tmp_path / "out.wav"))) == 2
+    err = capsys.readouterr().err
+    assert "--checkpoint" in err and "bigvgan_generator.pt" in err and "config.json" in err
+    assert not (tmp_path / "out.wav").exists()
+
+
+def test_cli_copy_synthesis_and_mel_input(tmp_path, checkpoint):
+    gen = np.random.default_rng(4)
+    wav = tmp_path / "speech.wav"
+    soundfile.write(wav, (gen.random(32 * 60 + 5) - 0.5).astype(np.float32), 8000)
+    out = tmp_path / "out.wav"
+    assert cli_vocode.run(parse(str(wav), "-o", str(out), "--checkpoint", str(checkpoint),
+                                "--device", "cpu", "--chunk-frames", "16")) == 0
+    audio, rate = soundfile.read(out)
+    assert rate == 8000 and audio.shape == (32 * 60,) and np.abs(audio).max() > 0
+    # the same audio as the engine gives without chunking, up to 16-bit rounding
+    model = BigVGAN.from_checkpoint(checkpoint)
+    expected = vocode_file(model, wav, chunk_frames=10_000)[0].numpy()
+    assert np.abs(audio - expected).max() <= 1.5 / 32768
+    # a batched mel .npy -> one file per item in the output folder
+    mel = tmp_path / "mels.npy"
+    np.save(mel, gen.standard_normal((2, 20, 9)).astype(np.float32))
+    outdir = tmp_path / "outs"
+    outdir.mkdir()
+    assert cli_vocode.run(parse(str(mel), "-o", str(outdir), "--checkpoint", str(checkpoint), "--device", "cpu")) == 0
+    assert sorted(p.name for p in outdir.iterdir()) == ["mels_0.wav", "mels_1.wav"]
+    assert soundfile.read(outdir / "mels_1.wav")[0].shape == (9 * 32,)
+
+
+def test_cli_errors(tmp_path, checkpoint, capsys):
+    bad = tmp_path / "bad.npy"
+    np.save(bad, np.zeros((3,), np.int64))
+    assert cli_vocode.run(parse(str(bad), "-o", str(tmp_path / "o.wav"), "--checkpoint", str(checkpoint))) == 2
+    assert "float array" in capsys.readouterr().err
+    assert cli_vocode.run(parse(str(tmp_path / "missing.wav"), "-o", str(tmp_path / "o.wav"),
+                                "--checkpoint", str(checkpoint))) == 2
+    assert "does not exist" in capsys.readouterr().err
+    (checkpoint / "bigvgan_generator.pt").write_bytes(b"garbage")
+    wav = tmp_path / "in.wav"
+    soundfile.write(wav, np.zeros(800, np.float32), 8000)
+    assert cli_vocode.run(parse(str(wav), "-o", str(tmp_path / "o.wav"), "--checkpoint", str(checkpoint))) == 1
+    assert "corrupt" in capsys.readouterr().err

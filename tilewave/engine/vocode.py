@@ -1,0 +1,99 @@
+"""Vocoding: log-mel (or a waveform, for copy-synthesis) -> BigVGAN -> waveform, in bounded memory.
+
+Long inputs run in chunks of `chunk_frames` mel frames, each extended by the generator's receptive field
+(`BigVGAN.context_frames()`) on both sides and trimmed back to its own frames' samples. Every output sample
+then sees exactly the mel frames it sees in one unchunked pass (the layers are shift-invariant at frame
+granularity and the padding at a chunk's cut lies outside the receptive field of the samples kept), so the
+chunks join without seams: chunked and unchunked output agree to float rounding.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from tilewave.errors import InputError
+from tilewave.models.vocoders.bigvgan import BigVGAN
+from tilewave.models.vocoders.layers import Profiler
+from tilewave.models.vocoders.mel import log_mel
+
+DEFAULT_CHUNK_FRAMES = 512  # ~5.5 s at 24 kHz / hop 256; peak memory scales with chunk + 2 x context
+CHECKPOINT_HELP = (
+    "BigVGAN weights cannot be downloaded by tilewave. Get an official checkpoint folder holding config.json "
+    "and bigvgan_generator.pt (e.g. https://huggingface.co/nvidia/bigvgan_v2_24khz_100band_256x, files "
+    "config.json and bigvgan_generator.pt) on a machine with internet access, copy the folder here, and pass "
+    "--checkpoint FOLDER")
+
+
+def load_vocoder(checkpoint: str | Path | None, device: str | torch.device = "cpu",
+                 dtype: torch.dtype = torch.float32) -> BigVGAN:
+    if checkpoint is None:
+        raise InputError(f"no BigVGAN checkpoint given. {CHECKPOINT_HELP}")
+    return BigVGAN.from_checkpoint(checkpoint, device=device, dtype=dtype)
+
+
+def vocode_mel(model: BigVGAN, mel: torch.Tensor, chunk_frames: int = DEFAULT_CHUNK_FRAMES,
+               profiler: Profiler | None = None) -> torch.Tensor:
+    """mel [B, num_mels, T] or [num_mels, T] -> audio [B, T * hop] float32 on the CPU, chunk by chunk."""
+    if chunk_frames < 1:
+        raise InputError(f"chunk_frames must be >= 1, got {chunk_frames}")
+    mel = mel if mel.dim() == 3 else mel.unsqueeze(0)
+    if mel.dim() != 3 or mel.shape[-1] == 0:
+        raise InputError(f"a mel spectrogram is [num_mels, frames] or [batch, num_mels, frames] with at least "
+                         f"one frame; got shape {list(mel.shape)}")
+    if not torch.isfinite(mel).all():
+        raise InputError("the mel spectrogram holds NaN or infinite values; recompute it")
+    hop, context, T = model.config.hop, model.context_frames(), mel.shape[-1]
+    audio = torch.empty(mel.shape[0], T * hop, dtype=torch.float32)
+    for start in range(0, T, chunk_frames):
+        stop = min(T, start + chunk_frames)
+        lo, hi = max(0, start - context), min(T, stop + context)
+        y = model(mel[..., lo:hi], profiler=profiler)[:, 0]
+        audio[:, start * hop: stop * hop] = y[:, (start - lo) * hop: (stop - lo) * hop].float().cpu()
+    return audio
+
+
+def wav_to_mel(model: BigVGAN, wav: torch.Tensor, sample_rate: int) -> torch.Tensor:
+    """wav [N] or [B, N] at the model's rate -> log-mel [B, num_mels, N // hop] as the model was trained on."""
+    h = model.config
+    if sample_rate != h.sampling_rate:
+        raise InputError(f"the audio is at {sample_rate} Hz but this BigVGAN works at {h.sampling_rate} Hz; "
+                         f"resample it first (e.g. `sox in.wav -r {h.sampling_rate} out.wav`)")
+    n = wav.shape[-1] // h.hop_size * h.hop_size  # whole frames, so that the output has the input's length
+    if n == 0:
+        raise InputError(f"the audio has {wav.shape[-1]} samples, fewer than one hop ({h.hop_size})")
+    return log_mel(wav[..., :n], sampling_rate=h.sampling_rate, n_fft=h.n_fft, num_mels=h.num_mels,
+                   hop_size=h.hop_size, win_size=h.win_size, fmin=h.fmin, fmax=h.fmax)
+
+
+def read_input(path: str | Path) -> tuple[str, torch.Tensor, int | None]:
+    """('wav', samples [N] mono float32, rate) or ('mel', [B, num_mels, T] float32, None) from a file."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"input {str(path)!r} does not exist")
+    if path.suffix.lower() == ".npy":
+        try:
+            mel = np.load(path, allow_pickle=False)
+        except (ValueError, OSError) as exc:
+            raise InputError(f"{str(path)!r} is not a NumPy array file: {exc}") from None
+        if mel.ndim not in (2, 3) or not np.issubdtype(mel.dtype, np.floating):
+            raise InputError(f"{str(path)!r} holds a {mel.dtype} array of shape {list(mel.shape)}; a mel is a float "
+                             f"array [num_mels, frames] or [batch, num_mels, frames]")
+        mel = torch.from_numpy(mel.astype(np.float32))
+        return "mel", mel if mel.dim() == 3 else mel.unsqueeze(0), None
+    import soundfile
+
+    try:
+        samples, rate = soundfile.read(str(path), dtype="float32", always_2d=True)
+    except RuntimeError as exc:
+        raise InputError(f"cannot read audio {str(path)!r}: {exc}; give a WAV/FLAC file or a mel .npy") from None
+    return "wav", torch.from_numpy(samples.mean(axis=1)), rate  # channels averaged to mono
+
+
+def vocode_file(model: BigVGAN, path: str | Path, chunk_frames: int = DEFAULT_CHUNK_FRAMES,
+                profiler: Profiler | None = None) -> torch.Tensor:
+    """A wav (copy-synthesis) or a mel .npy -> audio [B, N] float32."""
+    kind, data, rate = read_input(path)
+    mel = wav_to_mel(model, data, rate) if kind == "wav" else data
+    return vocode_mel(model, mel, chunk_frames, profiler)

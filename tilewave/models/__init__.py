@@ -1,0 +1,1 @@
+"""Models built from tilewave ops: Kokoro (TTS) and vocoders."""
