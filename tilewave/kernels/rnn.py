@@ -23,7 +23,8 @@ Path "resident" (the default on the GPU): each direction's 4H gate rows are spli
 program j owns hidden units [j·U, (j+1)·U) and keeps the four gates' rows of W_hh for them in registers
 for the whole sequence (U·4·H ≤ 16,384 floats: at H = 256, U = 16 and NSPLIT = 16, so a BiLSTM runs on
 32 SMs). Each step a program reads the full h_{t-1} of its direction (1 KB, from L2), computes its units'
-gates, updates c, writes its slice of h_t straight into `out`, and then meets the other programs of its
+gates, updates c, writes its slice of h_t straight into `out` (batch rows in blocks of BLOCK_B inside the
+step, so a batch costs one barrier per step, not one per row), and then meets the other programs of its
 direction at a barrier built from one atomic counter per direction (arrive with a release add, spin on
 acquire reads until the count reaches (step + 1)·NSPLIT; the counter only grows, so it never needs a
 reset between steps). `out` doubles as the h exchange buffer: step t reads row t∓1 of its own columns,
@@ -33,16 +34,18 @@ programs must be co-resident, so the launcher uses this path only when D·NSPLIT
 (132 on an H200) and the kernel must not share the GPU with a concurrent kernel that holds SMs.
 Why not one program per direction streaming W_hh from L2 each step: 1 MB per step through one SM's L2
 port (~100-200 GB/s) costs 5-10 µs per step, about what cuDNN takes; splitting over 16 SMs leaves a
-64 KB register-resident slice per SM and the step costs one L2 round trip for h plus the barrier (~2 µs).
+64 KB register-resident slice per SM and the step costs one L2 round trip for h plus the barrier
+(estimated 2-4 µs; not yet measured).
 bf16 weights would halve registers but not the latency, and cost precision over 1,000+ steps.
 
 Path "streaming": one program per (direction, block of batch rows), no barrier; each step it loops over
 unit blocks and K chunks of W_hh, read from L2. The launcher takes it when the resident split would need
-more programs than SMs (hidden ≥ 1,024, or a large batch is better served by it), or when asked.
+more programs than SMs (a padded hidden width of 1,024 or more), or when asked (path="streaming").
 
 c lives in a float32 scratch [D, B, H] written and re-read by the same program (its load overlaps the
 h load, so it costs no extra latency); every element of `out` is written, so nothing uninitialised is ever
-read: h_{-1} and c_{-1} are masked loads of zero.
+read: h_{-1} and c_{-1} are masked loads of zero. Lengths on the GPU are not range-checked (that would
+synchronise); a length outside [0, T] only makes every step active or padded, never an invalid access.
 
 Under TRITON_INTERPRET programs run one after another, so a spin barrier between programs would wait
 forever: there the resident path always uses NSPLIT = 1 (one program per direction owns every unit,
@@ -478,6 +481,7 @@ register(Kernel(
            _lstm_case(1, 1000, 640, 256, 1, devices=("cuda",), reverse=True),
            _lstm_case(5, 301, 640, 256, 2, devices=("cuda",), lengths=True),
            _lstm_case(3, 200, 96, 1000, 2, devices=("cuda",), lengths=True),
+           _lstm_case(2, 257, 80, 300, 2, devices=("cuda",), lengths=True),
            _lstm_case(9, 120, 512, 512, 2, devices=("cuda",)),
            _lstm_case(2, 150, 640, 256, 2, devices=("cuda",), lengths=True, path="streaming"),
            _lstm_case(3, 500, 64, 48, 2, devices=("cuda",), lengths=True)],
