@@ -153,3 +153,16 @@ def test_lstm_rejects_half_precision_and_bad_lengths():
         K.lstm(x.half(), *w)
     with pytest.raises(ValueError, match=r"lengths must lie in \[0, T=5\]"):
         K.lstm(x, *w, lengths=torch.tensor([6]))
+
+
+@pytest.mark.parametrize("T", [1] if not ON_GPU else [1, 40])
+def test_lstm_resident_split_over_programs_with_a_partial_last_slice(T):
+    # Hidden 30 over 4 programs of 8 units: the last program owns units 24..31, two of them masked.
+    # In the interpreter only T = 1 can run (no barrier is crossed): that checks each program's slice of
+    # the gates, c and h; W_hh (multiplied by h_{-1} = 0 there) and the barrier need the GPU's 40 steps.
+    plan = K.LstmPlan("resident", nsplit=4, units=8, block_k=32, block_b=2)
+    m = _module(11, 30, True, 41)
+    x = torch.randn(3, T, 11, generator=torch.Generator().manual_seed(42))
+    out = K.lstm(x.to(KERNEL_DEVICE), *_stacked(m, ("", "_reverse")), lengths=torch.tensor([T, 1, T]).to(KERNEL_DEVICE),
+                 path=plan)
+    _check(out, _reference(m, x, torch.tensor([T, 1, T])))
