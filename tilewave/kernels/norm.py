@@ -30,7 +30,8 @@ import triton.language as tl
 from tilewave.harness.registry import AotVariant, BenchShape, Case, Kernel, register
 from tilewave.kernels._common import block_size, randn
 
-ADAIN_BLOCK = 2048   # 8 fp32 elements per thread at 8 warps per chunk
+ADAIN_BLOCK = 8192   # 32 elements (eight 16-byte loads in fp32) per thread at 8 warps: enough bytes in
+                     # flight per chunk for one program to stream a 48,000-frame row near its share of HBM
 MAX_C = 16384        # layer_norm keeps one whole row in registers
 LN_TILE = 4096       # elements per layer_norm program (ROWS x BLOCK_C)
 _DTYPES = ("fp32", "fp16", "bf16")
