@@ -77,7 +77,7 @@ INTERPRET_BLOCK_B = 4
 # ---------------------------------------------------------------------------------------------------
 @triton.jit
 def _cell_update(gi, gf, gg, go, c):
-    # σ(x) = 1 / (1 + e^-x) and tanh(x) = 2σ(2x) - 1 written out: exact in float32, saturating cleanly
+    # σ(x) = 1 / (1 + e^-x) and tanh(x) = 2σ(2x) - 1 written out: float32-accurate, saturating cleanly
     # at ±inf, and each nested jit call costs the CPU interpreter about a millisecond per step.
     c_new = c / (1.0 + tl.exp(-gf)) + (2.0 / (1.0 + tl.exp(-2.0 * gg)) - 1.0) / (1.0 + tl.exp(-gi))
     return (2.0 / (1.0 + tl.exp(-2.0 * c_new)) - 1.0) / (1.0 + tl.exp(-go)), c_new
