@@ -4,23 +4,30 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from tilewave.kernels import norm as K
 from tilewave.ops.dispatch import use_triton
 
 
 def adain1d(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
     """x [B, C, L]; gamma, beta [B, C]: gamma * (x - mean_t) / sqrt(max(var_t, 0) + eps) + beta (biased var)."""
-    use_triton("adain1d", x, gamma, beta, supported=False, reason="no Triton kernel yet")
+    if use_triton("adain1d", x, gamma, beta):
+        return K.adain1d(x.contiguous(), gamma.contiguous(), beta.contiguous(), eps)
     return gamma.unsqueeze(-1) * F.instance_norm(x, eps=eps) + beta.unsqueeze(-1)
 
 
 def layer_norm(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None,
                eps: float = 1e-5) -> torch.Tensor:
     """LayerNorm over the last axis (channels-last), like F.layer_norm(x, (C,), weight, bias, eps)."""
-    use_triton("layer_norm", x, weight, bias, supported=False, reason="no Triton kernel yet")
+    if use_triton("layer_norm", x, weight, bias, supported=x.shape[-1] <= K.MAX_C,
+                  reason=f"C={x.shape[-1]} > {K.MAX_C} channels"):
+        return K.layer_norm(x.contiguous(), None if weight is None else weight.contiguous(),
+                            None if bias is None else bias.contiguous(), eps)
     return F.layer_norm(x, (x.shape[-1],), weight, bias, eps)
 
 
 def ada_layer_norm(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
     """Adaptive LayerNorm: x [B, T, C], per-sample gamma, beta [B, C]: gamma * LN(x) + beta (LN without affine)."""
-    use_triton("ada_layer_norm", x, gamma, beta, supported=False, reason="no Triton kernel yet")
-    return gamma.unsqueeze(1) * F.layer_norm(x, (x.shape[-1],), eps=eps) + beta.unsqueeze(1)
+    if use_triton("ada_layer_norm", x, gamma, beta, supported=x.shape[-1] <= K.MAX_C,
+                  reason=f"C={x.shape[-1]} > {K.MAX_C} channels"):
+        return K.ada_layer_norm(x.contiguous(), gamma.contiguous(), beta.contiguous(), eps)
+    return K.ada_layer_norm_torch(x, gamma, beta, eps)

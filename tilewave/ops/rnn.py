@@ -3,18 +3,33 @@ from __future__ import annotations
 
 import torch
 
+from tilewave.kernels import rnn as K
 from tilewave.ops.dispatch import use_triton
 
 LSTMParams = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]  # w_ih [4H, I], w_hh [4H, H], b_ih, b_hh
 
 
-def lstm(x: torch.Tensor, directions: list[LSTMParams] | tuple[LSTMParams, ...]) -> torch.Tensor:
-    """x [B, T, I] -> [B, T, D*H]: one direction (forward) or two (forward into [0, H), backward into [H, 2H))."""
+def lstm(x: torch.Tensor, directions: list[LSTMParams] | tuple[LSTMParams, ...],
+         lengths: torch.Tensor | None = None) -> torch.Tensor:
+    """x [B, T, I] -> [B, T, D*H]: one direction (forward) or two (forward into [0, H), backward into [H, 2H)).
+
+    lengths [B] (optional): steps t >= lengths[b] leave the state untouched and output zeros, as
+    pack_padded_sequence followed by pad_packed_sequence does.
+    """
     if len(directions) not in (1, 2):
         raise ValueError(f"lstm takes 1 or 2 directions, got {len(directions)}")
-    use_triton("lstm", x, *[t for d in directions for t in d], supported=False, reason="no Triton kernel yet")
     flat = [t for d in directions for t in d]
-    H = directions[0][1].shape[1]
-    h0 = x.new_zeros(len(directions), x.shape[0], H)
-    out, _, _ = torch._VF.lstm(x, (h0, h0), flat, True, 1, 0.0, False, len(directions) == 2, True)
-    return out
+    fp32 = all(t.dtype == torch.float32 for t in (x, *flat))
+    if use_triton("lstm", x, *flat, supported=fp32,
+                  reason=f"recurrences run in float32 only, got {sorted({str(t.dtype) for t in (x, *flat)})}"):
+        w_ih, w_hh, b_ih, b_hh = (torch.stack(ts) for ts in zip(*directions))
+        return K.lstm(x.contiguous(), w_ih, w_hh, b_ih, b_hh, lengths=lengths)
+    return K.lstm_torch_flat(x, flat, len(directions) == 2, lengths)
+
+
+def lstm_cell(x: torch.Tensor, h: torch.Tensor, c: torch.Tensor, params: LSTMParams) -> tuple[torch.Tensor, torch.Tensor]:
+    """One step for a batch: x [B, I], h, c [B, H] -> (h', c')."""
+    fp32 = all(t.dtype == torch.float32 for t in (x, h, c, *params))
+    if use_triton("lstm_cell", x, h, c, *params, supported=fp32, reason="recurrences run in float32 only"):
+        return K.lstm_cell(x.contiguous(), h.contiguous(), c.contiguous(), *(t.contiguous() for t in params))
+    return K.lstm_cell_torch(x, h, c, *params)

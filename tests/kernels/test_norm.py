@@ -1,0 +1,82 @@
+"""Properties of the normalisation kernels that the registry's random cases cannot express."""
+import pytest
+import torch
+
+from tests.conftest import KERNEL_DEVICE
+from tilewave.harness.tolerance import scaled_max_error, tolerance
+from tilewave.kernels import norm as K
+from tilewave.ops import norm as ops
+from tilewave.ops.dispatch import placements, reset_placements
+
+TOL = tolerance("float32", "reduction")
+
+
+def _oracle_inputs(*tensors):
+    return [t.detach().cpu().double() for t in tensors]
+
+
+def test_adain1d_near_constant_channel_is_finite_where_naive_variance_goes_negative():
+    gen = torch.Generator().manual_seed(7)
+    B, C, L = 1, 16, 7900
+    x = 1000.0 + 1e-4 * torch.randn(B, C, L, generator=gen)
+    # The trap is real on these inputs: single-pass float32 E[x^2] - E[x]^2 is negative on some rows.
+    naive = (x * x).mean(-1) - x.mean(-1) ** 2
+    assert (naive < 0).any(), f"test input does not reproduce the negative variance: {naive}"
+    gamma = 1.0 + 0.1 * torch.randn(B, C, generator=gen)
+    beta = 0.1 * torch.randn(B, C, generator=gen)
+    x, gamma, beta = (t.to(KERNEL_DEVICE) for t in (x, gamma, beta))
+    out = K.adain1d(x, gamma, beta)
+    assert torch.isfinite(out).all()
+    err = scaled_max_error(out, K.adain1d_oracle(*_oracle_inputs(x, gamma, beta)))
+    assert err <= TOL, f"max error {err:.2e} > {TOL:.0e}"
+
+
+def test_adain1d_long_row_with_large_offset_matches_float64():
+    # 50,000 frames, mean 300, std 0.01: a one-pass float32 sum of x loses the variance entirely.
+    gen = torch.Generator().manual_seed(11)
+    x = (300.0 + 0.01 * torch.randn(2, 3, 50_000, generator=gen)).to(KERNEL_DEVICE)
+    gamma = torch.rand(2, 3, generator=gen).add(0.5).to(KERNEL_DEVICE)
+    beta = torch.randn(2, 3, generator=gen).to(KERNEL_DEVICE)
+    out = K.adain1d(x, gamma, beta)
+    err = scaled_max_error(out, K.adain1d_oracle(*_oracle_inputs(x, gamma, beta)))
+    assert err <= TOL, f"max error {err:.2e} > {TOL:.0e}"
+
+
+def test_adain1d_constant_row_gives_beta():
+    x = torch.full((1, 2, 3000), 4.25, device=KERNEL_DEVICE)
+    gamma = torch.tensor([[2.0, -1.0]], device=KERNEL_DEVICE)
+    beta = torch.tensor([[0.5, -0.25]], device=KERNEL_DEVICE)
+    out = K.adain1d(x, gamma, beta)
+    assert torch.equal(out, beta[..., None].expand_as(x))
+
+
+def test_norm_ops_route_to_the_kernels_on_cuda_and_agree_with_the_oracles():
+    gen = torch.Generator().manual_seed(3)
+    x3 = torch.randn(2, 5, 300, generator=gen).to(KERNEL_DEVICE)
+    g, b = (torch.randn(2, 5, generator=gen).to(KERNEL_DEVICE) for _ in range(2))
+    xt = torch.randn(2, 9, 96, generator=gen).to(KERNEL_DEVICE)
+    w, bias = (torch.randn(96, generator=gen).to(KERNEL_DEVICE) for _ in range(2))
+    ga, ba = (torch.randn(2, 96, generator=gen).to(KERNEL_DEVICE) for _ in range(2))
+    reset_placements()
+    results = {
+        "adain1d": (ops.adain1d(x3, g, b), K.adain1d_oracle(*_oracle_inputs(x3, g, b))),
+        "layer_norm": (ops.layer_norm(xt, w, bias), K.layer_norm_oracle(*_oracle_inputs(xt, w, bias))),
+        "ada_layer_norm": (ops.ada_layer_norm(xt, ga, ba), K.ada_layer_norm_oracle(*_oracle_inputs(xt, ga, ba))),
+    }
+    where = "triton" if KERNEL_DEVICE == "cuda" else "torch"
+    ran = {(op, w_) for op, w_, _, _ in placements()}
+    for op, (out, ref) in results.items():
+        assert (op, where) in ran, f"{op} did not run on {where}: {placements()}"
+        assert scaled_max_error(out, ref) <= TOL, op
+
+
+def test_layer_norm_rejects_rows_wider_than_the_register_tile():
+    x = torch.randn(1, K.MAX_C + 1, device=KERNEL_DEVICE)
+    with pytest.raises(ValueError, match="falls back"):
+        K.layer_norm(x)
+
+
+def test_adain1d_rejects_parameters_of_the_wrong_size():
+    x = torch.randn(2, 3, 10, device=KERNEL_DEVICE)
+    with pytest.raises(ValueError, match="one value per"):
+        K.adain1d(x, torch.ones(2, 4, device=KERNEL_DEVICE), torch.zeros(2, 4, device=KERNEL_DEVICE))
