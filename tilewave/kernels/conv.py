@@ -2,7 +2,8 @@
 
 conv1d            y[b, o, t] = bias[o] + Σ_{c ∈ group(o), k} W[o, c, k] · x[b, c, t·s + k·d − p]
                   W [C_out, C_in/G, K] (OIK);  L_out = ⌊(L + 2p − d(K − 1) − 1) / s⌋ + 1
-conv1d_transpose  y[b, o, t] = bias[o] + Σ_{c ∈ group(o), k, i : i·s + k·d − p = t, 0 ≤ i < L} W[c, o, k] · x[b, c, i]
+conv1d_transpose  y[b, o, t] = bias[o] + Σ_{c ∈ group(o), k, i} W[c, o, k] · x[b, c, i]
+                  over i·s + k·d − p = t, 0 ≤ i < L
                   W [C_in, C_out/G, K] (IOK);  L_out = (L − 1)·s − 2p + d(K − 1) + output_padding + 1
                   gather form: each output sums the inputs that reach it, so no atomics and no zeroing pass.
 conv1d_transpose_depthwise   the transposed conv with G = C_in = C_out, W [C, 1, K].
@@ -27,6 +28,7 @@ x, weight, bias and residual; offsets into x and y are int64 (B·C·L may pass 2
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 import weakref
@@ -44,7 +46,6 @@ from tilewave.kernels._common import randn
 ACTS = ("none", "leaky_relu", "snake")
 PRECISIONS = ("ieee", "tf32")
 _DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-_TRITON_TYPE = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -77,16 +78,31 @@ def _store_output(acc, y_ptr, bias_ptr, res_ptr, row, co, co_mask, t, t_mask, L_
 
 
 @triton.jit
+def _load_x_tile(x_rows, r0, R, U, pos0, tap_step, L_in, BLOCK_K: tl.constexpr):
+    # B[r, j] = x[c(r), pos0[j] + u(r)·tap_step], zero outside [0, L_in) (the conv's zero padding)
+    r = r0 + tl.arange(0, BLOCK_K)
+    c = r // U
+    pos = pos0[None, :] + ((r - c * U) * tap_step)[:, None]
+    mask = (r < R)[:, None] & (pos >= 0) & (pos < L_in)
+    return tl.load(x_rows + c.to(tl.int64)[:, None] * L_in + pos, mask=mask, other=0.0)
+
+
+@triton.jit
 def _conv_gemm_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, phase_base_ptr, a_ptr, b_ptr,
                       C_in, L_in, C_out, L_out, G, C_in_g, C_out_g, R, U,
                       in_step, tap_step, base, out_step, slope, scale,
                       TRANSPOSED: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr,
                       HAS_RES: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+                      PREFETCH: tl.constexpr,
                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     # grid: (cdiv(C_out_g, BLOCK_M) · cdiv(positions, BLOCK_N), B·G, phases). Output-channel tiles of one
     # time tile are adjacent program ids, so the x tile they share is read from L2, not DRAM.
     # Reduction index r = c·U + u (c input channel in the group, u tap); input position of output j:
     # j·in_step + base + u·tap_step (conv: s, −p, d; transposed phase φ: 1, base_φ, −d/gcd(s, d)).
+    # The weight tile is contiguous and aligned, so Triton's pipeliner streams it with cp.async over
+    # num_stages buffers. The x tile starts at an arbitrary element offset (the tap shift): 2-byte
+    # elements cannot go through cp.async, so for 16-bit storage (PREFETCH) the next x tile is loaded
+    # into registers while the tensor cores work on the current one.
     pid = tl.program_id(0)
     bg = tl.program_id(1)
     phase = tl.program_id(2)
@@ -104,16 +120,18 @@ def _conv_gemm_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, phase_base_ptr, a_
     x_rows = x_ptr + (b * C_in + g * C_in_g).to(tl.int64) * L_in
     w_rows = w_ptr + ((g * tl.num_programs(2) + phase) * C_out_g + co).to(tl.int64)[:, None] * R
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    if PREFETCH:
+        xb_next = _load_x_tile(x_rows, 0, R, U, pos0, tap_step, L_in, BLOCK_K)
     for r0 in range(0, R, BLOCK_K):
         r = r0 + tl.arange(0, BLOCK_K)
-        r_mask = r < R
-        a = tl.load(w_rows + r[None, :], mask=co_mask[:, None] & r_mask[None, :], other=0.0)
-        c = r // U
-        pos = pos0[None, :] + ((r - c * U) * tap_step)[:, None]
-        x_mask = r_mask[:, None] & (pos >= 0) & (pos < L_in)
-        xb = tl.load(x_rows + c.to(tl.int64)[:, None] * L_in + pos, mask=x_mask, other=0.0)
+        a = tl.load(w_rows + r[None, :], mask=co_mask[:, None] & (r < R)[None, :], other=0.0)
+        if PREFETCH:
+            xb = xb_next
+            xb_next = _load_x_tile(x_rows, r0 + BLOCK_K, R, U, pos0, tap_step, L_in, BLOCK_K)
+        else:
+            xb = _load_x_tile(x_rows, r0, R, U, pos0, tap_step, L_in, BLOCK_K)
         if ACT != "none":
-            xb = _activate(xb.to(tl.float32), (g * C_in_g + c)[:, None], r_mask[:, None],
+            xb = _activate(xb.to(tl.float32), (g * C_in_g + r // U)[:, None], (r < R)[:, None],
                            a_ptr, b_ptr, slope, ACT).to(x_ptr.dtype.element_ty)
         if UPCAST:  # the CPU interpreter cannot multiply bfloat16: widen there, never on the GPU
             a = a.to(tl.float32)
@@ -179,7 +197,7 @@ class GemmConfig:
 # cp.async pipelining (96 KiB of shared memory); smaller M tiles for narrow layers (48…96 channels) and
 # for shapes that would leave SMs idle. Exact float32 runs on FMA units: smaller tiles, fewer registers.
 GEMM_CONFIGS: dict[str, tuple[GemmConfig, ...]] = {
-    "fp16": (GemmConfig(128, 128, 64, 8, 3), GemmConfig(64, 128, 64, 4, 3), GemmConfig(32, 128, 64, 4, 3)),
+    "16bit": (GemmConfig(128, 128, 64, 8, 3), GemmConfig(64, 128, 64, 4, 3), GemmConfig(32, 128, 64, 4, 3)),
     "tf32": (GemmConfig(128, 128, 32, 8, 3), GemmConfig(64, 128, 32, 4, 3), GemmConfig(32, 128, 32, 4, 3)),
     "ieee": (GemmConfig(64, 64, 16, 4, 2), GemmConfig(32, 64, 16, 4, 2)),
 }
@@ -188,13 +206,19 @@ _SM_COUNT_DEFAULT = 132  # H100/H200; read from the device when there is one
 
 
 def _gemm_class(dtype: torch.dtype, precision: str) -> str:
-    return precision if dtype == torch.float32 else "fp16"
+    return precision if dtype == torch.float32 else "16bit"
+
+
+def _dot_precision(dtype: torch.dtype, precision: str) -> str:
+    """tl.dot's input_precision: it only means something for float32 operands."""
+    return precision if dtype == torch.float32 else "ieee"
 
 
 def _interpreted() -> bool:
     return os.environ.get("TRITON_INTERPRET") == "1"
 
 
+@functools.lru_cache(maxsize=None)
 def _sm_count(device: torch.device) -> int:
     if device.type == "cuda":
         return torch.cuda.get_device_properties(device).multi_processor_count
@@ -374,7 +398,9 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
             x, w_arg, bias_arg, res_arg, out, phase_base, a_arg, b_arg,
             C_in, L_in, C_out, L_out, groups, C_in_g, C_out_g, C_in_g * U, U,
             in_step, tap_step, base, out_step, float(slope), float(scale),
-            TRANSPOSED=transposed, PRECISION="ieee" if upcast else precision, UPCAST=upcast,
+            TRANSPOSED=transposed, UPCAST=upcast,
+            PRECISION=_dot_precision(torch.float32 if upcast else x.dtype, precision),
+            PREFETCH=x.dtype != torch.float32,
             BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K,
             num_warps=cfg.num_warps, num_stages=cfg.num_stages, **flags)
     else:
@@ -780,7 +806,7 @@ def _direct_signature(dt: str) -> dict[str, str]:
     return sig
 
 
-_GEMM_DTYPES = {"fp16": ("fp16", "bf16"), "tf32": ("fp32",), "ieee": ("fp32",)}
+_GEMM_DTYPES = {"16bit": ("fp16", "bf16"), "tf32": ("fp32",), "ieee": ("fp32",)}
 _FUSIONS = (("snake", True, False), ("leaky_relu", False, True))  # (act, residual, transposed)
 
 
@@ -789,8 +815,8 @@ def _gemm_variant(cls, dt, cfg, transposed, act="none", res=False):
         f"_conv_gemm_kernel[{dt},{cls},{cfg.BLOCK_M}x{cfg.BLOCK_N}x{cfg.BLOCK_K},"
         f"{'transposed' if transposed else 'conv'},{act}{',res' if res else ''}]",
         _conv_gemm_kernel, _gemm_signature(dt),
-        dict(TRANSPOSED=transposed, ACT=act, HAS_BIAS=True, HAS_RES=res, PRECISION="ieee" if cls == "ieee" else "tf32",
-             UPCAST=False, BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K),
+        dict(TRANSPOSED=transposed, ACT=act, HAS_BIAS=True, HAS_RES=res, PRECISION="tf32" if cls == "tf32" else "ieee",
+             UPCAST=False, PREFETCH=cls == "16bit", BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K),
         num_warps=cfg.num_warps, num_stages=cfg.num_stages, expect_mma=cls != "ieee")
 
 
