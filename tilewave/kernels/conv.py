@@ -87,16 +87,20 @@ def _load_x_tile(x_rows, r0, R, U, pos0, tap_step, L_in, BLOCK_K: tl.constexpr):
     return tl.load(x_rows + c.to(tl.int64)[:, None] * L_in + pos, mask=mask, other=0.0)
 
 
-@triton.jit
+# Specialised: the lengths and the reduction size (divisible by 16: the weight rows and the output
+# vectorise) and in_step/out_step (== 1: x loads and y stores are contiguous along time). The other
+# sizes would only multiply the compiled variants.
+@triton.jit(do_not_specialize=["C_in", "C_out", "G", "C_in_g", "C_out_g", "U", "tap_step", "base"])
 def _conv_gemm_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, phase_base_ptr, a_ptr, b_ptr,
-                      C_in, L_in, C_out, L_out, G, C_in_g, C_out_g, R, U,
+                      C_in, L_in, C_out, L_out, G, C_in_g, C_out_g, R, U, n_phases,
                       in_step, tap_step, base, out_step, slope, scale,
                       TRANSPOSED: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr,
                       HAS_RES: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
                       PREFETCH: tl.constexpr,
                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    # grid: (cdiv(C_out_g, BLOCK_M) · cdiv(positions, BLOCK_N), B·G, phases). Output-channel tiles of one
-    # time tile are adjacent program ids, so the x tile they share is read from L2, not DRAM.
+    # grid: (phases · cdiv(C_out_g, BLOCK_M) · cdiv(positions, BLOCK_N), B·G). Phases vary fastest, then
+    # output-channel tiles: programs that run together share their x tile (read from L2, not DRAM) and,
+    # for a transposed conv, interleave their strided stores into the same output sectors.
     # Reduction index r = c·U + u (c input channel in the group, u tap); input position of output j:
     # j·in_step + base + u·tap_step (conv: s, −p, d; transposed phase φ: 1, base_φ, −d/gcd(s, d)).
     # The weight tile is contiguous and aligned, so Triton's pipeliner streams it with cp.async over
@@ -105,10 +109,10 @@ def _conv_gemm_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, phase_base_ptr, a_
     # into registers while the tensor cores work on the current one.
     pid = tl.program_id(0)
     bg = tl.program_id(1)
-    phase = tl.program_id(2)
+    phase = pid % n_phases
     tiles_m = tl.cdiv(C_out_g, BLOCK_M)
-    pid_m = pid % tiles_m
-    pid_n = pid // tiles_m
+    pid_m = (pid // n_phases) % tiles_m
+    pid_n = pid // (n_phases * tiles_m)
     b = bg // G
     g = bg % G
     if TRANSPOSED:
@@ -118,7 +122,7 @@ def _conv_gemm_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, phase_base_ptr, a_
     co_mask = co < C_out_g
     pos0 = j * in_step + base
     x_rows = x_ptr + (b * C_in + g * C_in_g).to(tl.int64) * L_in
-    w_rows = w_ptr + ((g * tl.num_programs(2) + phase) * C_out_g + co).to(tl.int64)[:, None] * R
+    w_rows = w_ptr + ((g * n_phases + phase) * C_out_g + co).to(tl.int64)[:, None] * R
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     if PREFETCH:
         xb_next = _load_x_tile(x_rows, 0, R, U, pos0, tap_step, L_in, BLOCK_K)
@@ -127,7 +131,6 @@ def _conv_gemm_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, phase_base_ptr, a_
         a = tl.load(w_rows + r[None, :], mask=co_mask[:, None] & (r < R)[None, :], other=0.0)
         if PREFETCH:
             xb = xb_next
-            xb_next = _load_x_tile(x_rows, r0 + BLOCK_K, R, U, pos0, tap_step, L_in, BLOCK_K)
         else:
             xb = _load_x_tile(x_rows, r0, R, U, pos0, tap_step, L_in, BLOCK_K)
         if ACT != "none":
@@ -137,13 +140,15 @@ def _conv_gemm_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, phase_base_ptr, a_
             a = a.to(tl.float32)
             xb = xb.to(tl.float32)
         acc = tl.dot(a, xb, acc, input_precision=PRECISION)
+        if PREFETCH:  # after the dot in program order, so the address arithmetic overlaps the async MMA
+            xb_next = _load_x_tile(x_rows, r0 + BLOCK_K, R, U, pos0, tap_step, L_in, BLOCK_K)
     t = j * out_step + phase
     row = (b * C_out + g * C_out_g + co).to(tl.int64)
     _store_output(acc, y_ptr, bias_ptr, res_ptr, row, g * C_out_g + co, co_mask, t, t < L_out, L_out, scale,
                   HAS_BIAS, HAS_RES)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["C_in", "C_out", "C_in_g", "C_out_g", "K", "stride", "padding", "dilation"])
 def _conv_direct_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, a_ptr, b_ptr,
                         C_in, L_in, C_out, L_out, C_in_g, C_out_g, K, stride, padding, dilation, slope, scale,
                         TRANSPOSED: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr,
@@ -392,11 +397,11 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
             in_step, tap_step, base, out_step = stride, dilation, -padding, 1
         cfg = pick_gemm_config(x.dtype, precision, C_out_g, triton.cdiv(positions, 128) * B * groups * phases,
                                _sm_count(x.device))
-        grid = (triton.cdiv(C_out_g, cfg.BLOCK_M) * triton.cdiv(positions, cfg.BLOCK_N), B * groups, phases)
+        grid = (phases * triton.cdiv(C_out_g, cfg.BLOCK_M) * triton.cdiv(positions, cfg.BLOCK_N), B * groups)
         upcast = _interpreted() and x.dtype == torch.bfloat16
         _conv_gemm_kernel[grid](
             x, w_arg, bias_arg, res_arg, out, phase_base, a_arg, b_arg,
-            C_in, L_in, C_out, L_out, groups, C_in_g, C_out_g, C_in_g * U, U,
+            C_in, L_in, C_out, L_out, groups, C_in_g, C_out_g, C_in_g * U, U, phases,
             in_step, tap_step, base, out_step, float(slope), float(scale),
             TRANSPOSED=transposed, UPCAST=upcast,
             PRECISION=_dot_precision(torch.float32 if upcast else x.dtype, precision),
@@ -638,7 +643,7 @@ CONV1D_CASES = [
     _conv_case(C_in=32, C_out=32, L=64, K=5, dilation=2, padding=4),
     _conv_case(C_in=22, C_out=32, L=61, K=12, stride=6, padding=3),        # strided (noise conv form)
     _conv_case(B=2, C_in=24, C_out=24, L=37, K=3, padding=1, groups=24),     # depthwise (direct)
-    _conv_case(C_in=32, C_out=32, L=40, K=3, padding=2, groups=2),
+    _conv_case(B=2, C_in=32, C_out=32, L=40, K=3, padding=2, groups=2),
     _conv_case(C_in=16, C_out=1, L=45, K=7, padding=3),                      # tiny output (direct)
     # Kokoro generator resblocks, conv_post, noise convs; decoder; text encoder
     _conv_case(_GPU, C_in=256, C_out=256, L=1001, K=3, padding=1),
@@ -792,7 +797,7 @@ def _gemm_signature(dt: str) -> dict[str, str]:
     sig["phase_base_ptr"] = "*i32"
     sig.update(a_ptr=ptr, b_ptr=ptr)
     sig.update({n: "i32" for n in ("C_in", "L_in", "C_out", "L_out", "G", "C_in_g", "C_out_g", "R", "U",
-                                   "in_step", "tap_step", "base", "out_step")})
+                                   "n_phases", "in_step", "tap_step", "base", "out_step")})
     sig.update(slope="fp32", scale="fp32")
     return sig
 
