@@ -271,16 +271,17 @@ def transpose_phase_plan(K: int, stride: int, padding: int, dilation: int) -> li
     return plan
 
 
-_PACKED: dict[tuple, tuple[weakref.ref, tuple]] = {}
+_PACKED: dict[int, tuple[weakref.ref, tuple, tuple]] = {}
 
 
 def _packed_transpose_weight(weight: torch.Tensor, groups: int, stride: int, padding: int, dilation: int):
     """[C_in, C_out/G, K] → ([G, s, C_out/G, (C_in/G)·U] phase-major weight, int32 base per phase, U),
-    cached per weight tensor and version so that a model's static weights are repacked once."""
-    key = (id(weight), weight._version, weight.data_ptr(), groups, stride, padding, dilation)
-    hit = _PACKED.get(key)
-    if hit is not None and hit[0]() is weight:
-        return hit[1]
+    cached per weight tensor (one entry, replaced when the weight is updated in place or used with other
+    arguments) so that a model's static weights are repacked once."""
+    signature = (weight._version, weight.data_ptr(), groups, stride, padding, dilation)
+    hit = _PACKED.get(id(weight))
+    if hit is not None and hit[0]() is weight and hit[1] == signature:
+        return hit[2]
     C_in, C_out_g, K = weight.shape
     C_in_g = C_in // groups
     step = stride // math.gcd(stride, dilation)
@@ -298,8 +299,9 @@ def _packed_transpose_weight(weight: torch.Tensor, groups: int, stride: int, pad
         bases.append(base)
     result = (packed.reshape(groups, stride, C_out_g, C_in_g * U),
               torch.tensor(bases, dtype=torch.int32, device=weight.device), U)
-    _PACKED[key] = (weakref.ref(weight), result)
-    weakref.finalize(weight, _PACKED.pop, key, None)
+    if hit is None or hit[0]() is not weight:
+        weakref.finalize(weight, _PACKED.pop, id(weight), None)
+    _PACKED[id(weight)] = (weakref.ref(weight), signature, result)
     return result
 
 
