@@ -177,3 +177,38 @@ def test_ops_padding_forms_the_kernel_cannot_express_stay_on_pytorch():
     assert ops._padding("same", torch.zeros(4, 4, 7), 1, 3, False) == 9
     assert ops._padding("valid", w, 1, 1, False) == 0
     assert ops._padding((2,), w, 1, 1, False) == 2
+
+
+def test_ops_run_a_vocoder_stage_where_the_tensors_are():
+    # leaky_relu → ×2 upsampler → snake + dilated conv + residual, through the ops the models call:
+    # Triton on CUDA (float32 exact by default), PyTorch on the CPU; both match the float64 composition.
+    gen = torch.Generator().manual_seed(5)
+    x = _rand(1, 32, 21, gen=gen)
+    w_up, b_up = _rand(32, 16, 4, gen=gen) / 4, _rand(16, gen=gen)
+    w_rb, alpha = _rand(16, 16, 3, gen=gen) / 7, torch.rand(16, generator=gen).add_(0.1).to(KERNEL_DEVICE)
+    reset_placements()
+    up = ops.conv1d_transpose(F.leaky_relu(x, 0.1), w_up, b_up, 2, 1)
+    y = ops.conv1d_fused(up, w_rb, None, padding=3, dilation=3, act="snake", alpha=alpha, residual=up)
+    d = {k: v.cpu().double() for k, v in dict(x=x, w_up=w_up, b_up=b_up, w_rb=w_rb, alpha=alpha).items()}
+    up64 = F.conv_transpose1d(F.leaky_relu(d["x"], 0.1), d["w_up"], d["b_up"], 2, 1)
+    a = d["alpha"][:, None]
+    ref = F.conv1d(up64 + torch.sin(a * up64) ** 2 / (a + 1e-9), d["w_rb"], None, 1, 3, 3) + up64
+    assert scaled_max_error(y, ref) < 1e-5
+    place = "triton" if KERNEL_DEVICE == "cuda" else "torch"
+    assert {(op, where) for op, where, _, _ in placements()} == {("conv1d_transpose", place),
+                                                                 ("conv1d_fused", place)}
+
+
+def test_ops_pass_pytorchs_arguments_to_the_kernels_in_order(monkeypatch):
+    # Force the Triton branch (the interpreter on the CPU): every torch-style argument must land in the
+    # right kernel parameter, including the transposed conv's (output_padding, groups, dilation) order.
+    monkeypatch.setattr(ops, "use_triton", lambda *a, **k: True)
+    gen = torch.Generator().manual_seed(6)
+    x = _rand(2, 32, 13, gen=gen)
+    w, wt, b = _rand(32, 16, 3, gen=gen) / 7, _rand(32, 16, 5, gen=gen) / 5, _rand(32, gen=gen)
+    got = ops.conv1d(x, w, b, 1, "same", 2, 2)
+    assert scaled_max_error(got, F.conv1d(x, w, b, 1, "same", 2, 2)) < 1e-5
+    got = ops.conv1d_transpose(x, wt, b, 3, 2, 1, 2, 2)
+    assert scaled_max_error(got, F.conv_transpose1d(x, wt, b, 3, 2, 1, 2, 2)) < 1e-5
+    got = ops.conv1d_fused(x, w, None, 2, 1, 1, 2, act="leaky_relu", slope=0.2, scale=2.0)
+    assert scaled_max_error(got, 2.0 * F.conv1d(F.leaky_relu(x, 0.2), w, None, 2, 1, 1, 2)) < 1e-5

@@ -773,7 +773,7 @@ DEPTHWISE_TRANSPOSE_BENCH = [
            output_padding=1, groups=1090),
     _bench("Kokoro F0 pool x2 [1, 512, 400]", C_in=512, C_out=512, L=400, K=3, stride=2, padding=1,
            output_padding=1, groups=512),
-    _bench("large pool x2 [1, 1024, 262144]", C_in=1024, C_out=1024, L=1 << 18, K=3, stride=2, padding=1,
+    _bench("large pool x2 [1, 1024, 131072]", C_in=1024, C_out=1024, L=1 << 17, K=3, stride=2, padding=1,
            output_padding=1, groups=1024),
 ]
 for _b in DEPTHWISE_TRANSPOSE_BENCH:
