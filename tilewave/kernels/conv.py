@@ -12,14 +12,16 @@ conv1d_fused      y = scale · (conv(act(x)) + bias + residual), for conv and tr
                   channel; β = α for plain snake). Both acts map 0 to 0, so activating the zero-padded
                   input equals padding the activated one.
 
-Two code paths, chosen per call by `plan`:
+Two code paths, chosen per call by `uses_gemm` (tile by `pick_gemm_config`):
 - implicit GEMM on tensor cores (tl.dot), per group: M = C_out/G output channels, N = output positions,
   reduction R = (C_in/G) × taps. A is the weight: OIK rows are already contiguous over (c, k), so the
   reduction loop walks the weight contiguously and the taps sit inside it; B is gathered from x on the fly
   (masked loads give the zero padding). A transposed conv is split by output phase φ = t mod s: outputs
   t = φ + s·j receive exactly the taps k ≡ k0_φ (mod s/gcd(s, d)), a stride-1 conv in j whose input
   offset is base_φ − u·d/gcd(s, d) for the u-th tap. Its weight is repacked once per (weight, version)
-  into [G, s, C_out/G, (C_in/G)·U] with zero taps where k ≥ K.
+  into [G, s, C_out/G, (C_in/G)·U] with zero taps where k ≥ K. Weight tiles stream through cp.async
+  stages; the x tile starts at an arbitrary element (the tap shift), which cp.async cannot take for
+  2-byte elements, so 16-bit kernels load the next x tile into registers while the current dot runs.
 - direct (no dot) for depthwise and tiny channel counts (tl.dot needs M, N, K ≥ 16 on the GPU).
 Precision: float32 storage multiplies in exact float32 ('ieee', FMA) or 'tf32' (tensor cores, ~1e-3
 relative); float16/bfloat16 storage runs on tensor cores; accumulation is float32 always.
@@ -198,9 +200,9 @@ class GemmConfig:
     num_stages: int
 
 
-# Tensor-core tiles: 128×128 outputs × 64 (16-bit) or 32 (tf32) reduction per stage, 3 stages of
-# cp.async pipelining (96 KiB of shared memory); smaller M tiles for narrow layers (48…96 channels) and
-# for shapes that would leave SMs idle. Exact float32 runs on FMA units: smaller tiles, fewer registers.
+# Tensor-core tiles: 128×128 outputs × 64 (16-bit) or 32 (tf32) reduction per step, 3 cp.async stages
+# (64 KiB of shared memory for 16-bit, 96 KiB for tf32); smaller M tiles for narrow layers (22…96
+# channels) and for shapes that would leave SMs idle. Exact float32 runs on FMA units: smaller tiles.
 GEMM_CONFIGS: dict[str, tuple[GemmConfig, ...]] = {
     "16bit": (GemmConfig(128, 128, 64, 8, 3), GemmConfig(64, 128, 64, 4, 3), GemmConfig(32, 128, 64, 4, 3)),
     "tf32": (GemmConfig(128, 128, 32, 8, 3), GemmConfig(64, 128, 32, 4, 3), GemmConfig(32, 128, 32, 4, 3)),
