@@ -81,18 +81,21 @@ def _store_output(acc, y_ptr, bias_ptr, res_ptr, row, co, co_mask, t, t_mask, L_
 
 @triton.jit
 def _load_x_tile(x_rows, r0, R, U, pos0, tap_step, L_in, BLOCK_K: tl.constexpr):
-    # B[r, j] = x[c(r), pos0[j] + u(r)·tap_step], zero outside [0, L_in) (the conv's zero padding)
+    # B[r, j] = x[c(r), pos0[j] + u(r)·tap_step], zero outside [0, L_in) (the conv's zero padding).
+    # Rows past R get a shift that puts them out of range, so one unsigned compare per element masks
+    # the padding on both sides and the reduction tail (this index arithmetic runs on every element).
     r = r0 + tl.arange(0, BLOCK_K)
     c = r // U
-    pos = pos0[None, :] + ((r - c * U) * tap_step)[:, None]
-    mask = (r < R)[:, None] & (pos >= 0) & (pos < L_in)
+    shift = tl.where(r < R, (r - c * U) * tap_step, -(1 << 30))
+    pos = pos0[None, :] + shift[:, None]
+    mask = pos.to(tl.uint32, bitcast=True) < L_in.to(tl.uint32)
     return tl.load(x_rows + c.to(tl.int64)[:, None] * L_in + pos, mask=mask, other=0.0)
 
 
-# Specialised: the lengths and the reduction size (divisible by 16: the weight rows and the output
+# Specialised: L_out and the reduction size (divisible by 16: the output and the weight rows
 # vectorise) and in_step/out_step (== 1: x loads and y stores are contiguous along time). The other
 # sizes would only multiply the compiled variants.
-@triton.jit(do_not_specialize=["C_in", "C_out", "G", "C_in_g", "C_out_g", "U", "tap_step", "base"])
+@triton.jit(do_not_specialize=["C_in", "L_in", "C_out", "G", "C_in_g", "C_out_g", "U", "tap_step", "base"])
 def _conv_gemm_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, phase_base_ptr, a_ptr, b_ptr,
                       C_in, L_in, C_out, L_out, G, C_in_g, C_out_g, R, U, n_phases,
                       in_step, tap_step, base, out_step, slope, scale,
