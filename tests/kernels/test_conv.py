@@ -212,3 +212,18 @@ def test_ops_pass_pytorchs_arguments_to_the_kernels_in_order(monkeypatch):
     assert scaled_max_error(got, F.conv_transpose1d(x, wt, b, 3, 2, 1, 2, 2)) < 1e-5
     got = ops.conv1d_fused(x, w, None, 2, 1, 1, 2, act="leaky_relu", slope=0.2, scale=2.0)
     assert scaled_max_error(got, 2.0 * F.conv1d(F.leaky_relu(x, 0.2), w, None, 2, 1, 1, 2)) < 1e-5
+
+
+def test_snake_is_fused_only_while_few_loads_repeat_it(monkeypatch):
+    calls = []
+    real_snake = K.activation.snake
+    monkeypatch.setattr(K.activation, "snake", lambda *a, **k: calls.append(1) or real_snake(*a, **k))
+    gen = torch.Generator().manual_seed(7)
+    x, alpha = _rand(1, 16, 20, gen=gen), torch.rand(16, generator=gen).add_(0.1).to(KERNEL_DEVICE)
+    snake = x + torch.sin(alpha[:, None] * x) ** 2 / (alpha[:, None] + 1e-9)
+    for k, separate_pass in ((3, False), (7, True)):  # 16 output channels: one tile, k repeats
+        w = _rand(16, 16, k, gen=gen) / (4 * k ** 0.5)
+        calls.clear()
+        y = K.conv1d_fused(x, w, None, padding=k // 2, act="snake", alpha=alpha)
+        assert bool(calls) == separate_pass, k
+        assert scaled_max_error(y, F.conv1d(snake, w, None, padding=k // 2)) < 1e-5

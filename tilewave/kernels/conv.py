@@ -10,7 +10,9 @@ conv1d_transpose_depthwise   the transposed conv with G = C_in = C_out, W [C, 1,
 conv1d_fused      y = scale · (conv(act(x)) + bias + residual), for conv and transposed conv, where
                   act is leaky_relu (runtime slope) or snake (x + sin(α_c·x)² / (β_c + 1e-9), per input
                   channel; β = α for plain snake). Both acts map 0 to 0, so activating the zero-padded
-                  input equals padding the activated one.
+                  input equals padding the activated one. The act runs inside the loads; snake, whose
+                  sin is costly, only while each input is activated at most SNAKE_FUSED_MAX_REPEATS
+                  times (taps × output-channel tiles), else in one separate pass first.
 
 Two code paths, chosen per call by `uses_gemm` (tile by `pick_gemm_config`):
 - implicit GEMM on tensor cores (tl.dot), per group: M = C_out/G output channels, N = output positions,
@@ -43,6 +45,7 @@ import triton
 import triton.language as tl
 
 from tilewave.harness.registry import AotVariant, BenchShape, Case, Kernel, register
+from tilewave.kernels import activation
 from tilewave.kernels._common import randn
 
 ACTS = ("none", "leaky_relu", "snake")
@@ -213,6 +216,10 @@ GEMM_CONFIGS: dict[str, tuple[GemmConfig, ...]] = {
 }
 DIRECT_CONFIGS = ((16, 128), (2, 1024))  # (BLOCK_C, BLOCK_T): channel-rich and single-channel outputs
 _SM_COUNT_DEFAULT = 132  # H100/H200; read from the device when there is one
+# A fused input activation runs once per (tap, output-channel tile) that reads the element. Leaky ReLU
+# costs ~2 ops, so it is always fused; snake's sin costs ~25 (libdevice range reduction + polynomial),
+# so past 3 repeats one separate snake pass (2 bytes moved per element and a launch) is cheaper.
+SNAKE_FUSED_MAX_REPEATS = 3
 
 
 def _gemm_class(dtype: torch.dtype, precision: str) -> str:
@@ -387,13 +394,13 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
     res_arg = out if residual is None else residual
     a_arg = x if alpha is None else alpha.contiguous()
     b_arg = a_arg if beta is None else beta.contiguous()
-    flags = dict(ACT=act, HAS_BIAS=bias is not None, HAS_RES=residual is not None)
     if transposed:
         step = stride // math.gcd(stride, dilation)
         taps = triton.cdiv(K, step)
     else:
         taps = K
-    if uses_gemm(C_in_g, C_out_g, taps):
+    gemm = uses_gemm(C_in_g, C_out_g, taps)
+    if gemm:
         if transposed:
             w_arg, phase_base, U = _packed_transpose_weight(weight, groups, stride, padding, dilation)
             phases, positions = stride, triton.cdiv(L_out, stride)
@@ -404,6 +411,14 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
             in_step, tap_step, base, out_step = stride, dilation, -padding, 1
         cfg = pick_gemm_config(x.dtype, precision, C_out_g, triton.cdiv(positions, 128) * B * groups * phases,
                                _sm_count(x.device))
+        activations_per_input = taps * triton.cdiv(C_out_g, cfg.BLOCK_M)
+    else:
+        BLOCK_C, BLOCK_T = DIRECT_CONFIGS[0] if C_out >= DIRECT_CONFIGS[0][0] else DIRECT_CONFIGS[1]
+        activations_per_input = K * C_out_g
+    if act == "snake" and activations_per_input > SNAKE_FUSED_MAX_REPEATS:
+        x, act = activation.snake(x, alpha, beta), "none"
+    flags = dict(ACT=act, HAS_BIAS=bias is not None, HAS_RES=residual is not None)
+    if gemm:
         grid = (phases * triton.cdiv(C_out_g, cfg.BLOCK_M) * triton.cdiv(positions, cfg.BLOCK_N), B * groups)
         upcast = _interpreted() and x.dtype == torch.bfloat16
         _conv_gemm_kernel[grid](
@@ -416,7 +431,6 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
             BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K,
             num_warps=cfg.num_warps, num_stages=cfg.num_stages, **flags)
     else:
-        BLOCK_C, BLOCK_T = DIRECT_CONFIGS[0] if C_out >= DIRECT_CONFIGS[0][0] else DIRECT_CONFIGS[1]
         grid = (triton.cdiv(L_out, BLOCK_T), triton.cdiv(C_out, BLOCK_C), B)
         _conv_direct_kernel[grid](
             x, weight, bias_arg, res_arg, out, a_arg, b_arg,
