@@ -1,23 +1,92 @@
 """Convolution ops (NCL layout; weight OIK for conv, IOK for transposed conv), same arguments as torch.nn.functional.
 
-The Triton kernels for these live in tilewave.kernels.conv; until a case is covered there, PyTorch runs it.
+On CUDA tensors they run the Triton kernels of tilewave.kernels.conv; float32 meets the tensor cores at the
+precision set by tilewave.ops.dispatch.fp32_matmul_precision ('ieee' by default, exact, for parity).
+`conv1d_fused` adds what the vocoder resblocks do around a conv (an activation on its input, a residual
+add and a scale on its output) in the same pass.
 """
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 
-from tilewave.ops.dispatch import use_triton
+from tilewave.kernels import conv as K
+from tilewave.ops.dispatch import fp32_matmul, use_triton
+
+_KERNEL_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def _int1(v) -> int | None:
+    """An int, or PyTorch's 1-tuple form of one; None for anything else."""
+    if isinstance(v, (tuple, list)):
+        v = v[0] if len(v) == 1 else None
+    return v if isinstance(v, int) else None
+
+
+def _padding(padding, weight: torch.Tensor, stride, dilation, transposed: bool) -> int | None:
+    """PyTorch's padding argument as a symmetric int, or None when the kernels cannot express it."""
+    if padding == "valid":
+        return 0
+    if padding == "same" and not transposed and _int1(stride) == 1 and _int1(dilation) is not None:
+        total = _int1(dilation) * (weight.shape[-1] - 1)
+        return total // 2 if total % 2 == 0 else None  # odd totals pad one more on the right: not symmetric
+    return _int1(padding)
+
+
+def _kernel_args(x, weight, bias, residual, stride, padding, dilation, transposed, output_padding=0):
+    """(stride, padding, dilation, output_padding) as ints when the kernel covers this call, else None."""
+    ints = (_int1(stride), _padding(padding, weight, stride, dilation, transposed), _int1(dilation),
+            _int1(output_padding))
+    same_dtype = all(t is None or t.dtype == x.dtype for t in (weight, bias, residual))
+    if None in ints or x.dtype not in _KERNEL_DTYPES or not same_dtype or x.dim() not in (2, 3):
+        return None
+    return ints
 
 
 def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, stride: int = 1,
-           padding: int = 0, dilation: int = 1, groups: int = 1) -> torch.Tensor:
-    use_triton("conv1d", x, weight, bias, supported=False, reason="no Triton conv1d kernel yet")
+           padding: int | str = 0, dilation: int = 1, groups: int = 1) -> torch.Tensor:
+    args = _kernel_args(x, weight, bias, None, stride, padding, dilation, False)
+    if use_triton("conv1d", x, weight, bias, supported=args is not None,
+                  reason=f"dtype {x.dtype} / padding {padding!r} not covered by the conv kernel"):
+        s, p, d, _ = args
+        return K.conv1d(x, weight, bias, s, p, d, groups, precision=fp32_matmul())
     return F.conv1d(x, weight, bias, stride, padding, dilation, groups)
 
 
 def conv1d_transpose(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, stride: int = 1,
                      padding: int = 0, output_padding: int = 0, groups: int = 1,
                      dilation: int = 1) -> torch.Tensor:
-    use_triton("conv1d_transpose", x, weight, bias, supported=False, reason="no Triton kernel yet")
+    args = _kernel_args(x, weight, bias, None, stride, padding, dilation, True, output_padding)
+    if use_triton("conv1d_transpose", x, weight, bias, supported=args is not None,
+                  reason=f"dtype {x.dtype} not covered by the transposed conv kernel"):
+        s, p, d, op = args
+        return K.conv1d_transpose(x, weight, bias, s, p, op, groups, d, precision=fp32_matmul())
     return F.conv_transpose1d(x, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def conv1d_fused(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, stride: int = 1,
+                 padding: int = 0, dilation: int = 1, groups: int = 1, *, act: str = "none", slope: float = 0.0,
+                 alpha: torch.Tensor | None = None, beta: torch.Tensor | None = None,
+                 residual: torch.Tensor | None = None, scale: float = 1.0, transposed: bool = False,
+                 output_padding: int = 0) -> torch.Tensor:
+    """scale · (conv(act(x)) + bias + residual).
+
+    act: 'none', 'leaky_relu' (x > 0 ? x : slope·x) or 'snake' (x + sin(α_c·x)² / (β_c + 1e-9), α and β
+    per input channel, β = α when None). transposed: a transposed conv (weight IOK, output_padding used).
+    """
+    if act not in K.ACTS:
+        raise ValueError(f"conv1d_fused: act must be one of {K.ACTS}, got {act!r}")
+    if act == "snake" and alpha is None:
+        raise ValueError("conv1d_fused: act='snake' needs alpha (one value per input channel)")
+    alpha = None if alpha is None else alpha.to(x.dtype)
+    beta = None if beta is None else beta.to(x.dtype)
+    args = _kernel_args(x, weight, bias, residual, stride, padding, dilation, transposed, output_padding)
+    if use_triton("conv1d_fused", x, weight, bias, residual, alpha, beta, supported=args is not None,
+                  reason=f"dtype {x.dtype} / padding {padding!r} not covered by the conv kernel"):
+        s, p, d, op = args
+        return K.conv1d_fused(x, weight, bias, s, p, d, groups, act=act, slope=slope, alpha=alpha, beta=beta,
+                              residual=residual, scale=scale, transposed=transposed, output_padding=op,
+                              precision=fp32_matmul())
+    return K.conv1d_fused_torch(x, weight, bias, stride, padding, dilation, groups, act=act, slope=slope,
+                                alpha=alpha, beta=beta, residual=residual, scale=scale, transposed=transposed,
+                                output_padding=output_padding)

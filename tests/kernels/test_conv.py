@@ -1,0 +1,229 @@
+"""Conv properties the registry cases cannot express: output lengths against PyTorch over many
+configurations, the transposed conv's phase plan, tile choice, weight repacking, argument errors,
+unbatched input, and the ops layer's placement (PyTorch on the CPU, matching it exactly)."""
+import itertools
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tests.conftest import KERNEL_DEVICE
+from tilewave.harness.tolerance import scaled_max_error
+from tilewave.kernels import conv as K
+from tilewave.ops import conv as ops
+from tilewave.ops.dispatch import placements, reset_placements
+
+
+def _meta(*shape):
+    return torch.empty(*shape, device="meta")
+
+
+def test_conv1d_output_length_matches_pytorch():
+    for L, k, s, p, d in itertools.product((1, 2, 7, 16, 33), (1, 2, 3, 7, 11), (1, 2, 3, 6), (0, 1, 3, 5),
+                                           (1, 2, 5)):
+        if L + 2 * p < d * (k - 1) + 1:
+            continue  # PyTorch rejects an input shorter than the dilated kernel
+        ref = F.conv1d(_meta(1, 2, L), _meta(3, 2, k), stride=s, padding=p, dilation=d).shape[-1]
+        assert K.conv1d_out_len(L, k, s, p, d) == ref, (L, k, s, p, d)
+
+
+def test_conv1d_transpose_output_length_matches_pytorch():
+    for L, k, s, p, d in itertools.product((1, 2, 9, 16), (1, 3, 4, 12, 20), (1, 2, 3, 6, 10), (0, 1, 3, 5),
+                                           (1, 2, 3)):
+        for op in range(max(s, d)):
+            n = K.conv1d_transpose_out_len(L, k, s, p, op, d)
+            if n < 1:
+                continue
+            ref = F.conv_transpose1d(_meta(1, 2, L), _meta(2, 3, k), stride=s, padding=p, output_padding=op,
+                                     dilation=d).shape[-1]
+            assert n == ref, (L, k, s, p, op, d)
+
+
+def test_transpose_phase_plan_covers_exactly_the_taps_that_reach_each_phase():
+    for k, s, p, d in itertools.product((1, 3, 4, 8, 12, 16, 20), (1, 2, 3, 4, 5, 6, 8, 10), (0, 1, 2, 5),
+                                        (1, 2, 3, 4)):
+        step = s // math.gcd(s, d)
+        for phase, entry in enumerate(K.transpose_phase_plan(k, s, p, d)):
+            reaching = [kk for kk in range(k) if (phase + p - kk * d) % s == 0]
+            if entry is None:
+                assert reaching == [], (k, s, p, d, phase)
+                continue
+            k0, base = entry
+            assert reaching == list(range(k0, k, step)), (k, s, p, d, phase)
+            for u, kk in enumerate(reaching):  # output phase + s·j reads input j + base − u·d/gcd
+                j = 7
+                assert (phase + s * j + p - kk * d) // s == j + base - u * (d * step // s)
+
+
+def test_tile_choice_for_model_layers():
+    assert K.pick_gemm_config(torch.bfloat16, "ieee", 256, 200).BLOCK_M == 128
+    assert K.pick_gemm_config(torch.bfloat16, "ieee", 48, 200).BLOCK_M == 64
+    assert K.pick_gemm_config(torch.bfloat16, "ieee", 22, 400).BLOCK_M == 32
+    assert K.pick_gemm_config(torch.float32, "tf32", 1536, 200).BLOCK_K == 32
+    assert K.pick_gemm_config(torch.float32, "ieee", 512, 200).BLOCK_M == 64
+    # a short sequence leaves SMs idle at 128-row tiles: the launcher takes smaller ones
+    assert K.pick_gemm_config(torch.bfloat16, "ieee", 1536, 1, sm_count=132).BLOCK_M < 128
+    for cls, configs in K.GEMM_CONFIGS.items():
+        for c in configs:  # tl.dot's minimum on the GPU
+            assert min(c.BLOCK_M, c.BLOCK_N, c.BLOCK_K) >= 16, (cls, c)
+    assert not K.uses_gemm(1, 1, 3)  # depthwise runs direct
+    assert not K.uses_gemm(96, 1, 7)  # single output channel runs direct
+    assert K.uses_gemm(22, 256, 12)
+
+
+def test_every_registered_variant_is_a_config_the_launcher_has():
+    from tilewave.harness.registry import REGISTRY, load_all_kernels
+    load_all_kernels()
+    tiles = {(c.BLOCK_M, c.BLOCK_N, c.BLOCK_K) for cs in K.GEMM_CONFIGS.values() for c in cs}
+    for name in ("conv1d", "conv1d_transpose", "conv1d_transpose_depthwise", "conv1d_fused"):
+        variants = REGISTRY[name].variants()
+        assert variants, name
+        for v in variants:
+            ce = v.constexprs
+            if "BLOCK_K" in ce:
+                assert (ce["BLOCK_M"], ce["BLOCK_N"], ce["BLOCK_K"]) in tiles
+                assert v.expect_mma == (ce["PRECISION"] == "tf32" or v.signature["x_ptr"] != "*fp32"), v.name
+            else:
+                assert (ce["BLOCK_C"], ce["BLOCK_T"]) in K.DIRECT_CONFIGS
+
+
+def _rand(*shape, gen):
+    return torch.randn(*shape, generator=gen).to(KERNEL_DEVICE)
+
+
+def test_transposed_weight_is_repacked_once_and_again_after_an_update():
+    gen = torch.Generator().manual_seed(0)
+    w = _rand(32, 16, 4, gen=gen)
+    first = K._packed_transpose_weight(w, 1, 2, 1, 1)
+    assert K._packed_transpose_weight(w, 1, 2, 1, 1) is first
+    w.mul_(2.0)  # an in-place update bumps the version: the cache must not serve stale weights
+    again = K._packed_transpose_weight(w, 1, 2, 1, 1)
+    assert again is not first
+    assert torch.equal(again[0], first[0] * 2.0)
+    x = _rand(1, 32, 9, gen=gen)
+    assert scaled_max_error(K.conv1d_transpose(x, w, None, 2, 1), F.conv_transpose1d(x, w, None, 2, 1)) < 1e-5
+
+
+def test_depthwise_upsampler_keeps_pytorchs_output_padding_edge():
+    # StyleTTS2's ConvTranspose1d(C, C, 3, stride 2, padding 1, output_padding 1, groups C): length 2L, and
+    # the last sample is w[2]·x[L−1] + bias (the only tap that reaches it).
+    gen = torch.Generator().manual_seed(1)
+    C, L = 24, 19
+    x, w, b = _rand(2, C, L, gen=gen), _rand(C, 1, 3, gen=gen), _rand(C, gen=gen)
+    y = K.conv1d_transpose_depthwise(x, w, b, 2, 1, 1)
+    assert y.shape == (2, C, 2 * L)
+    ref = F.conv_transpose1d(x, w, b, 2, 1, 1, C)
+    assert scaled_max_error(y, ref) < 1e-6
+    assert torch.allclose(y[..., -1], w[:, 0, 2] * x[..., -1] + b, atol=1e-6)
+
+
+def test_unbatched_input_and_out_argument():
+    gen = torch.Generator().manual_seed(2)
+    x, w = _rand(16, 30, gen=gen), _rand(20, 16, 3, gen=gen)
+    out = torch.full((20, 30), float("nan"), device=KERNEL_DEVICE)
+    y = K.conv1d(x, w, None, 1, 1, out=out)
+    assert y.shape == (20, 30) and y.data_ptr() == out.data_ptr()
+    assert scaled_max_error(out, F.conv1d(x, w, None, 1, 1)) < 1e-5
+
+
+def test_exact_float32_is_exact_on_a_long_reduction():
+    # 'ieee' must not fall back to tf32 (~1e-3): a 3·C-term reduction checked at float32 rounding level.
+    C, L = (256, 513) if KERNEL_DEVICE == "cuda" else (32, 40)
+    gen = torch.Generator().manual_seed(3)
+    x, w = _rand(1, C, L, gen=gen), _rand(C, C, 3, gen=gen) / (3 * C) ** 0.5
+    ref = F.conv1d(x.cpu().double(), w.cpu().double(), None, 1, 1)
+    assert scaled_max_error(K.conv1d(x, w, None, 1, 1, precision="ieee"), ref) < 5e-5  # tf32: ~1e-3
+
+
+def test_argument_errors_say_what_to_fix():
+    x, w = torch.zeros(1, 16, 8), torch.zeros(16, 16, 3)
+    with pytest.raises(ValueError, match="output_padding"):
+        K.conv1d_transpose(x, w, None, 2, 1, output_padding=2)
+    with pytest.raises(ValueError, match="dtype"):
+        K.conv1d(x, w.half())
+    with pytest.raises(ValueError, match="divisible by groups"):
+        K.conv1d(x, w, groups=3)
+    with pytest.raises(ValueError, match="too short"):
+        K.conv1d(torch.zeros(1, 16, 2), w, dilation=5)
+    with pytest.raises(ValueError, match="precision"):
+        K.conv1d(x, w, precision="fast")
+    with pytest.raises(ValueError, match="alpha"):
+        K.conv1d_fused(x, w, act="snake")
+
+
+def test_ops_fall_back_to_pytorch_on_cpu_and_match_it():
+    gen = torch.Generator().manual_seed(4)
+    x, w, b = torch.randn(2, 8, 25, generator=gen), torch.randn(6, 4, 5, generator=gen), torch.randn(6, generator=gen)
+    wt = torch.randn(8, 3, 6, generator=gen)
+    alpha, res = torch.rand(8, generator=gen) + 0.1, torch.randn(2, 6, 25, generator=gen)
+    reset_placements()
+    assert torch.equal(ops.conv1d(x, w, b, 1, 2, 1, 2), F.conv1d(x, w, b, 1, 2, 1, 2))
+    assert torch.equal(ops.conv1d(x, w, b, padding="same", groups=2), F.conv1d(x, w, b, padding="same", groups=2))
+    assert torch.equal(ops.conv1d_transpose(x, wt, None, 3, 1, 2), F.conv_transpose1d(x, wt, None, 3, 1, 2))
+    fused = ops.conv1d_fused(x, w, b, 1, 2, 1, 2, act="snake", alpha=alpha, residual=res, scale=0.5)
+    snake = x + torch.sin(alpha[:, None] * x) ** 2 / (alpha[:, None] + 1e-9)
+    assert torch.allclose(fused, (F.conv1d(snake, w, b, 1, 2, 1, 2) + res) * 0.5, atol=1e-6)
+    leaky = ops.conv1d_fused(x, wt, None, 3, 1, act="leaky_relu", slope=0.1, transposed=True, output_padding=2)
+    assert torch.equal(leaky, F.conv_transpose1d(F.leaky_relu(x, 0.1), wt, None, 3, 1, 2))
+    where = {(op, place, why) for op, place, why, _ in placements()}
+    assert where == {("conv1d", "torch", "tensors on cpu"), ("conv1d_transpose", "torch", "tensors on cpu"),
+                     ("conv1d_fused", "torch", "tensors on cpu")}
+
+
+def test_ops_padding_forms_the_kernel_cannot_express_stay_on_pytorch():
+    w = torch.zeros(4, 4, 4)
+    assert ops._padding("same", w, 1, 1, False) is None  # 3 padded samples cannot be split evenly
+    assert ops._padding("same", torch.zeros(4, 4, 7), 1, 3, False) == 9
+    assert ops._padding("valid", w, 1, 1, False) == 0
+    assert ops._padding((2,), w, 1, 1, False) == 2
+
+
+def test_ops_run_a_vocoder_stage_where_the_tensors_are():
+    # leaky_relu → ×2 upsampler → snake + dilated conv + residual, through the ops the models call:
+    # Triton on CUDA (float32 exact by default), PyTorch on the CPU; both match the float64 composition.
+    gen = torch.Generator().manual_seed(5)
+    x = _rand(1, 32, 21, gen=gen)
+    w_up, b_up = _rand(32, 16, 4, gen=gen) / 4, _rand(16, gen=gen)
+    w_rb, alpha = _rand(16, 16, 3, gen=gen) / 7, torch.rand(16, generator=gen).add_(0.1).to(KERNEL_DEVICE)
+    reset_placements()
+    up = ops.conv1d_transpose(F.leaky_relu(x, 0.1), w_up, b_up, 2, 1)
+    y = ops.conv1d_fused(up, w_rb, None, padding=3, dilation=3, act="snake", alpha=alpha, residual=up)
+    d = {k: v.cpu().double() for k, v in dict(x=x, w_up=w_up, b_up=b_up, w_rb=w_rb, alpha=alpha).items()}
+    up64 = F.conv_transpose1d(F.leaky_relu(d["x"], 0.1), d["w_up"], d["b_up"], 2, 1)
+    a = d["alpha"][:, None]
+    ref = F.conv1d(up64 + torch.sin(a * up64) ** 2 / (a + 1e-9), d["w_rb"], None, 1, 3, 3) + up64
+    assert scaled_max_error(y, ref) < 1e-5
+    place = "triton" if KERNEL_DEVICE == "cuda" else "torch"
+    assert {(op, where) for op, where, _, _ in placements()} == {("conv1d_transpose", place),
+                                                                 ("conv1d_fused", place)}
+
+
+def test_ops_pass_pytorchs_arguments_to_the_kernels_in_order(monkeypatch):
+    # Force the Triton branch (the interpreter on the CPU): every torch-style argument must land in the
+    # right kernel parameter, including the transposed conv's (output_padding, groups, dilation) order.
+    monkeypatch.setattr(ops, "use_triton", lambda *a, **k: True)
+    gen = torch.Generator().manual_seed(6)
+    x = _rand(2, 32, 13, gen=gen)
+    w, wt, b = _rand(32, 16, 3, gen=gen) / 7, _rand(32, 16, 5, gen=gen) / 5, _rand(32, gen=gen)
+    got = ops.conv1d(x, w, b, 1, "same", 2, 2)
+    assert scaled_max_error(got, F.conv1d(x, w, b, 1, "same", 2, 2)) < 1e-5
+    got = ops.conv1d_transpose(x, wt, b, 3, 2, 1, 2, 2)
+    assert scaled_max_error(got, F.conv_transpose1d(x, wt, b, 3, 2, 1, 2, 2)) < 1e-5
+    got = ops.conv1d_fused(x, w, None, 2, 1, 1, 2, act="leaky_relu", slope=0.2, scale=2.0)
+    assert scaled_max_error(got, 2.0 * F.conv1d(F.leaky_relu(x, 0.2), w, None, 2, 1, 1, 2)) < 1e-5
+
+
+def test_snake_is_fused_only_while_few_loads_repeat_it(monkeypatch):
+    calls = []
+    real_snake = K.activation.snake
+    monkeypatch.setattr(K.activation, "snake", lambda *a, **k: calls.append(1) or real_snake(*a, **k))
+    gen = torch.Generator().manual_seed(7)
+    x, alpha = _rand(1, 16, 20, gen=gen), torch.rand(16, generator=gen).add_(0.1).to(KERNEL_DEVICE)
+    snake = x + torch.sin(alpha[:, None] * x) ** 2 / (alpha[:, None] + 1e-9)
+    for k, separate_pass in ((3, False), (7, True)):  # 16 output channels: one tile, k repeats
+        w = _rand(16, 16, k, gen=gen) / (4 * k ** 0.5)
+        calls.clear()
+        y = K.conv1d_fused(x, w, None, padding=k // 2, act="snake", alpha=alpha)
+        assert bool(calls) == separate_pass, k
+        assert scaled_max_error(y, F.conv1d(snake, w, None, padding=k // 2)) < 1e-5

@@ -1,0 +1,920 @@
+"""1-D convolutions, NCL layout: conv, transposed conv, depthwise transposed conv, and a fused form.
+
+conv1d            y[b, o, t] = bias[o] + Σ_{c ∈ group(o), k} W[o, c, k] · x[b, c, t·s + k·d − p]
+                  W [C_out, C_in/G, K] (OIK);  L_out = ⌊(L + 2p − d(K − 1) − 1) / s⌋ + 1
+conv1d_transpose  y[b, o, t] = bias[o] + Σ_{c ∈ group(o), k, i} W[c, o, k] · x[b, c, i]
+                  over i·s + k·d − p = t, 0 ≤ i < L
+                  W [C_in, C_out/G, K] (IOK);  L_out = (L − 1)·s − 2p + d(K − 1) + output_padding + 1
+                  gather form: each output sums the inputs that reach it, so no atomics and no zeroing pass.
+conv1d_transpose_depthwise   the transposed conv with G = C_in = C_out, W [C, 1, K].
+conv1d_fused      y = scale · (conv(act(x)) + bias + residual), for conv and transposed conv, where
+                  act is leaky_relu (runtime slope) or snake (x + sin(α_c·x)² / (β_c + 1e-9), per input
+                  channel; β = α for plain snake). Both acts map 0 to 0, so activating the zero-padded
+                  input equals padding the activated one. The act runs inside the loads; snake, whose
+                  sin is costly, only while each input is activated at most SNAKE_FUSED_MAX_REPEATS
+                  times (taps × output-channel tiles), else in one separate pass first.
+
+Two code paths, chosen per call by `uses_gemm` (tile by `pick_gemm_config`):
+- implicit GEMM on tensor cores (tl.dot), per group: M = C_out/G output channels, N = output positions,
+  reduction R = (C_in/G) × taps. A is the weight: OIK rows are already contiguous over (c, k), so the
+  reduction loop walks the weight contiguously and the taps sit inside it; B is gathered from x on the fly
+  (masked loads give the zero padding). A transposed conv is split by output phase φ = t mod s: outputs
+  t = φ + s·j receive exactly the taps k ≡ k0_φ (mod s/gcd(s, d)), a stride-1 conv in j whose input
+  offset is base_φ − u·d/gcd(s, d) for the u-th tap. Its weight is repacked once per (weight, version)
+  into [G, s, C_out/G, (C_in/G)·U] with zero taps where k ≥ K. Weight tiles stream through cp.async
+  stages; the x tile starts at an arbitrary element (the tap shift), which cp.async cannot take for
+  2-byte elements, so 16-bit kernels load the next x tile into registers while the current dot runs.
+- direct (no dot) for depthwise and tiny channel counts (tl.dot needs M, N, K ≥ 16 on the GPU).
+Precision: float32 storage multiplies in exact float32 ('ieee', FMA) or 'tf32' (tensor cores, ~1e-3
+relative); float16/bfloat16 storage runs on tensor cores; accumulation is float32 always.
+Launch invariants: x [B, C_in, L] (or [C_in, L]); every tensor is made contiguous; one dtype for
+x, weight, bias and residual; offsets into x and y are int64 (B·C·L may pass 2³¹).
+"""
+from __future__ import annotations
+
+import functools
+import math
+import os
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+from tilewave.harness.registry import AotVariant, BenchShape, Case, Kernel, register
+from tilewave.kernels import activation
+from tilewave.kernels._common import randn
+
+ACTS = ("none", "leaky_relu", "snake")
+PRECISIONS = ("ieee", "tf32")
+_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+# ---------------------------------------------------------------------------------------------------
+# kernels
+# ---------------------------------------------------------------------------------------------------
+@triton.jit
+def _activate(x, ci, cmask, a_ptr, b_ptr, slope, ACT: tl.constexpr):
+    # x float32; ci the input channel of each row (broadcastable to x), cmask where ci is valid.
+    if ACT == "leaky_relu":
+        x = tl.where(x > 0, x, x * slope)
+    elif ACT == "snake":
+        a = tl.load(a_ptr + ci, mask=cmask, other=1.0).to(tl.float32)
+        b = tl.load(b_ptr + ci, mask=cmask, other=1.0).to(tl.float32)
+        s = tl.sin(a * x)
+        x = x + s * s / (b + 1e-9)
+    return x
+
+
+@triton.jit
+def _store_output(acc, y_ptr, bias_ptr, res_ptr, row, co, co_mask, t, t_mask, L_out, scale,
+                  HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr):
+    # row: int64 output row (b·C_out + o) per output channel; the residual has y's layout.
+    if HAS_BIAS:
+        acc += tl.load(bias_ptr + co, mask=co_mask, other=0.0).to(tl.float32)[:, None]
+    offs = row[:, None] * L_out + t[None, :]
+    mask = co_mask[:, None] & t_mask[None, :]
+    if HAS_RES:
+        acc += tl.load(res_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    tl.store(y_ptr + offs, (acc * scale).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _load_x_tile(x_rows, r0, R, U, pos0, tap_step, L_in, BLOCK_K: tl.constexpr):
+    # B[r, j] = x[c(r), pos0[j] + u(r)·tap_step], zero outside [0, L_in) (the conv's zero padding).
+    # Rows past R get a shift that puts them out of range, so one unsigned compare per element masks
+    # the padding on both sides and the reduction tail (this index arithmetic runs on every element).
+    r = r0 + tl.arange(0, BLOCK_K)
+    c = r // U
+    shift = tl.where(r < R, (r - c * U) * tap_step, -(1 << 30))
+    pos = pos0[None, :] + shift[:, None]
+    mask = pos.to(tl.uint32, bitcast=True) < L_in.to(tl.uint32)
+    return tl.load(x_rows + c.to(tl.int64)[:, None] * L_in + pos, mask=mask, other=0.0)
+
+
+# Specialised: L_out and the reduction size (divisible by 16: the output and the weight rows
+# vectorise) and in_step/out_step (== 1: x loads and y stores are contiguous along time). The other
+# sizes would only multiply the compiled variants.
+@triton.jit(do_not_specialize=["C_in", "L_in", "C_out", "G", "C_in_g", "C_out_g", "U", "tap_step", "base"])
+def _conv_gemm_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, phase_base_ptr, a_ptr, b_ptr,
+                      C_in, L_in, C_out, L_out, G, C_in_g, C_out_g, R, U, n_phases,
+                      in_step, tap_step, base, out_step, slope, scale,
+                      TRANSPOSED: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr,
+                      HAS_RES: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+                      PREFETCH: tl.constexpr,
+                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # grid: (phases · cdiv(C_out_g, BLOCK_M) · cdiv(positions, BLOCK_N), B·G). Phases vary fastest, then
+    # output-channel tiles: programs that run together share their x tile (read from L2, not DRAM) and,
+    # for a transposed conv, interleave their strided stores into the same output sectors.
+    # Reduction index r = c·U + u (c input channel in the group, u tap); input position of output j:
+    # j·in_step + base + u·tap_step (conv: s, −p, d; transposed phase φ: 1, base_φ, −d/gcd(s, d)).
+    # The weight tile is contiguous and aligned, so Triton's pipeliner streams it with cp.async over
+    # num_stages buffers. The x tile starts at an arbitrary element offset (the tap shift): 2-byte
+    # elements cannot go through cp.async, so for 16-bit storage (PREFETCH) the next x tile is loaded
+    # into registers while the tensor cores work on the current one.
+    pid = tl.program_id(0)
+    bg = tl.program_id(1)
+    phase = pid % n_phases
+    tiles_m = tl.cdiv(C_out_g, BLOCK_M)
+    pid_m = (pid // n_phases) % tiles_m
+    pid_n = pid // (n_phases * tiles_m)
+    b = bg // G
+    g = bg % G
+    if TRANSPOSED:
+        base = tl.load(phase_base_ptr + phase)
+    co = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    j = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    co_mask = co < C_out_g
+    pos0 = j * in_step + base
+    x_rows = x_ptr + (b * C_in + g * C_in_g).to(tl.int64) * L_in
+    w_rows = w_ptr + ((g * n_phases + phase) * C_out_g + co).to(tl.int64)[:, None] * R
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    if PREFETCH:
+        xb_next = _load_x_tile(x_rows, 0, R, U, pos0, tap_step, L_in, BLOCK_K)
+    for r0 in range(0, R, BLOCK_K):
+        r = r0 + tl.arange(0, BLOCK_K)
+        a = tl.load(w_rows + r[None, :], mask=co_mask[:, None] & (r < R)[None, :], other=0.0)
+        if PREFETCH:
+            xb = xb_next
+        else:
+            xb = _load_x_tile(x_rows, r0, R, U, pos0, tap_step, L_in, BLOCK_K)
+        if ACT != "none":
+            xb = _activate(xb.to(tl.float32), (g * C_in_g + r // U)[:, None], (r < R)[:, None],
+                           a_ptr, b_ptr, slope, ACT).to(x_ptr.dtype.element_ty)
+        if UPCAST:  # the CPU interpreter cannot multiply bfloat16: widen there, never on the GPU
+            a = a.to(tl.float32)
+            xb = xb.to(tl.float32)
+        acc = tl.dot(a, xb, acc, input_precision=PRECISION)
+        if PREFETCH:  # after the dot in program order, so the address arithmetic overlaps the async MMA
+            xb_next = _load_x_tile(x_rows, r0 + BLOCK_K, R, U, pos0, tap_step, L_in, BLOCK_K)
+    t = j * out_step + phase
+    row = (b * C_out + g * C_out_g + co).to(tl.int64)
+    _store_output(acc, y_ptr, bias_ptr, res_ptr, row, g * C_out_g + co, co_mask, t, t < L_out, L_out, scale,
+                  HAS_BIAS, HAS_RES)
+
+
+@triton.jit(do_not_specialize=["C_in", "C_out", "C_in_g", "C_out_g", "K", "stride", "padding", "dilation"])
+def _conv_direct_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, a_ptr, b_ptr,
+                        C_in, L_in, C_out, L_out, C_in_g, C_out_g, K, stride, padding, dilation, slope, scale,
+                        TRANSPOSED: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr,
+                        HAS_RES: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_T: tl.constexpr):
+    # grid: (cdiv(L_out, BLOCK_T), cdiv(C_out, BLOCK_C), B); one weight per (output channel, c, k),
+    # so this suits depthwise and tiny channel counts, where a tensor-core tile would be mostly padding.
+    t = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)
+    co = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    b = tl.program_id(2)
+    co_mask = co < C_out
+    t_mask = t < L_out
+    g = co // C_out_g
+    x_rows = x_ptr + b.to(tl.int64) * C_in * L_in
+    acc = tl.zeros((BLOCK_C, BLOCK_T), dtype=tl.float32)
+    for r in range(0, C_in_g * K):
+        c = r // K
+        k = r - c * K
+        ci = g * C_in_g + c
+        if TRANSPOSED:  # W [C_in, C_out/G, K]; input i reaches t when t + p − k·d = i·s
+            w = tl.load(w_ptr + (ci.to(tl.int64) * C_out_g + co - g * C_out_g) * K + k, mask=co_mask, other=0.0)
+            q = t + padding - k * dilation
+            qc = tl.maximum(q, 0)
+            pos = qc // stride
+            valid = (q >= 0) & (qc - pos * stride == 0) & (pos < L_in)
+        else:  # W [C_out, C_in/G, K]
+            w = tl.load(w_ptr + co.to(tl.int64) * (C_in_g * K) + r, mask=co_mask, other=0.0)
+            pos = t * stride + k * dilation - padding
+            valid = (pos >= 0) & (pos < L_in)
+        m = co_mask[:, None] & valid[None, :]
+        xv = tl.load(x_rows + ci.to(tl.int64)[:, None] * L_in + pos[None, :], mask=m, other=0.0).to(tl.float32)
+        if ACT != "none":
+            xv = _activate(xv, ci[:, None], co_mask[:, None], a_ptr, b_ptr, slope, ACT)
+        acc += w.to(tl.float32)[:, None] * xv
+    row = (b * C_out + co).to(tl.int64)
+    _store_output(acc, y_ptr, bias_ptr, res_ptr, row, co, co_mask, t, t_mask, L_out, scale, HAS_BIAS, HAS_RES)
+
+
+# ---------------------------------------------------------------------------------------------------
+# launch plans: which kernel and which tile for a call
+# ---------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GemmConfig:
+    BLOCK_M: int
+    BLOCK_N: int
+    BLOCK_K: int
+    num_warps: int
+    num_stages: int
+
+
+# Tensor-core tiles: 128×128 outputs × 64 (16-bit) or 32 (tf32) reduction per step, 3 cp.async stages
+# (64 KiB of shared memory for 16-bit, 96 KiB for tf32); smaller M tiles for narrow layers (22…96
+# channels) and for shapes that would leave SMs idle. Exact float32 runs on FMA units: smaller tiles.
+GEMM_CONFIGS: dict[str, tuple[GemmConfig, ...]] = {
+    "16bit": (GemmConfig(128, 128, 64, 8, 3), GemmConfig(64, 128, 64, 4, 3), GemmConfig(32, 128, 64, 4, 3)),
+    "tf32": (GemmConfig(128, 128, 32, 8, 3), GemmConfig(64, 128, 32, 4, 3), GemmConfig(32, 128, 32, 4, 3)),
+    "ieee": (GemmConfig(64, 64, 16, 4, 2), GemmConfig(32, 64, 16, 4, 2)),
+}
+DIRECT_CONFIGS = ((16, 128), (2, 1024))  # (BLOCK_C, BLOCK_T): channel-rich and single-channel outputs
+_SM_COUNT_DEFAULT = 132  # H100/H200; read from the device when there is one
+# A fused input activation runs once per (tap, output-channel tile) that reads the element. Leaky ReLU
+# costs ~2 ops, so it is always fused; snake's sin costs ~25 (libdevice range reduction + polynomial),
+# so past 3 repeats one separate snake pass (2 bytes moved per element and a launch) is cheaper.
+SNAKE_FUSED_MAX_REPEATS = 3
+
+
+def _gemm_class(dtype: torch.dtype, precision: str) -> str:
+    return precision if dtype == torch.float32 else "16bit"
+
+
+def _dot_precision(dtype: torch.dtype, precision: str) -> str:
+    """tl.dot's input_precision: it only means something for float32 operands."""
+    return precision if dtype == torch.float32 else "ieee"
+
+
+def _interpreted() -> bool:
+    return os.environ.get("TRITON_INTERPRET") == "1"
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_count(device: torch.device) -> int:
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    return _SM_COUNT_DEFAULT
+
+
+def pick_gemm_config(dtype: torch.dtype, precision: str, C_out_g: int, programs_per_m_tile: int,
+                     sm_count: int = _SM_COUNT_DEFAULT) -> GemmConfig:
+    """The smallest M tile covering the group's output channels (capped at the largest), then a smaller
+    one while the grid would leave more than half of the SMs idle."""
+    configs = GEMM_CONFIGS[_gemm_class(dtype, precision)]
+    cfg = configs[0]
+    for c in configs:
+        if c.BLOCK_M >= C_out_g:
+            cfg = c
+    while cfg is not configs[-1] and triton.cdiv(C_out_g, cfg.BLOCK_M) * programs_per_m_tile < sm_count // 2:
+        cfg = configs[configs.index(cfg) + 1]
+    return cfg
+
+
+def uses_gemm(C_in_g: int, C_out_g: int, taps: int) -> bool:
+    """Tensor-core path when a tile's M and reduction are at least 16 (tl.dot's minimum on the GPU)."""
+    return C_out_g >= 16 and C_in_g * taps >= 16
+
+
+def conv1d_out_len(L: int, K: int, stride: int, padding: int, dilation: int) -> int:
+    return (L + 2 * padding - dilation * (K - 1) - 1) // stride + 1
+
+
+def conv1d_transpose_out_len(L: int, K: int, stride: int, padding: int, output_padding: int,
+                             dilation: int) -> int:
+    return (L - 1) * stride - 2 * padding + dilation * (K - 1) + output_padding + 1
+
+
+def transpose_phase_plan(K: int, stride: int, padding: int, dilation: int) -> list[tuple[int, int] | None]:
+    """Per output phase φ = t mod stride: (k0, base) where the phase's taps are k0, k0 + s/g, … (< K) and
+    output t = φ + s·j reads input j + base − u·d/g for its u-th tap (g = gcd(s, d)); None if no tap
+    reaches that phase."""
+    step = stride // math.gcd(stride, dilation)
+    plan = []
+    for phase in range(stride):
+        target = (phase + padding) % stride
+        k0 = next((k for k in range(min(step, K)) if (k * dilation) % stride == target), None)
+        plan.append(None if k0 is None else (k0, (phase + padding - k0 * dilation) // stride))
+    return plan
+
+
+_PACKED: dict[int, tuple[weakref.ref, tuple, tuple]] = {}
+
+
+def _packed_transpose_weight(weight: torch.Tensor, groups: int, stride: int, padding: int, dilation: int):
+    """[C_in, C_out/G, K] → ([G, s, C_out/G, (C_in/G)·U] phase-major weight, int32 base per phase, U),
+    cached per weight tensor (one entry, replaced when the weight is updated in place or used with other
+    arguments) so that a model's static weights are repacked once."""
+    signature = (weight._version, weight.data_ptr(), groups, stride, padding, dilation)
+    hit = _PACKED.get(id(weight))
+    if hit is not None and hit[0]() is weight and hit[1] == signature:
+        return hit[2]
+    C_in, C_out_g, K = weight.shape
+    C_in_g = C_in // groups
+    step = stride // math.gcd(stride, dilation)
+    U = triton.cdiv(K, step)
+    w = weight.reshape(groups, C_in_g, C_out_g, K)
+    packed = weight.new_zeros(groups, stride, C_out_g, C_in_g, U)
+    bases = []
+    for phase, entry in enumerate(transpose_phase_plan(K, stride, padding, dilation)):
+        if entry is None:
+            bases.append(0)
+            continue
+        k0, base = entry
+        taps = list(range(k0, K, step))
+        packed[:, phase, :, :, :len(taps)] = w[..., taps].permute(0, 2, 1, 3)
+        bases.append(base)
+    result = (packed.reshape(groups, stride, C_out_g, C_in_g * U),
+              torch.tensor(bases, dtype=torch.int32, device=weight.device), U)
+    if hit is None or hit[0]() is not weight:
+        weakref.finalize(weight, _PACKED.pop, id(weight), None)
+    _PACKED[id(weight)] = (weakref.ref(weight), signature, result)
+    return result
+
+
+_DUMMY_INT: dict[torch.device, torch.Tensor] = {}
+
+
+def _dummy_int(device: torch.device) -> torch.Tensor:
+    if device not in _DUMMY_INT:
+        _DUMMY_INT[device] = torch.zeros(1, dtype=torch.int32, device=device)
+    return _DUMMY_INT[device]
+
+
+# ---------------------------------------------------------------------------------------------------
+# launchers (Triton path; tilewave.ops decides when to call them)
+# ---------------------------------------------------------------------------------------------------
+def _check_args(name, x, weight, bias, residual, alpha, beta, act, stride, padding, dilation, groups,
+                precision):
+    if x.dim() != 3:
+        raise ValueError(f"{name}: x must be [B, C, L], got shape {tuple(x.shape)}")
+    if weight.dim() != 3:
+        raise ValueError(f"{name}: weight must be 3-D, got shape {tuple(weight.shape)}")
+    if x.dtype not in _DTYPES:
+        raise ValueError(f"{name}: dtype {x.dtype} not supported; use float32, float16 or bfloat16")
+    for label, t in (("weight", weight), ("bias", bias), ("residual", residual), ("alpha", alpha), ("beta", beta)):
+        if t is not None and t.dtype != x.dtype:
+            raise ValueError(f"{name}: {label} dtype {t.dtype} differs from x dtype {x.dtype}; cast it first")
+    if stride < 1 or dilation < 1 or padding < 0 or groups < 1:
+        raise ValueError(f"{name}: need stride >= 1, dilation >= 1, padding >= 0, groups >= 1; got "
+                         f"stride={stride} dilation={dilation} padding={padding} groups={groups}")
+    if act not in ACTS:
+        raise ValueError(f"{name}: act must be one of {ACTS}, got {act!r}")
+    if act == "snake" and (alpha is None or alpha.numel() != x.shape[1]
+                           or (beta is not None and beta.numel() != x.shape[1])):
+        raise ValueError(f"{name}: snake needs alpha (and optional beta) with one value per input channel "
+                         f"({x.shape[1]}), got alpha {None if alpha is None else tuple(alpha.shape)}")
+    if precision not in PRECISIONS:
+        raise ValueError(f"{name}: precision must be one of {PRECISIONS}, got {precision!r}")
+
+
+def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, output_padding, act, slope,
+            alpha, beta, residual, scale, precision, out):
+    name = "conv1d_transpose" if transposed else "conv1d"
+    _check_args(name, x, weight, bias, residual, alpha, beta, act, stride, padding, dilation, groups, precision)
+    x, weight = x.contiguous(), weight.contiguous()
+    B, C_in, L_in = x.shape
+    K = weight.shape[2]
+    if transposed:
+        C_out = weight.shape[1] * groups
+        if weight.shape[0] != C_in or C_in % groups:
+            raise ValueError(f"{name}: weight must be [C_in={C_in}, C_out/groups, K] with C_in divisible by "
+                             f"groups={groups}, got {tuple(weight.shape)}")
+        if not 0 <= output_padding < max(stride, dilation):
+            raise ValueError(f"{name}: output_padding ({output_padding}) must be smaller than stride ({stride}) "
+                             f"or dilation ({dilation})")
+        L_out = conv1d_transpose_out_len(L_in, K, stride, padding, output_padding, dilation)
+    else:
+        C_out = weight.shape[0]
+        if C_in % groups or C_out % groups or weight.shape[1] != C_in // groups:
+            raise ValueError(f"{name}: weight must be [C_out, C_in/groups = {C_in // max(groups, 1)}, K] with "
+                             f"C_in={C_in} and C_out divisible by groups={groups}, got {tuple(weight.shape)}")
+        L_out = conv1d_out_len(L_in, K, stride, padding, dilation)
+    if L_out < 1:
+        raise ValueError(f"{name}: output length {L_out} < 1 for L={L_in}, K={K}, stride={stride}, "
+                         f"padding={padding}, dilation={dilation}; the input is too short")
+    C_in_g, C_out_g = C_in // groups, C_out // groups
+    if out is None:
+        out = x.new_empty(B, C_out, L_out)
+    elif tuple(out.shape) != (B, C_out, L_out) or not out.is_contiguous():
+        raise ValueError(f"{name}: out must be a contiguous {(B, C_out, L_out)} tensor, got {tuple(out.shape)}")
+    if residual is not None:
+        if tuple(residual.shape) != (B, C_out, L_out):
+            raise ValueError(f"{name}: residual must have the output's shape {(B, C_out, L_out)}, "
+                             f"got {tuple(residual.shape)}")
+        residual = residual.contiguous()
+    if B == 0 or C_out == 0:
+        return out
+    bias_arg = out if bias is None else bias.contiguous()
+    res_arg = out if residual is None else residual
+    a_arg = x if alpha is None else alpha.contiguous()
+    b_arg = a_arg if beta is None else beta.contiguous()
+    if transposed:
+        step = stride // math.gcd(stride, dilation)
+        taps = triton.cdiv(K, step)
+    else:
+        taps = K
+    gemm = uses_gemm(C_in_g, C_out_g, taps)
+    if gemm:
+        if transposed:
+            w_arg, phase_base, U = _packed_transpose_weight(weight, groups, stride, padding, dilation)
+            phases, positions = stride, triton.cdiv(L_out, stride)
+            in_step, tap_step, base, out_step = 1, -(dilation // math.gcd(stride, dilation)), 0, stride
+        else:
+            w_arg, phase_base, U = weight, _dummy_int(x.device), K
+            phases, positions = 1, L_out
+            in_step, tap_step, base, out_step = stride, dilation, -padding, 1
+        cfg = pick_gemm_config(x.dtype, precision, C_out_g, triton.cdiv(positions, 128) * B * groups * phases,
+                               _sm_count(x.device))
+        activations_per_input = taps * triton.cdiv(C_out_g, cfg.BLOCK_M)
+    else:
+        BLOCK_C, BLOCK_T = DIRECT_CONFIGS[0] if C_out >= DIRECT_CONFIGS[0][0] else DIRECT_CONFIGS[1]
+        activations_per_input = K * C_out_g
+    if act == "snake" and activations_per_input > SNAKE_FUSED_MAX_REPEATS:
+        x, act = activation.snake(x, alpha, beta), "none"
+    flags = dict(ACT=act, HAS_BIAS=bias is not None, HAS_RES=residual is not None)
+    if gemm:
+        grid = (phases * triton.cdiv(C_out_g, cfg.BLOCK_M) * triton.cdiv(positions, cfg.BLOCK_N), B * groups)
+        upcast = _interpreted() and x.dtype == torch.bfloat16
+        _conv_gemm_kernel[grid](
+            x, w_arg, bias_arg, res_arg, out, phase_base, a_arg, b_arg,
+            C_in, L_in, C_out, L_out, groups, C_in_g, C_out_g, C_in_g * U, U, phases,
+            in_step, tap_step, base, out_step, float(slope), float(scale),
+            TRANSPOSED=transposed, UPCAST=upcast,
+            PRECISION=_dot_precision(torch.float32 if upcast else x.dtype, precision),
+            PREFETCH=x.dtype != torch.float32,
+            BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K,
+            num_warps=cfg.num_warps, num_stages=cfg.num_stages, **flags)
+    else:
+        grid = (triton.cdiv(L_out, BLOCK_T), triton.cdiv(C_out, BLOCK_C), B)
+        _conv_direct_kernel[grid](
+            x, weight, bias_arg, res_arg, out, a_arg, b_arg,
+            C_in, L_in, C_out, L_out, C_in_g, C_out_g, K, stride, padding, dilation, float(slope), float(scale),
+            TRANSPOSED=transposed, BLOCK_C=BLOCK_C, BLOCK_T=BLOCK_T, num_warps=4, **flags)
+    return out
+
+
+def _batched(fn):
+    """Accept PyTorch's unbatched [C, L] input as [1, C, L]."""
+    def wrapper(x, weight, *args, residual=None, out=None, **kwargs):
+        if x.dim() == 2:
+            res = None if residual is None else residual.unsqueeze(0)
+            o = None if out is None else out.unsqueeze(0)
+            return fn(x.unsqueeze(0), weight, *args, residual=res, out=o, **kwargs).squeeze(0)
+        return fn(x, weight, *args, residual=residual, out=out, **kwargs)
+    wrapper.__name__, wrapper.__doc__ = fn.__name__, fn.__doc__
+    return wrapper
+
+
+@_batched
+def conv1d_fused(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *, act="none", slope=0.0,
+                 alpha=None, beta=None, residual=None, scale=1.0, transposed=False, output_padding=0,
+                 precision="ieee", out=None):
+    """scale · (conv(act(x)) + bias + residual); conv is transposed when `transposed` (weight IOK)."""
+    return _launch(transposed, x, weight, bias, stride, padding, dilation, groups, output_padding, act, slope,
+                   alpha, beta, residual, scale, precision, out)
+
+
+def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, precision="ieee", out=None):
+    """torch.nn.functional.conv1d; `precision` ('ieee' | 'tf32') applies to float32 storage."""
+    return conv1d_fused(x, weight, bias, stride, padding, dilation, groups, precision=precision, out=out)
+
+
+def conv1d_transpose(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1,
+                     precision="ieee", out=None):
+    """torch.nn.functional.conv_transpose1d (same argument order)."""
+    return conv1d_fused(x, weight, bias, stride, padding, dilation, groups, transposed=True,
+                        output_padding=output_padding, precision=precision, out=out)
+
+
+def conv1d_transpose_depthwise(x, weight, bias=None, stride=1, padding=0, output_padding=0, dilation=1,
+                               out=None):
+    """Transposed conv with groups == channels, weight [C, 1, K]."""
+    C = x.shape[-2]
+    if tuple(weight.shape[:2]) != (C, 1):
+        raise ValueError(f"conv1d_transpose_depthwise: weight must be [C={C}, 1, K], got {tuple(weight.shape)}")
+    return conv1d_transpose(x, weight, bias, stride, padding, output_padding, C, dilation, out=out)
+
+
+# ---------------------------------------------------------------------------------------------------
+# PyTorch peers and float64 oracles
+# ---------------------------------------------------------------------------------------------------
+def activate_torch(x, act="none", slope=0.0, alpha=None, beta=None):
+    if act == "leaky_relu":
+        return F.leaky_relu(x, slope)
+    if act == "snake":
+        a = alpha.view(-1, 1)
+        b = a if beta is None else beta.view(-1, 1)
+        return x + torch.sin(a * x).pow(2) / (b + 1e-9)
+    return x
+
+
+def conv1d_fused_torch(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *, act="none",
+                       slope=0.0, alpha=None, beta=None, residual=None, scale=1.0, transposed=False,
+                       output_padding=0, **_):
+    x = activate_torch(x, act, slope, alpha, beta)
+    if transposed:
+        y = F.conv_transpose1d(x, weight, bias, stride, padding, output_padding, groups, dilation)
+    else:
+        y = F.conv1d(x, weight, bias, stride, padding, dilation, groups)
+    if residual is not None:
+        y = y + residual
+    return y * scale if scale != 1.0 else y
+
+
+def conv1d_oracle(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, **_):
+    """Direct definition: per group and tap, a matrix product with the strided input window."""
+    x, w = x.numpy(), weight.numpy()
+    B, C_in, L = x.shape
+    C_out, C_in_g, K = w.shape
+    C_out_g = C_out // groups
+    L_out = conv1d_out_len(L, K, stride, padding, dilation)
+    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding)))
+    y = np.zeros((B, C_out, L_out))
+    for g in range(groups):
+        xg, og = xp[:, g * C_in_g:(g + 1) * C_in_g], slice(g * C_out_g, (g + 1) * C_out_g)
+        for k in range(K):
+            window = xg[:, :, k * dilation: k * dilation + stride * (L_out - 1) + 1: stride]
+            y[:, og] += w[og, :, k] @ window
+    if bias is not None:
+        y += bias.numpy()[None, :, None]
+    return torch.from_numpy(y)
+
+
+def conv1d_transpose_oracle(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1,
+                            **_):
+    """Scatter form (the definition): input i, tap k lands on i·s + k·d − p; crop to the output length."""
+    x, w = x.numpy(), weight.numpy()
+    B, C_in, L = x.shape
+    _, C_out_g, K = w.shape
+    C_in_g = C_in // groups
+    L_out = conv1d_transpose_out_len(L, K, stride, padding, output_padding, dilation)
+    full = np.zeros((B, C_out_g * groups, (L - 1) * stride + dilation * (K - 1) + 1 + output_padding))
+    for g in range(groups):
+        ig, og = slice(g * C_in_g, (g + 1) * C_in_g), slice(g * C_out_g, (g + 1) * C_out_g)
+        for k in range(K):
+            full[:, og, k * dilation: k * dilation + stride * (L - 1) + 1: stride] += w[ig, :, k].T @ x[:, ig]
+    y = full[:, :, padding: padding + L_out]
+    if bias is not None:
+        y = y + bias.numpy()[None, :, None]
+    return torch.from_numpy(np.ascontiguousarray(y))
+
+
+def conv1d_fused_oracle(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *, act="none",
+                        slope=0.0, alpha=None, beta=None, residual=None, scale=1.0, transposed=False,
+                        output_padding=0, **_):
+    xa = x.numpy()
+    if act == "leaky_relu":
+        xa = np.where(xa > 0, xa, slope * xa)
+    elif act == "snake":
+        a = alpha.numpy()[:, None]
+        b = a if beta is None else beta.numpy()[:, None]
+        xa = xa + np.sin(a * xa) ** 2 / (b + 1e-9)
+    xa = torch.from_numpy(xa)
+    if transposed:
+        y = conv1d_transpose_oracle(xa, weight, bias, stride, padding, output_padding, groups, dilation)
+    else:
+        y = conv1d_oracle(xa, weight, bias, stride, padding, dilation, groups)
+    if residual is not None:
+        y = y + residual
+    return y * scale
+
+
+# ---------------------------------------------------------------------------------------------------
+# registration: tests (small shapes on the interpreter, model shapes on the GPU), benches, AOT variants
+# ---------------------------------------------------------------------------------------------------
+def _conv_inputs(p, dtype, device, gen):
+    """x ~ N(0, 1), weights scaled by 1/√fan-in so outputs stay O(1) at every channel count."""
+    G, K, C_in, C_out = p.get("groups", 1), p["K"], p["C_in"], p["C_out"]
+    transposed = p.get("transposed", False)
+    stride = p.get("stride", 1)
+    fan_in = (C_in // G) * (triton.cdiv(K, stride) if transposed else K)
+    x = randn((p.get("B", 1), C_in, p["L"]), dtype, device, gen)
+    w_shape = (C_in, C_out // G, K) if transposed else (C_out, C_in // G, K)
+    inputs = {"x": x, "weight": randn(w_shape, dtype, device, gen, scale=fan_in ** -0.5),
+              "bias": randn((C_out,), dtype, device, gen, scale=0.5) if p.get("bias", True) else None,
+              "stride": stride, "padding": p.get("padding", 0), "dilation": p.get("dilation", 1)}
+    if transposed:
+        inputs["output_padding"] = p.get("output_padding", 0)
+    return inputs
+
+
+def _with_groups_precision(p, inputs):
+    return {**inputs, "groups": p.get("groups", 1), "precision": p.get("precision", "ieee")}
+
+
+def _positive(n, dtype, device, gen):
+    # trained snake alphas/betas are positive and O(1)
+    return randn((n,), torch.float32, "cpu", gen).abs_().add_(0.1).to(dtype).to(device)
+
+
+def _fused_inputs(p, dtype, device, gen):
+    inputs = _with_groups_precision(p, _conv_inputs(p, dtype, device, gen))
+    inputs.update(transposed=p.get("transposed", False), act=p.get("act", "none"), slope=p.get("slope", 0.0),
+                  scale=p.get("scale", 1.0), alpha=None, beta=None, residual=None)
+    C_in = p["C_in"]
+    if inputs["act"] == "snake":
+        inputs["alpha"] = _positive(C_in, dtype, device, gen)
+        if p.get("beta", False):
+            inputs["beta"] = _positive(C_in, dtype, device, gen)
+    if p.get("residual", False):
+        inputs["residual"] = randn(_out_shape(inputs), dtype, device, gen)
+    return inputs
+
+
+def _out_shape(i):
+    x, w = i["x"], i["weight"]
+    K = w.shape[2]
+    if "output_padding" in i:
+        C_out = w.shape[1] * i.get("groups", x.shape[1] if w.shape[1] == 1 else 1)
+        return (x.shape[0], C_out, conv1d_transpose_out_len(x.shape[2], K, i["stride"], i["padding"],
+                                                            i["output_padding"], i["dilation"]))
+    return (x.shape[0], w.shape[0], conv1d_out_len(x.shape[2], K, i["stride"], i["padding"], i["dilation"]))
+
+
+def _alloc(i):
+    return i["x"].new_empty(_out_shape(i))
+
+
+def _conv_flops(p):
+    G, B = p.get("groups", 1), p.get("B", 1)
+    if p.get("transposed", False):
+        return 2 * B * p["C_in"] * p["L"] * (p["C_out"] // G) * p["K"]
+    L_out = conv1d_out_len(p["L"], p["K"], p.get("stride", 1), p.get("padding", 0), p.get("dilation", 1))
+    return 2 * B * p["C_out"] * L_out * (p["C_in"] // G) * p["K"]
+
+
+def _conv_bytes(p, itemsize):
+    """x, weight and y once (and the residual when fused)."""
+    G, B, K = p.get("groups", 1), p.get("B", 1), p["K"]
+    if p.get("transposed", False):
+        L_out = conv1d_transpose_out_len(p["L"], K, p.get("stride", 1), p.get("padding", 0),
+                                         p.get("output_padding", 0), p.get("dilation", 1))
+    else:
+        L_out = conv1d_out_len(p["L"], K, p.get("stride", 1), p.get("padding", 0), p.get("dilation", 1))
+    outputs = B * p["C_out"] * L_out * (2 if p.get("residual", False) else 1)
+    return itemsize * (B * p["C_in"] * p["L"] + p["C_out"] * (p["C_in"] // G) * K + outputs)
+
+
+def _bench(label, **p):
+    return BenchShape(label, p, flops=_conv_flops, bytes=_conv_bytes)
+
+
+def _same(K, d=1):
+    return d * (K - 1) // 2
+
+
+def _conv_case(devices=("cpu", "cuda"), dtypes=None, **p):
+    return Case(p, devices, dtypes)
+
+
+_GPU = ("cuda",)
+_FP32 = ("float32",)
+
+# Interpreter cases stay at C <= 32, L <= 64; GPU cases use the real layers at lengths the float64
+# oracle checks in seconds (odd lengths, channel counts off the tile grid).
+CONV1D_CASES = [
+    _conv_case(B=2, C_in=24, C_out=20, L=61, K=3, padding=1),
+    _conv_case(C_in=16, C_out=32, L=50, K=7, dilation=3, padding=9, bias=False, precision="tf32", dtypes=_FP32),
+    _conv_case(C_in=32, C_out=32, L=64, K=5, dilation=2, padding=4),
+    _conv_case(C_in=22, C_out=32, L=61, K=12, stride=6, padding=3),        # strided (noise conv form)
+    _conv_case(B=2, C_in=24, C_out=24, L=37, K=3, padding=1, groups=24),     # depthwise (direct)
+    _conv_case(B=2, C_in=32, C_out=32, L=40, K=3, padding=2, groups=2),
+    _conv_case(C_in=16, C_out=1, L=45, K=7, padding=3),                      # tiny output (direct)
+    # Kokoro generator resblocks, conv_post, noise convs; decoder; text encoder
+    _conv_case(_GPU, C_in=256, C_out=256, L=1001, K=3, padding=1),
+    _conv_case(_GPU, C_in=256, C_out=256, L=2003, K=7, dilation=3, padding=_same(7, 3)),
+    _conv_case(_GPU, C_in=256, C_out=256, L=1001, K=11, dilation=5, padding=_same(11, 5)),
+    _conv_case(_GPU, C_in=256, C_out=256, L=1001, K=11, dilation=5, padding=_same(11, 5), precision="tf32",
+               dtypes=_FP32),
+    _conv_case(_GPU, C_in=128, C_out=128, L=3001, K=11, dilation=5, padding=_same(11, 5)),
+    _conv_case(_GPU, C_in=128, C_out=22, L=3001, K=7, padding=3),
+    _conv_case(_GPU, C_in=22, C_out=256, L=6001, K=12, stride=6, padding=3),
+    _conv_case(_GPU, C_in=22, C_out=128, L=3001, K=1),
+    _conv_case(_GPU, C_in=1090, C_out=1024, L=401, K=3, padding=1),
+    _conv_case(_GPU, C_in=514, C_out=1024, L=400, K=3, padding=1, precision="tf32", dtypes=_FP32),
+    _conv_case(_GPU, C_in=256, C_out=1, L=801, K=1),
+    _conv_case(_GPU, B=3, C_in=512, C_out=512, L=123, K=5, padding=2),
+    _conv_case(_GPU, C_in=512, C_out=512, L=801, K=3, padding=1, groups=512),
+    # BigVGAN v2 24 kHz: conv_pre, AMP resblock convs, conv_post
+    _conv_case(_GPU, C_in=100, C_out=1536, L=250, K=7, padding=3),
+    _conv_case(_GPU, C_in=768, C_out=768, L=501, K=3, dilation=5, padding=5),
+    _conv_case(_GPU, C_in=48, C_out=48, L=5001, K=11, dilation=5, padding=_same(11, 5)),
+    _conv_case(_GPU, C_in=24, C_out=24, L=4001, K=7, dilation=3, padding=_same(7, 3)),
+    _conv_case(_GPU, C_in=24, C_out=1, L=4001, K=7, padding=3, bias=False),
+    # the causal decoder: latent conv, residual units (k7 d1/3/9 and k1), output conv
+    _conv_case(_GPU, C_in=1024, C_out=1536, L=124, K=7, padding=3),
+    _conv_case(_GPU, C_in=768, C_out=768, L=992, K=7, dilation=9, padding=_same(7, 9)),
+    _conv_case(_GPU, C_in=384, C_out=384, L=1985, K=1),
+    _conv_case(_GPU, C_in=96, C_out=1, L=5951, K=7, padding=3),
+]
+
+CONV1D_TRANSPOSE_CASES = [
+    _conv_case(C_in=32, C_out=16, L=29, K=4, stride=2, padding=1),
+    _conv_case(C_in=24, C_out=20, L=7, K=20, stride=10, padding=5),
+    _conv_case(C_in=16, C_out=32, L=11, K=12, stride=6, padding=3, precision="tf32", dtypes=_FP32),
+    _conv_case(C_in=16, C_out=16, L=13, K=5, stride=3, padding=2, output_padding=1, dilation=2),
+    _conv_case(C_in=16, C_out=16, L=12, K=3, stride=2, output_padding=1, dilation=2),  # odd phases: no taps
+    _conv_case(B=2, C_in=8, C_out=4, L=20, K=8, stride=4, padding=2),                  # tiny channels (direct)
+    _conv_case(C_in=32, C_out=32, L=15, K=4, stride=2, padding=1, groups=2, bias=False),
+    _conv_case(C_in=16, C_out=16, L=9, K=16, stride=8),                                 # causal form
+    # Kokoro generator upsamplers
+    _conv_case(_GPU, C_in=512, C_out=256, L=401, K=20, stride=10, padding=5),
+    _conv_case(_GPU, C_in=256, C_out=128, L=1001, K=12, stride=6, padding=3),
+    _conv_case(_GPU, C_in=256, C_out=128, L=1001, K=12, stride=6, padding=3, precision="tf32", dtypes=_FP32),
+    # BigVGAN v2 24 kHz upsamplers
+    _conv_case(_GPU, C_in=1536, C_out=768, L=250, K=8, stride=4, padding=2),
+    _conv_case(_GPU, C_in=768, C_out=384, L=1001, K=8, stride=4, padding=2),
+    _conv_case(_GPU, C_in=96, C_out=48, L=4001, K=4, stride=2, padding=1),
+    _conv_case(_GPU, C_in=48, C_out=24, L=5001, K=4, stride=2, padding=1),
+    # the causal decoder's upsamplers (padding 0; the caller trims k − s samples)
+    _conv_case(_GPU, C_in=1536, C_out=768, L=124, K=16, stride=8),
+    _conv_case(_GPU, C_in=768, C_out=384, L=992, K=10, stride=5),
+    _conv_case(_GPU, C_in=384, C_out=192, L=1001, K=8, stride=4),
+    _conv_case(_GPU, B=2, C_in=192, C_out=96, L=1985, K=6, stride=3),
+]
+for _c in CONV1D_TRANSPOSE_CASES:
+    _c.params["transposed"] = True
+
+DEPTHWISE_TRANSPOSE_CASES = [
+    _conv_case(C_in=24, C_out=24, L=33, K=3, stride=2, padding=1, output_padding=1),
+    _conv_case(B=2, C_in=16, C_out=16, L=20, K=4, stride=2, padding=1, bias=False),
+    _conv_case(C_in=8, C_out=8, L=17, K=5, stride=3, padding=2, output_padding=2),
+    _conv_case(_GPU, C_in=1090, C_out=1090, L=401, K=3, stride=2, padding=1, output_padding=1),
+    _conv_case(_GPU, B=2, C_in=512, C_out=512, L=400, K=3, stride=2, padding=1, output_padding=1),
+]
+for _c in DEPTHWISE_TRANSPOSE_CASES:
+    _c.params.update(transposed=True, groups=_c.params["C_in"])
+
+_SNAKE_RES = {"act": "snake", "residual": True}
+FUSED_CASES = [
+    _conv_case(C_in=32, C_out=32, L=53, K=7, dilation=3, padding=9, **_SNAKE_RES),
+    _conv_case(C_in=16, C_out=24, L=40, K=3, padding=1, beta=True, scale=0.5 ** 0.5, **_SNAKE_RES),
+    _conv_case(C_in=32, C_out=22, L=47, K=7, padding=3, act="leaky_relu", slope=0.01),
+    _conv_case(C_in=32, C_out=16, L=9, K=20, stride=10, padding=5, act="leaky_relu", slope=0.1, transposed=True),
+    _conv_case(C_in=16, C_out=16, L=7, K=16, stride=8, transposed=True, beta=True, **_SNAKE_RES),
+    _conv_case(C_in=16, C_out=1, L=45, K=7, padding=3, **_SNAKE_RES),                  # direct path
+    # Kokoro generator AdaIN resblocks (snake, then conv, then + x), upsampler and conv_post after leaky_relu
+    _conv_case(_GPU, C_in=256, C_out=256, L=2001, K=11, dilation=5, padding=_same(11, 5), **_SNAKE_RES),
+    _conv_case(_GPU, C_in=128, C_out=128, L=3001, K=3, padding=1, **_SNAKE_RES),
+    _conv_case(_GPU, C_in=512, C_out=256, L=401, K=20, stride=10, padding=5, act="leaky_relu", slope=0.1,
+               transposed=True),
+    _conv_case(_GPU, C_in=128, C_out=22, L=3001, K=7, padding=3, act="leaky_relu", slope=0.01),
+    # the causal decoder's residual units (snakebeta-style separate beta), its snake + upsampler
+    _conv_case(_GPU, C_in=768, C_out=768, L=992, K=7, dilation=9, padding=_same(7, 9), beta=True, **_SNAKE_RES),
+    _conv_case(_GPU, C_in=768, C_out=768, L=992, K=1, beta=True, **_SNAKE_RES),
+    _conv_case(_GPU, C_in=768, C_out=384, L=992, K=10, stride=5, act="snake", beta=True, transposed=True),
+    # StyleTTS2 decoder block output: (conv(x) + shortcut) / √2
+    _conv_case(_GPU, C_in=1024, C_out=1024, L=801, K=3, padding=1, residual=True, scale=0.5 ** 0.5),
+]
+
+CONV1D_BENCH = [
+    _bench("Kokoro gen resblock 256ch k11 d5 [1, 256, 8000]", C_in=256, C_out=256, L=8000, K=11, dilation=5,
+           padding=25),
+    _bench("Kokoro gen resblock 128ch k7 d3 [1, 128, 48000]", C_in=128, C_out=128, L=48000, K=7, dilation=3,
+           padding=9),
+    _bench("Kokoro conv_post 128->22 k7 [1, 128, 48000]", C_in=128, C_out=22, L=48000, K=7, padding=3),
+    _bench("Kokoro noise conv 22->256 k12 s6 [1, 22, 48001]", C_in=22, C_out=256, L=48001, K=12, stride=6,
+           padding=3),
+    _bench("Kokoro decoder 1090->1024 k3 [1, 1090, 800]", C_in=1090, C_out=1024, L=800, K=3, padding=1),
+    _bench("BigVGAN v2 conv_pre 100->1536 k7 [1, 100, 938]", C_in=100, C_out=1536, L=938, K=7, padding=3),
+    _bench("BigVGAN v2 resblock 768ch k7 d3 [1, 768, 3752]", C_in=768, C_out=768, L=3752, K=7, dilation=3,
+           padding=9),
+    _bench("BigVGAN v2 resblock 96ch k11 d5 [1, 96, 60032]", C_in=96, C_out=96, L=60032, K=11, dilation=5,
+           padding=25),
+    _bench("decoder conv_in 1024->1536 k7 [1, 1024, 500]", C_in=1024, C_out=1536, L=500, K=7, padding=3),
+    _bench("decoder residual 384ch k7 d9 [1, 384, 19840]", C_in=384, C_out=384, L=19840, K=7, dilation=9,
+           padding=27),
+    _bench("large 1536ch k7 [1, 1536, 16384]", C_in=1536, C_out=1536, L=16384, K=7, padding=3),
+]
+
+CONV1D_TRANSPOSE_BENCH = [
+    _bench("Kokoro gen up x10 512->256 k20 [1, 512, 800]", C_in=512, C_out=256, L=800, K=20, stride=10, padding=5),
+    _bench("Kokoro gen up x6 256->128 k12 [1, 256, 8000]", C_in=256, C_out=128, L=8000, K=12, stride=6, padding=3),
+    _bench("BigVGAN v2 up x4 1536->768 k8 [1, 1536, 938]", C_in=1536, C_out=768, L=938, K=8, stride=4, padding=2),
+    _bench("BigVGAN v2 up x2 384->192 k4 [1, 384, 15008]", C_in=384, C_out=192, L=15008, K=4, stride=2,
+           padding=1),
+    _bench("BigVGAN v2 up x2 48->24 k4 [1, 48, 120064]", C_in=48, C_out=24, L=120064, K=4, stride=2, padding=1),
+    _bench("decoder up x8 1536->768 k16 [1, 1536, 500]", C_in=1536, C_out=768, L=500, K=16, stride=8),
+    _bench("decoder up x3 192->96 k6 [1, 192, 80000]", C_in=192, C_out=96, L=80000, K=6, stride=3),
+    _bench("large up x8 1024->512 k16 [1, 1024, 8192]", C_in=1024, C_out=512, L=8192, K=16, stride=8),
+]
+for _b in CONV1D_TRANSPOSE_BENCH:
+    _b.params["transposed"] = True
+
+DEPTHWISE_TRANSPOSE_BENCH = [
+    _bench("Kokoro decoder pool x2 [1, 1090, 400]", C_in=1090, C_out=1090, L=400, K=3, stride=2, padding=1,
+           output_padding=1, groups=1090),
+    _bench("Kokoro F0 pool x2 [1, 512, 400]", C_in=512, C_out=512, L=400, K=3, stride=2, padding=1,
+           output_padding=1, groups=512),
+    _bench("large pool x2 [1, 1024, 131072]", C_in=1024, C_out=1024, L=1 << 17, K=3, stride=2, padding=1,
+           output_padding=1, groups=1024),
+]
+for _b in DEPTHWISE_TRANSPOSE_BENCH:
+    _b.params["transposed"] = True
+
+FUSED_BENCH = [
+    _bench("Kokoro gen resblock snake+conv k11 d5+res [1, 256, 8000]", C_in=256, C_out=256, L=8000, K=11,
+           dilation=5, padding=25, **_SNAKE_RES),
+    _bench("Kokoro gen resblock snake+conv k3+res [1, 128, 48000]", C_in=128, C_out=128, L=48000, K=3,
+           padding=1, **_SNAKE_RES),
+    _bench("Kokoro gen leaky_relu+up x10 [1, 512, 800]", C_in=512, C_out=256, L=800, K=20, stride=10, padding=5,
+           act="leaky_relu", slope=0.1, transposed=True),
+    _bench("decoder residual unit snake+conv k1+res [1, 384, 19840]", C_in=384, C_out=384, L=19840, K=1,
+           beta=True, **_SNAKE_RES),
+    _bench("large snake+conv k7+res [1, 1024, 32768]", C_in=1024, C_out=1024, L=32768, K=7, padding=3,
+           **_SNAKE_RES),
+]
+
+
+def _gemm_signature(dt: str) -> dict[str, str]:
+    ptr = f"*{dt}"
+    sig = {n: ptr for n in ("x_ptr", "w_ptr", "bias_ptr", "res_ptr", "y_ptr")}
+    sig["phase_base_ptr"] = "*i32"
+    sig.update(a_ptr=ptr, b_ptr=ptr)
+    sig.update({n: "i32" for n in ("C_in", "L_in", "C_out", "L_out", "G", "C_in_g", "C_out_g", "R", "U",
+                                   "n_phases", "in_step", "tap_step", "base", "out_step")})
+    sig.update(slope="fp32", scale="fp32")
+    return sig
+
+
+def _direct_signature(dt: str) -> dict[str, str]:
+    ptr = f"*{dt}"
+    sig = {n: ptr for n in ("x_ptr", "w_ptr", "bias_ptr", "res_ptr", "y_ptr", "a_ptr", "b_ptr")}
+    sig.update({n: "i32" for n in ("C_in", "L_in", "C_out", "L_out", "C_in_g", "C_out_g", "K", "stride",
+                                   "padding", "dilation")})
+    sig.update(slope="fp32", scale="fp32")
+    return sig
+
+
+_GEMM_DTYPES = {"16bit": ("fp16", "bf16"), "tf32": ("fp32",), "ieee": ("fp32",)}
+_FUSIONS = (("snake", True, False), ("leaky_relu", False, True))  # (act, residual, transposed)
+
+
+def _gemm_variant(cls, dt, cfg, transposed, act="none", res=False):
+    return AotVariant(
+        f"_conv_gemm_kernel[{dt},{cls},{cfg.BLOCK_M}x{cfg.BLOCK_N}x{cfg.BLOCK_K},"
+        f"{'transposed' if transposed else 'conv'},{act}{',res' if res else ''}]",
+        _conv_gemm_kernel, _gemm_signature(dt),
+        dict(TRANSPOSED=transposed, ACT=act, HAS_BIAS=True, HAS_RES=res, PRECISION="tf32" if cls == "tf32" else "ieee",
+             UPCAST=False, PREFETCH=cls == "16bit", BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K),
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages, expect_mma=cls != "ieee")
+
+
+def _direct_variant(dt, block, transposed, act="none", res=False):
+    return AotVariant(
+        f"_conv_direct_kernel[{dt},{block[0]}x{block[1]},{'transposed' if transposed else 'conv'},{act}"
+        f"{',res' if res else ''}]",
+        _conv_direct_kernel, _direct_signature(dt),
+        dict(TRANSPOSED=transposed, ACT=act, HAS_BIAS=True, HAS_RES=res, BLOCK_C=block[0], BLOCK_T=block[1]),
+        num_warps=4)
+
+
+def conv_variants(transposed_forms=(False, True), fused=False) -> list[AotVariant]:
+    """Every tile the launcher can pick, per storage dtype and precision, for the given conv forms;
+    `fused` adds the activation/residual forms at each class's largest tile."""
+    out = []
+    for cls, configs in GEMM_CONFIGS.items():
+        for dt in _GEMM_DTYPES[cls]:
+            for transposed in transposed_forms:
+                out += [_gemm_variant(cls, dt, cfg, transposed) for cfg in configs]
+            if fused:
+                out += [_gemm_variant(cls, dt, configs[0], tr, act, res) for act, res, tr in _FUSIONS]
+    for dt in ("fp32", "fp16", "bf16"):
+        for transposed in transposed_forms:
+            out += [_direct_variant(dt, block, transposed) for block in DIRECT_CONFIGS]
+        if fused:
+            out.append(_direct_variant(dt, DIRECT_CONFIGS[0], False, "snake", True))
+    return out
+
+
+def _peer(fn):
+    """The stock op with the tilewave-only `precision` argument dropped (PyTorch picks its own)."""
+    return lambda x, weight, precision="ieee", **kw: fn(x, weight, **kw)
+
+
+register(Kernel(
+    name="conv1d", family="conv",
+    doc="y[b,o,t] = bias[o] + sum_{c in group(o), k} W[o,c,k] x[b,c,t*s + k*d - p]; implicit GEMM (tl.dot)",
+    make_inputs=lambda p, dt, dev, g: _with_groups_precision(p, _conv_inputs(p, dt, dev, g)),
+    alloc_out=_alloc, launch=conv1d, oracle=conv1d_oracle,
+    peer=_peer(F.conv1d),
+    cases=CONV1D_CASES, bench=CONV1D_BENCH, tol_kind="reduction",
+    variants=lambda: conv_variants((False,)),
+))
+
+register(Kernel(
+    name="conv1d_transpose", family="conv",
+    doc="y[b,o,t] = bias[o] + sum_{c,k,i: i*s + k*d - p = t} W[c,o,k] x[b,c,i]; gather form by output phase",
+    make_inputs=lambda p, dt, dev, g: _with_groups_precision(p, _conv_inputs(p, dt, dev, g)),
+    alloc_out=_alloc, launch=conv1d_transpose, oracle=conv1d_transpose_oracle,
+    peer=_peer(F.conv_transpose1d),
+    cases=CONV1D_TRANSPOSE_CASES, bench=CONV1D_TRANSPOSE_BENCH, tol_kind="reduction",
+    variants=lambda: conv_variants((True,)),
+))
+
+register(Kernel(
+    name="conv1d_transpose_depthwise", family="conv",
+    doc="transposed conv with groups == channels, weight [C, 1, K]; matches PyTorch's output_padding edge",
+    make_inputs=_conv_inputs, alloc_out=_alloc, launch=conv1d_transpose_depthwise,
+    oracle=lambda x, weight, **kw: conv1d_transpose_oracle(x, weight, groups=x.shape[1], **kw),
+    peer=lambda x, weight, **kw: F.conv_transpose1d(x, weight, groups=x.shape[1], **kw),
+    cases=DEPTHWISE_TRANSPOSE_CASES, bench=DEPTHWISE_TRANSPOSE_BENCH, tol_kind="reduction",
+    variants=lambda: [_direct_variant(dt, block, True) for dt in ("fp32", "fp16", "bf16")
+                      for block in DIRECT_CONFIGS],
+))
+
+register(Kernel(
+    name="conv1d_fused", family="conv",
+    doc="y = scale * (conv(act(x)) + bias + residual), conv or transposed; act leaky_relu(slope) or "
+        "snake(alpha_c, beta_c) applied as the input is loaded",
+    make_inputs=_fused_inputs, alloc_out=_alloc, launch=conv1d_fused, oracle=conv1d_fused_oracle,
+    peer=_peer(conv1d_fused_torch),
+    cases=FUSED_CASES, bench=FUSED_BENCH, tol_kind="reduction",
+    variants=lambda: [v for v in conv_variants(fused=True) if ",none" not in v.name],
+))
