@@ -60,7 +60,8 @@ PRECISIONS = ("ieee", "tf32")
 @triton.jit
 def atan2(y, x):
     # libdevice.atan2 does not run in the interpreter. Cephes atanf on |y|/|x| folded into [0, 1], reduced to
-    # [-tan(pi/8), tan(pi/8)]: ~1 float32 ulp. atan2(±0, x<0) = +pi (one convention for real-valued bins).
+    # [-tan(pi/8), tan(pi/8)]: ~1 float32 ulp. Signs of zeros are ignored: atan2(±0, x<0) = +pi (one phase for
+    # real-valued bins) and atan2(±0, ±0) = 0.
     ax = tl.abs(x)
     ay = tl.abs(y)
     hi = tl.maximum(ax, ay)
