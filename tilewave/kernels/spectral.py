@@ -11,7 +11,7 @@ mel_spectrogram       log(max(M·(Re² + Im²), eps)), M the filterbank [n_mels,
 mel_spectrogram_magnitude  the same with √(Re² + Im² + mag_eps) (amplitude) in place of the power.
 harmonic_source       tanh(w·(sin(φ_k)·amp·uv + noise_amp·noise) + b) [B, T, 1] from a sample-rate F0 curve;
                       φ_k the phase of harmonic k, integrated at the frame rate (T/U) with the reference's linear
-                      interpolations (see _harmonic_source_oracle).
+                      interpolations (see harmonic_source_oracle).
 
 Kernel forms:
 - Small transforms (n_fft <= DIRECT_MAX_NFFT, Kokoro's n_fft 20 / hop 5 / 11 bins): a direct DFT in registers,
@@ -19,7 +19,10 @@ Kernel forms:
 - Larger ones (n_fft 1024 / hop 256): a DFT as a GEMM, frames gathered from the signal (reflect padding folded
   into the gather) times a precomputed window·cos / −window·sin basis with tl.dot; the mel variant multiplies
   each bin tile into the filterbank inside the same program, so the spectrum never reaches memory.
-- Inverse: gather form, each output sample sums the ceil(n_fft/hop) frames that overlap it (no atomics).
+- Inverse: gather form, each output sample sums the ceil(n_fft/hop) frames that overlap it (no atomics). Small
+  transforms evaluate those frames' inverse DFTs in registers in one kernel (the generator tail: exp and sin
+  fused in); larger ones compute the windowed frames as a GEMM against the inverse basis into a float32 scratch,
+  then overlap-add them in a second gather kernel.
 - Harmonic source: a frame-rate scan (one program per batch row) then one sample-rate pass.
 The DFT runs on float32 operands whatever the storage dtype: phase is ill-conditioned near zero-magnitude bins,
 and a 16-bit basis would move it. tf32 is opt-in (tilewave.ops.fp32_matmul_precision). The harmonic phase is
@@ -45,6 +48,10 @@ from tilewave.kernels._common import rand, randn, tanh
 DIRECT_MAX_NFFT = 64
 DIRECT_BLOCK_T = 128
 GEMM_BLOCK_T, GEMM_BLOCK_F, GEMM_BLOCK_K, MEL_BLOCK_M = 64, 64, 32, 128
+# The fused mel keeps every bin of a frame tile in one program; at batch 1 (10 s = 938 frames) 64-frame tiles give
+# 15 programs for 132 SMs, so short inputs take 16-frame tiles.
+MEL_BLOCK_TS = (16, 64)
+MEL_WIDE_PROGRAMS = 264
 ISTFT_BLOCK_S, ISTFT_BLOCK_F = 256, 16
 # The interpreter runs one program at a time and pays per tl op, not per element: wide tiles there keep the
 # n_fft 1024 tests to seconds. The GPU tiles above are the ones the AOT variants compile.
@@ -215,6 +222,54 @@ def _istft_gather_kernel(a_ptr, c_ptr, icos_ptr, isin_ptr, wsq_ptr, y_ptr, T, L_
 
 
 @triton.jit
+def _istft_frames_kernel(a_ptr, c_ptr, icos_ptr, isin_ptr, frames_ptr, T, NF, batch_stride,
+                         N_FFT: tl.constexpr, EXP_SIN: tl.constexpr, PRECISION: tl.constexpr,
+                         BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_F: tl.constexpr):
+    # grid: (B, cdiv(T, BLOCK_T), cdiv(N_FFT, BLOCK_N)). Windowed time frames [B, T, N_FFT] (float32 scratch):
+    # (Re, Im) [BLOCK_T, BLOCK_F] @ inverse basis [BLOCK_F, BLOCK_N]; a/c as in _istft_gather_kernel.
+    b = tl.program_id(0).to(tl.int64)
+    t = tl.program_id(1) * BLOCK_T + tl.arange(0, BLOCK_T)
+    n = tl.program_id(2) * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_T, BLOCK_N), dtype=tl.float32)
+    for f0 in range(0, NF, BLOCK_F):
+        f = f0 + tl.arange(0, BLOCK_F)
+        m2 = (t[:, None] < T) & (f[None, :] < NF)
+        offs = b * batch_stride + f[None, :] * T + t[:, None]
+        mag = tl.load(a_ptr + offs, mask=m2, other=0.0).to(tl.float32)
+        ph = tl.load(c_ptr + offs, mask=m2, other=0.0).to(tl.float32)
+        if EXP_SIN:
+            mag = tl.where(m2, tl.exp(mag), 0.0)
+            ph = tl.sin(ph)
+        bmask = (f[:, None] < NF) & (n[None, :] < N_FFT)
+        boffs = n[None, :] * NF + f[:, None]
+        ic = tl.load(icos_ptr + boffs, mask=bmask, other=0.0)
+        isn = tl.load(isin_ptr + boffs, mask=bmask, other=0.0)
+        acc = tl.dot(mag * tl.cos(ph), ic, acc, input_precision=PRECISION)
+        acc = tl.dot(mag * tl.sin(ph), isn, acc, input_precision=PRECISION)
+    tl.store(frames_ptr + (b * T + t[:, None]) * N_FFT + n[None, :], acc,
+             mask=(t[:, None] < T) & (n[None, :] < N_FFT))
+
+
+@triton.jit
+def _overlap_add_kernel(frames_ptr, wsq_ptr, y_ptr, T, L_out, pad, hop,
+                        N_FFT: tl.constexpr, OVERLAP: tl.constexpr, BLOCK_S: tl.constexpr):
+    # grid: (B, cdiv(L_out, BLOCK_S)); the frame/tap bookkeeping of _istft_gather_kernel over stored frames.
+    b = tl.program_id(0).to(tl.int64)
+    j = tl.program_id(1) * BLOCK_S + tl.arange(0, BLOCK_S)
+    p = j + pad
+    acc = tl.zeros((BLOCK_S,), dtype=tl.float32)
+    wsq = tl.zeros((BLOCK_S,), dtype=tl.float32)
+    for r in tl.static_range(OVERLAP):
+        t = p // hop - r
+        n = p - t * hop
+        valid = (j < L_out) & (t >= 0) & (t < T) & (n < N_FFT)
+        acc += tl.load(frames_ptr + (b * T + t) * N_FFT + n, mask=valid, other=0.0)
+        wsq += tl.load(wsq_ptr + n, mask=valid, other=0.0)
+    wsq = tl.where(wsq > 0.0, wsq, 1.0)
+    tl.store(y_ptr + b * L_out + j, (acc / wsq).to(y_ptr.dtype.element_ty), mask=j < L_out)
+
+
+@triton.jit
 def _source_phase_scan_kernel(f0_ptr, rand_ptr, cyc_ptr, T, L, scale, sample_rate, K,
                               BLOCK_L: tl.constexpr, BLOCK_K: tl.constexpr):
     # grid: (B,). cyc[b, i, k] = Σ_{m<=i} D[m, k] in cycles (float64), D = the per-sample phase increment
@@ -381,10 +436,11 @@ def mel_spectrogram(x: torch.Tensor, mel_basis: torch.Tensor, n_fft: int, hop: i
     out = x.new_empty(B, NM, T) if out is None else out
     basis = _bases(n_fft, win_length, str(x.device))
     if B and T and NM:
-        grid = (B, triton.cdiv(T, GEMM_BLOCK_T), triton.cdiv(NM, MEL_BLOCK_M))
+        block_t = MEL_BLOCK_TS[B * triton.cdiv(T, MEL_BLOCK_TS[1]) >= MEL_WIDE_PROGRAMS]
+        grid = (B, triton.cdiv(T, block_t), triton.cdiv(NM, MEL_BLOCK_M))
         _mel_kernel[grid](x, basis["cos"], basis["sin"], mel_basis, out, N, T, hop, pad, NF, NM,
                           float(mag_eps), float(eps), N_FFT=n_fft, MAGNITUDE=magnitude,
-                          PRECISION=_precision(precision), BLOCK_T=GEMM_BLOCK_T, BLOCK_F=GEMM_BLOCK_F,
+                          PRECISION=_precision(precision), BLOCK_T=block_t, BLOCK_F=GEMM_BLOCK_F,
                           BLOCK_K=GEMM_BLOCK_K, BLOCK_M=MEL_BLOCK_M, num_warps=8)
     return out
 
@@ -394,7 +450,7 @@ def mel_spectrogram_magnitude(x, mel_basis, n_fft, hop, win_length=None, pad=Non
     return mel_spectrogram(x, mel_basis, n_fft, hop, win_length, pad, True, mag_eps, eps, precision, out)
 
 
-def _istft_launch(a, c, batch_stride, B, NF, T, n_fft, hop, win_length, exp_sin, out):
+def _istft_launch(a, c, batch_stride, B, NF, T, n_fft, hop, win_length, exp_sin, precision, out):
     if n_fft // 2 + 1 != NF:
         raise ValueError(f"istft: n_fft={n_fft} has {n_fft // 2 + 1} bins, the spectrum has {NF}")
     if hop < 1 or hop > n_fft:
@@ -403,33 +459,45 @@ def _istft_launch(a, c, batch_stride, B, NF, T, n_fft, hop, win_length, exp_sin,
     L_out = hop * (T - 1) + n_fft - 2 * pad
     out = a.new_empty(B, L_out) if out is None else out
     basis = _bases(n_fft, win_length or n_fft, str(a.device))
-    if B and L_out > 0:
+    if not (B and L_out > 0):
+        return out
+    overlap = triton.cdiv(n_fft, hop)
+    if n_fft <= DIRECT_MAX_NFFT:
         _istft_gather_kernel[(B, triton.cdiv(L_out, ISTFT_BLOCK_S))](
             a, c, basis["icos"], basis["isin"], basis["wsq"], out, T, L_out, pad, hop, NF, batch_stride,
-            N_FFT=n_fft, OVERLAP=triton.cdiv(n_fft, hop), EXP_SIN=exp_sin, BLOCK_S=ISTFT_BLOCK_S,
-            BLOCK_F=ISTFT_BLOCK_F, num_warps=4)
+            N_FFT=n_fft, OVERLAP=overlap, EXP_SIN=exp_sin, BLOCK_S=ISTFT_BLOCK_S, BLOCK_F=ISTFT_BLOCK_F, num_warps=4)
+        return out
+    frames = torch.empty(B, T, n_fft, device=a.device, dtype=torch.float32)
+    _istft_frames_kernel[(B, triton.cdiv(T, GEMM_BLOCK_T), triton.cdiv(n_fft, GEMM_BLOCK_F))](
+        a, c, basis["icos"], basis["isin"], frames, T, NF, batch_stride, N_FFT=n_fft, EXP_SIN=exp_sin,
+        PRECISION=_precision(precision), BLOCK_T=GEMM_BLOCK_T, BLOCK_N=GEMM_BLOCK_F, BLOCK_F=GEMM_BLOCK_K,
+        num_warps=4)
+    _overlap_add_kernel[(B, triton.cdiv(L_out, ISTFT_BLOCK_S))](
+        frames, basis["wsq"], out, T, L_out, pad, hop, N_FFT=n_fft, OVERLAP=overlap, BLOCK_S=ISTFT_BLOCK_S,
+        num_warps=4)
     return out
 
 
 def istft(magnitude: torch.Tensor, phase: torch.Tensor, n_fft: int, hop: int, win_length: int | None = None,
-          out: torch.Tensor | None = None) -> torch.Tensor:
+          precision: str = "ieee", out: torch.Tensor | None = None) -> torch.Tensor:
     """(magnitude, phase) [B, F, T] -> y [B, hop·(T−1) + n_fft − 2·(n_fft//2)] (torch.istft, center=True)."""
     _check_contiguous("istft", magnitude=magnitude, phase=phase)
     if magnitude.shape != phase.shape or magnitude.dim() != 3:
         raise ValueError(f"istft: magnitude and phase must both be [B, F, T], got {tuple(magnitude.shape)} "
                          f"and {tuple(phase.shape)}")
     B, NF, T = magnitude.shape
-    return _istft_launch(magnitude, phase, NF * T, B, NF, T, n_fft, hop, win_length, False, out)
+    return _istft_launch(magnitude, phase, NF * T, B, NF, T, n_fft, hop, win_length, False, precision, out)
 
 
-def istft_exp_sin(x: torch.Tensor, n_fft: int, hop: int, out: torch.Tensor | None = None) -> torch.Tensor:
+def istft_exp_sin(x: torch.Tensor, n_fft: int, hop: int, precision: str = "ieee",
+                  out: torch.Tensor | None = None) -> torch.Tensor:
     """x [B, 2F, T] -> istft(exp(x[:, :F]), sin(x[:, F:])) [B, hop·(T−1) + n_fft − 2·(n_fft//2)]."""
     _check_contiguous("istft_exp_sin", x=x)
     NF = n_fft // 2 + 1
     if x.dim() != 3 or x.shape[1] != 2 * NF:
         raise ValueError(f"istft_exp_sin: x must be [B, 2·(n_fft//2 + 1) = {2 * NF}, T], got {tuple(x.shape)}")
     B, _, T = x.shape
-    return _istft_launch(x, x[:, NF:], 2 * NF * T, B, NF, T, n_fft, hop, None, True, out)
+    return _istft_launch(x, x[:, NF:], 2 * NF * T, B, NF, T, n_fft, hop, None, True, precision, out)
 
 
 def harmonic_source(f0: torch.Tensor, merge_weight: torch.Tensor, merge_bias: torch.Tensor, rand_ini: torch.Tensor,
@@ -479,7 +547,7 @@ def stft_oracle(x, n_fft, hop, win_length=None, pad=None, polar=True, precision=
     return torch.from_numpy(a), torch.from_numpy(np.ascontiguousarray(c))
 
 
-def istft_oracle(magnitude, phase, n_fft, hop, win_length=None):
+def istft_oracle(magnitude, phase, n_fft, hop, win_length=None, precision="ieee"):
     """Overlap-add of np.fft.irfft frames times the window, divided by the summed squared window, centre-trimmed."""
     spec = (magnitude.numpy() * np.exp(1j * phase.numpy())).transpose(0, 2, 1)  # [B, T, F]
     frames = np.fft.irfft(spec, n=n_fft, axis=-1) * padded_hann(n_fft, win_length or n_fft)
@@ -493,7 +561,7 @@ def istft_oracle(magnitude, phase, n_fft, hop, win_length=None):
     return torch.from_numpy(y[:, pad:total - pad] / wsum[pad:total - pad])
 
 
-def istft_exp_sin_oracle(x, n_fft, hop):
+def istft_exp_sin_oracle(x, n_fft, hop, precision="ieee"):
     NF = n_fft // 2 + 1
     return istft_oracle(torch.exp(x[:, :NF]), torch.sin(x[:, NF:]), n_fft, hop)
 
@@ -545,13 +613,13 @@ def stft_torch(x, n_fft, hop, win_length=None, pad=None, polar=True, precision="
     return (spec.abs(), spec.angle()) if polar else (spec.real, spec.imag)
 
 
-def istft_torch(magnitude, phase, n_fft, hop, win_length=None):
+def istft_torch(magnitude, phase, n_fft, hop, win_length=None, precision="ieee"):
     win_length = win_length or n_fft
     return torch.istft(torch.polar(magnitude, phase), n_fft, hop, win_length, window=_hann_t(win_length, magnitude),
                        center=True)
 
 
-def istft_exp_sin_torch(x, n_fft, hop):
+def istft_exp_sin_torch(x, n_fft, hop, precision="ieee"):
     NF = n_fft // 2 + 1
     return istft_torch(torch.exp(x[:, :NF]), torch.sin(x[:, NF:]), n_fft, hop)
 
@@ -696,7 +764,7 @@ def _istft_inputs(p, dtype, device, gen):
     n_fft = 2 * (NF - 1)
     return {"magnitude": rand(p["shape"], dtype, device, gen, 0.0, 2.0),
             "phase": rand(p["shape"], dtype, device, gen, -math.pi, math.pi), "n_fft": n_fft, "hop": p["hop"],
-            "win_length": p.get("win_length")}
+            "win_length": p.get("win_length"), "precision": p.get("precision", "ieee")}
 
 
 def _istft_alloc(inputs):
@@ -705,11 +773,10 @@ def _istft_alloc(inputs):
 
 
 def _istft_flops(p):
-    # per output sample: ceil(n_fft/hop) frames × F bins × (cos, sin, 2 MACs, magnitude product)
+    # the inverse DFT as a matmul: 2 real MACs (Re·cos, Im·sin) per frame, bin and tap
     B, C, T = p["shape"]
     NF = C // 2 if p.get("exp_sin") else C
-    n_fft = 2 * (NF - 1)
-    return B * _istft_len(n_fft, p["hop"], T) * math.ceil(n_fft / p["hop"]) * NF * 5.0
+    return 4.0 * B * T * NF * 2 * (NF - 1)
 
 
 def _istft_bytes(p, itemsize):
@@ -720,13 +787,26 @@ def _istft_bytes(p, itemsize):
 
 
 def _istft_variants():
-    return [AotVariant(f"_istft_gather_kernel[{dt},n_fft={n},exp_sin={es}]", _istft_gather_kernel,
-                       {"a_ptr": f"*{dt}", "c_ptr": f"*{dt}", "icos_ptr": "*fp32", "isin_ptr": "*fp32",
-                        "wsq_ptr": "*fp32", "y_ptr": f"*{dt}", "T": "i32", "L_out": "i32", "pad": "i32", "hop": "i32",
-                        "NF": "i32", "batch_stride": "i64"},
-                       {"N_FFT": n, "OVERLAP": n // h, "EXP_SIN": es, "BLOCK_S": ISTFT_BLOCK_S,
-                        "BLOCK_F": ISTFT_BLOCK_F})
-            for dt in ("fp32", "fp16", "bf16") for n, h in ((20, 5), (1024, 256)) for es in (False, True)]
+    out = []
+    for dt in ("fp32", "fp16", "bf16"):
+        spec = {"a_ptr": f"*{dt}", "c_ptr": f"*{dt}", "icos_ptr": "*fp32", "isin_ptr": "*fp32"}
+        for es in (False, True):
+            out.append(AotVariant(f"_istft_gather_kernel[{dt},n_fft=20,exp_sin={es}]", _istft_gather_kernel,
+                                  {**spec, "wsq_ptr": "*fp32", "y_ptr": f"*{dt}", "T": "i32", "L_out": "i32",
+                                   "pad": "i32", "hop": "i32", "NF": "i32", "batch_stride": "i64"},
+                                  {"N_FFT": 20, "OVERLAP": 4, "EXP_SIN": es, "BLOCK_S": ISTFT_BLOCK_S,
+                                   "BLOCK_F": ISTFT_BLOCK_F}))
+            for prec in PRECISIONS:
+                out.append(AotVariant(f"_istft_frames_kernel[{dt},n_fft=1024,exp_sin={es},{prec}]",
+                                      _istft_frames_kernel,
+                                      {**spec, "frames_ptr": "*fp32", "T": "i32", "NF": "i32", "batch_stride": "i64"},
+                                      {"N_FFT": 1024, "EXP_SIN": es, "PRECISION": prec, "BLOCK_T": GEMM_BLOCK_T,
+                                       "BLOCK_N": GEMM_BLOCK_F, "BLOCK_F": GEMM_BLOCK_K}, expect_mma=prec == "tf32"))
+        out.append(AotVariant(f"_overlap_add_kernel[{dt},n_fft=1024]", _overlap_add_kernel,
+                              {"frames_ptr": "*fp32", "wsq_ptr": "*fp32", "y_ptr": f"*{dt}", "T": "i32",
+                               "L_out": "i32", "pad": "i32", "hop": "i32"},
+                              {"N_FFT": 1024, "OVERLAP": 4, "BLOCK_S": ISTFT_BLOCK_S}))
+    return out
 
 
 register(Kernel(
@@ -737,13 +817,16 @@ register(Kernel(
            Case({"shape": (1, 513, 5), "hop": 256}),
            Case({"shape": (1, 9, 13), "hop": 4, "win_length": 14}),
            Case({"shape": (2, 11, 48001), "hop": 5}, devices=("cuda",)),
-           Case({"shape": (1, 513, 938), "hop": 256}, devices=("cuda",))],
+           Case({"shape": (1, 513, 938), "hop": 256}, devices=("cuda",)),
+           Case({"shape": (2, 513, 301), "hop": 256, "precision": "tf32"}, devices=("cuda",), dtypes=("float32",))],
     tol_kind="reduction",
     bench=[BenchShape("iSTFT 10 s [1, 11, 48001] n_fft 20 hop 5", {"shape": (1, 11, 48001), "hop": 5},
                       flops=_istft_flops, bytes=_istft_bytes),
            BenchShape("iSTFT 10 s @24k [1, 513, 938] n_fft 1024 hop 256", {"shape": (1, 513, 938), "hop": 256},
                       flops=_istft_flops, bytes=_istft_bytes),
            BenchShape("large [16, 11, 96001] n_fft 20 hop 5", {"shape": (16, 11, 96001), "hop": 5},
+                      flops=_istft_flops, bytes=_istft_bytes),
+           BenchShape("large [16, 513, 1876] n_fft 1024 hop 256", {"shape": (16, 513, 1876), "hop": 256},
                       flops=_istft_flops, bytes=_istft_bytes)],
     variants=_istft_variants,
 ))
@@ -753,7 +836,7 @@ def _exp_sin_inputs(p, dtype, device, gen):
     B, C, T = p["shape"]
     # log-magnitudes around e^-1 (a trained generator's range) and pre-sine phases of a few radians.
     x = torch.cat([torch.randn(B, C // 2, T, generator=gen) - 1.0, torch.randn(B, C // 2, T, generator=gen) * 3.0], 1)
-    return {"x": x.to(dtype).to(device), "n_fft": C - 2, "hop": p["hop"]}
+    return {"x": x.to(dtype).to(device), "n_fft": C - 2, "hop": p["hop"], "precision": p.get("precision", "ieee")}
 
 
 register(Kernel(
@@ -776,7 +859,7 @@ register(Kernel(
 
 def _mel_inputs(p, dtype, device, gen):
     NF = p["n_fft"] // 2 + 1
-    if p["filterbank"] == "slaney":
+    if p.get("filterbank", "slaney") == "slaney":
         fb = torch.tensor(slaney_mel_filterbank(_SR, p["n_fft"], p["n_mels"]), dtype=torch.float32)
     else:
         fb = torch.rand(p["n_mels"], NF, generator=gen) * 0.05
@@ -801,14 +884,14 @@ def _mel_bytes(p, itemsize):
 
 
 def _mel_variants():
-    return [AotVariant(f"_mel_kernel[{dt},magnitude={mag},{prec}]", _mel_kernel,
+    return [AotVariant(f"_mel_kernel[{dt},magnitude={mag},{prec},block_t={bt}]", _mel_kernel,
                        {"x_ptr": f"*{dt}", "cos_ptr": "*fp32", "sin_ptr": "*fp32", "mel_ptr": "*fp32",
                         "out_ptr": f"*{dt}", "N": "i32", "T": "i32", "hop": "i32", "pad": "i32", "NF": "i32",
                         "NM": "i32", "mag_eps": "fp32", "log_eps": "fp32"},
-                       {"N_FFT": 1024, "MAGNITUDE": mag, "PRECISION": prec, "BLOCK_T": GEMM_BLOCK_T,
+                       {"N_FFT": 1024, "MAGNITUDE": mag, "PRECISION": prec, "BLOCK_T": bt,
                         "BLOCK_F": GEMM_BLOCK_F, "BLOCK_K": GEMM_BLOCK_K, "BLOCK_M": MEL_BLOCK_M},
                        num_warps=8, expect_mma=prec == "tf32")
-            for dt in ("fp32", "fp16", "bf16") for mag in (False, True) for prec in PRECISIONS]
+            for dt in ("fp32", "fp16", "bf16") for mag in (False, True) for prec in PRECISIONS for bt in MEL_BLOCK_TS]
 
 
 # BigVGAN's convention: reflect pad (n_fft − hop)/2 per side, no centring.

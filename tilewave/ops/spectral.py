@@ -34,7 +34,7 @@ def istft_mag_phase(magnitude: torch.Tensor, phase: torch.Tensor, n_fft: int, ho
     if use_triton("istft", magnitude, phase, supported=magnitude.dim() == 3 and hop <= n_fft
                   and magnitude.shape == phase.shape and _kernel_dtype(magnitude, phase),
                   reason="needs [B, F, T] float magnitude and phase of one shape, hop <= n_fft"):
-        return K.istft(magnitude.contiguous(), phase.contiguous(), n_fft, hop, win_length)
+        return K.istft(magnitude.contiguous(), phase.contiguous(), n_fft, hop, win_length, fp32_matmul())
     spec = torch.polar(magnitude, phase)
     return torch.istft(spec, n_fft, hop, win_length, window=_hann(win_length, magnitude), center=True)
 
@@ -44,7 +44,7 @@ def istft_exp_sin(x: torch.Tensor, n_fft: int, hop: int) -> torch.Tensor:
     F_ = n_fft // 2 + 1
     if use_triton("istft_exp_sin", x, supported=x.dim() == 3 and x.shape[1] == 2 * F_ and hop <= n_fft
                   and _kernel_dtype(x), reason="needs x [B, 2·(n_fft//2 + 1), T] float, hop <= n_fft"):
-        return K.istft_exp_sin(x.contiguous(), n_fft, hop)
+        return K.istft_exp_sin(x.contiguous(), n_fft, hop, fp32_matmul())
     return istft_mag_phase(torch.exp(x[:, :F_]), torch.sin(x[:, F_:]), n_fft, hop)
 
 
