@@ -199,7 +199,7 @@ def _istft_gather_kernel(a_ptr, c_ptr, icos_ptr, isin_ptr, wsq_ptr, y_ptr, T, L_
     p = j + pad
     acc = tl.zeros((BLOCK_S,), dtype=tl.float32)
     wsq = tl.zeros((BLOCK_S,), dtype=tl.float32)
-    for r in tl.static_range(OVERLAP):
+    for r in range(OVERLAP):  # not unrolled: the sin/cos bodies would be copied OVERLAP times
         t = p // hop - r
         n = p - t * hop
         valid = (j < L_out) & (t >= 0) & (t < T) & (n < N_FFT)
@@ -902,7 +902,9 @@ _MEL_CASES = [
     Case({"shape": (1, 1201), "n_fft": 256, "hop": 64, "win_length": 200, "n_mels": 129, "filterbank": "slaney"}),
     Case({"shape": (1, 240000), **_BIGVGAN, "n_mels": 100, "filterbank": "slaney"}, devices=("cuda",)),
     Case({"shape": (2, 44100), "n_fft": 2048, "hop": 512, "n_mels": 128, "filterbank": "random"}, devices=("cuda",)),
-    Case({"shape": (1, 48000), **_BIGVGAN, "n_mels": 100, "filterbank": "slaney", "precision": "tf32"},
+    # tf32 (~1e-3 relative per bin) on the dense random filterbank: a Slaney band of 2-3 low bins that happen to be
+    # near zero turns that absolute error into a large log error, which says nothing about the kernel.
+    Case({"shape": (1, 48000), **_BIGVGAN, "n_mels": 100, "filterbank": "random", "precision": "tf32"},
          devices=("cuda",), dtypes=("float32",)),
 ]
 _MEL_BENCH = [("BigVGAN mel 10 s @24k [1, 240000] n_fft 1024 hop 256 100 mels",
