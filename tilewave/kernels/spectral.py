@@ -52,11 +52,11 @@ GEMM_BLOCK_T, GEMM_BLOCK_F, GEMM_BLOCK_K, MEL_BLOCK_M = 64, 64, 32, 128
 # 15 programs for 132 SMs, so short inputs take 16-frame tiles.
 MEL_BLOCK_TS = (16, 64)
 MEL_WIDE_PROGRAMS = 264
-ISTFT_BLOCK_S, ISTFT_BLOCK_F = 256, 16
+ISTFT_BLOCK_Q, ISTFT_BLOCK_S = 64, 256
 # The interpreter runs one program at a time and pays per tl op, not per element: wide tiles there keep the
 # n_fft 1024 tests to seconds. The GPU tiles above are the ones the AOT variants compile.
 if os.environ.get("TRITON_INTERPRET") == "1":
-    GEMM_BLOCK_F, GEMM_BLOCK_K, ISTFT_BLOCK_F = 256, 256, 128
+    GEMM_BLOCK_F, GEMM_BLOCK_K = 256, 256
 SCAN_BLOCK_L, SOURCE_BLOCK_T = 256, 256
 PRECISIONS = ("ieee", "tf32")
 
@@ -190,35 +190,42 @@ def _mel_kernel(x_ptr, cos_ptr, sin_ptr, mel_ptr, out_ptr, N, T, hop, pad, NF, N
 @triton.jit
 def _istft_gather_kernel(a_ptr, c_ptr, icos_ptr, isin_ptr, wsq_ptr, y_ptr, T, L_out, pad, hop, NF, batch_stride,
                          N_FFT: tl.constexpr, OVERLAP: tl.constexpr, EXP_SIN: tl.constexpr,
-                         BLOCK_S: tl.constexpr, BLOCK_F: tl.constexpr):
-    # grid: (B, cdiv(L_out, BLOCK_S)). Output sample j sits at p = j + pad of the overlap-add; frame t covers it
-    # at tap n = p − t·hop when 0 <= n < n_fft, i.e. t = p//hop − r for r < OVERLAP = ceil(n_fft/hop).
+                         BLOCK_Q: tl.constexpr, HOP_P: tl.constexpr, BLOCK_F: tl.constexpr):
+    # grid: (B, cdiv(L_out + pad, BLOCK_Q·hop)). Output sample j sits at p = j + pad = q·hop + u of the overlap-add
+    # (u < hop); the frames covering it are t = q − r, r < OVERLAP = ceil(n_fft/hop), at tap n = u + r·hop < n_fft.
+    # A program owns BLOCK_Q hop-rows q and all u, so each (frame, bin) of the spectrum is loaded and turned into
+    # (Re, Im) once per r (not once per output sample), then expanded over the hop taps [BLOCK_Q, HOP_P, BLOCK_F].
     # a/c: magnitude/phase (or the generator's log-magnitude/pre-sine phase when EXP_SIN), [B, F, T] at batch_stride.
     b = tl.program_id(0).to(tl.int64)
-    j = tl.program_id(1) * BLOCK_S + tl.arange(0, BLOCK_S)
-    p = j + pad
-    acc = tl.zeros((BLOCK_S,), dtype=tl.float32)
-    wsq = tl.zeros((BLOCK_S,), dtype=tl.float32)
-    for r in range(OVERLAP):  # not unrolled: the sin/cos bodies would be copied OVERLAP times
-        t = p // hop - r
-        n = p - t * hop
-        valid = (j < L_out) & (t >= 0) & (t < T) & (n < N_FFT)
-        wsq += tl.load(wsq_ptr + n, mask=valid, other=0.0)
-        for f0 in range(0, NF, BLOCK_F):
-            f = f0 + tl.arange(0, BLOCK_F)
-            m2 = valid[:, None] & (f[None, :] < NF)
-            offs = b * batch_stride + f[None, :] * T + t[:, None]
-            mag = tl.load(a_ptr + offs, mask=m2, other=0.0).to(tl.float32)
-            ph = tl.load(c_ptr + offs, mask=m2, other=0.0).to(tl.float32)
-            if EXP_SIN:
-                mag = tl.where(m2, tl.exp(mag), 0.0)
-                ph = tl.sin(ph)
-            boffs = n[:, None] * NF + f[None, :]
-            ic = tl.load(icos_ptr + boffs, mask=m2, other=0.0)
-            isn = tl.load(isin_ptr + boffs, mask=m2, other=0.0)
-            acc += tl.sum(mag * (tl.cos(ph) * ic + tl.sin(ph) * isn), axis=1)
-    wsq = tl.where(wsq > 0.0, wsq, 1.0)  # lanes past the end; torch rejects a zero envelope inside
-    tl.store(y_ptr + b * L_out + j, (acc / wsq).to(y_ptr.dtype.element_ty), mask=j < L_out)
+    q = tl.program_id(1) * BLOCK_Q + tl.arange(0, BLOCK_Q)
+    u = tl.arange(0, HOP_P)
+    f = tl.arange(0, BLOCK_F)
+    j = q[:, None] * hop + u[None, :] - pad
+    jmask = (u[None, :] < hop) & (j >= 0) & (j < L_out)
+    acc = tl.zeros((BLOCK_Q, HOP_P), dtype=tl.float32)
+    wsq = tl.zeros((BLOCK_Q, HOP_P), dtype=tl.float32)
+    for r in range(OVERLAP):
+        t = q - r
+        n = u + r * hop
+        tmask = (t >= 0) & (t < T)
+        nmask = (u < hop) & (n < N_FFT)
+        m2 = tmask[:, None] & (f[None, :] < NF)
+        offs = b * batch_stride + f[None, :] * T + t[:, None]
+        mag = tl.load(a_ptr + offs, mask=m2, other=0.0).to(tl.float32)
+        ph = tl.load(c_ptr + offs, mask=m2, other=0.0).to(tl.float32)
+        if EXP_SIN:
+            mag = tl.where(m2, tl.exp(mag), 0.0)
+            ph = tl.sin(ph)
+        re = mag * tl.cos(ph)
+        im = mag * tl.sin(ph)
+        bmask = nmask[:, None] & (f[None, :] < NF)
+        ic = tl.load(icos_ptr + n[:, None] * NF + f[None, :], mask=bmask, other=0.0)
+        isn = tl.load(isin_ptr + n[:, None] * NF + f[None, :], mask=bmask, other=0.0)
+        acc += tl.sum(re[:, None, :] * ic[None, :, :] + im[:, None, :] * isn[None, :, :], axis=2)
+        w2 = tl.load(wsq_ptr + n, mask=nmask, other=0.0)
+        wsq += tl.where(tmask[:, None], w2[None, :], 0.0)
+    wsq = tl.where(wsq > 0.0, wsq, 1.0)  # lanes past the ends; torch rejects a zero envelope inside
+    tl.store(y_ptr + b * L_out + j, (acc / wsq).to(y_ptr.dtype.element_ty), mask=jmask)
 
 
 @triton.jit
@@ -253,7 +260,7 @@ def _istft_frames_kernel(a_ptr, c_ptr, icos_ptr, isin_ptr, frames_ptr, T, NF, ba
 @triton.jit
 def _overlap_add_kernel(frames_ptr, wsq_ptr, y_ptr, T, L_out, pad, hop,
                         N_FFT: tl.constexpr, OVERLAP: tl.constexpr, BLOCK_S: tl.constexpr):
-    # grid: (B, cdiv(L_out, BLOCK_S)); the frame/tap bookkeeping of _istft_gather_kernel over stored frames.
+    # grid: (B, cdiv(L_out, BLOCK_S)); output j at p = j + pad takes frames t = p//hop − r at taps p − t·hop.
     b = tl.program_id(0).to(tl.int64)
     j = tl.program_id(1) * BLOCK_S + tl.arange(0, BLOCK_S)
     p = j + pad
@@ -463,9 +470,10 @@ def _istft_launch(a, c, batch_stride, B, NF, T, n_fft, hop, win_length, exp_sin,
         return out
     overlap = triton.cdiv(n_fft, hop)
     if n_fft <= DIRECT_MAX_NFFT:
-        _istft_gather_kernel[(B, triton.cdiv(L_out, ISTFT_BLOCK_S))](
+        _istft_gather_kernel[(B, triton.cdiv(L_out + pad, ISTFT_BLOCK_Q * hop))](
             a, c, basis["icos"], basis["isin"], basis["wsq"], out, T, L_out, pad, hop, NF, batch_stride,
-            N_FFT=n_fft, OVERLAP=overlap, EXP_SIN=exp_sin, BLOCK_S=ISTFT_BLOCK_S, BLOCK_F=ISTFT_BLOCK_F, num_warps=4)
+            N_FFT=n_fft, OVERLAP=overlap, EXP_SIN=exp_sin, BLOCK_Q=ISTFT_BLOCK_Q, HOP_P=triton.next_power_of_2(hop),
+            BLOCK_F=triton.next_power_of_2(NF), num_warps=4)
         return out
     frames = torch.empty(B, T, n_fft, device=a.device, dtype=torch.float32)
     _istft_frames_kernel[(B, triton.cdiv(T, GEMM_BLOCK_T), triton.cdiv(n_fft, GEMM_BLOCK_F))](
@@ -794,8 +802,8 @@ def _istft_variants():
             out.append(AotVariant(f"_istft_gather_kernel[{dt},n_fft=20,exp_sin={es}]", _istft_gather_kernel,
                                   {**spec, "wsq_ptr": "*fp32", "y_ptr": f"*{dt}", "T": "i32", "L_out": "i32",
                                    "pad": "i32", "hop": "i32", "NF": "i32", "batch_stride": "i64"},
-                                  {"N_FFT": 20, "OVERLAP": 4, "EXP_SIN": es, "BLOCK_S": ISTFT_BLOCK_S,
-                                   "BLOCK_F": ISTFT_BLOCK_F}))
+                                  {"N_FFT": 20, "OVERLAP": 4, "EXP_SIN": es, "BLOCK_Q": ISTFT_BLOCK_Q, "HOP_P": 8,
+                                   "BLOCK_F": 16}))
             for prec in PRECISIONS:
                 out.append(AotVariant(f"_istft_frames_kernel[{dt},n_fft=1024,exp_sin={es},{prec}]",
                                       _istft_frames_kernel,
