@@ -227,3 +227,25 @@ def test_torch_path_equals_official_source_module_bit_for_bit():
         ours = S.harmonic_source(f0, module.l_linear.weight, module.l_linear.bias, rand_ini, noise,
                                  sample_rate=24000, upsample_scale=300)
     assert torch.equal(ours, ref)
+
+
+def test_ops_agree_with_the_pytorch_path_and_record_placement():
+    # On a GPU the ops take the kernels (checked through the placement record); on the CPU the PyTorch path.
+    x = _signal(1, 3000, 13)
+    f0 = _f0_curve(4, 300, 14)
+    w, b = _source_params()
+    rand_ini, noise = S.draw_source_noise(1, f0.shape[1], 9, torch.Generator().manual_seed(15), "cpu")
+    kw = dict(sample_rate=24000, upsample_scale=300)
+    gen_tail = torch.randn(1, 22, 40, generator=torch.Generator().manual_seed(16))
+    ops.reset_placements()
+    got = {"stft": S.stft_mag_phase(x, 20, 5)[0], "istft": S.istft_mag_phase(*S.stft_mag_phase(x, 20, 5), 20, 5),
+           "istft_exp_sin": S.istft_exp_sin(gen_tail.to(DEV), 20, 5),
+           "harmonic_source": S.harmonic_source(*(t.to(DEV) for t in (f0, w, b, rand_ini, noise)), **kw)}
+    where = {op: place for op, place, _, _ in ops.placements()}
+    with ops.backend("torch"):
+        want = {"stft": S.stft_mag_phase(x.cpu(), 20, 5)[0], "istft": x.cpu()[:, :3000],
+                "istft_exp_sin": S.istft_exp_sin(gen_tail, 20, 5),
+                "harmonic_source": S.harmonic_source(f0, w, b, rand_ini, noise, **kw)}
+    for op in got:
+        assert where[op] == ("triton" if DEV == "cuda" else "torch"), (op, where)
+        assert scaled_max_error(got[op], want[op]) <= F32, op

@@ -47,17 +47,21 @@ from tilewave.kernels._common import rand, randn, tanh
 
 DIRECT_MAX_NFFT = 64
 DIRECT_BLOCK_T = 128
-GEMM_BLOCK_T, GEMM_BLOCK_F, GEMM_BLOCK_K, MEL_BLOCK_M = 64, 64, 32, 128
-# The fused mel keeps every bin of a frame tile in one program; at batch 1 (10 s = 938 frames) 64-frame tiles give
-# 15 programs for 132 SMs, so short inputs take 16-frame tiles.
-MEL_BLOCK_TS = (16, 64)
-MEL_WIDE_PROGRAMS = 264
-ISTFT_BLOCK_Q, ISTFT_BLOCK_S = 64, 256
+# Tiles sized so that no variant spills on sm_90 (the AOT gate checks ptxas's report); 8 warps each.
+STFT_TILE = (64, 64, 32)          # frames, bins, taps per step
+ISTFT_FRAMES_TILE = (64, 64, 16)  # frames, taps, bins per step
+# The fused mel keeps every bin of a frame tile in one program. At batch 1 (10 s = 938 frames) 64-frame tiles
+# give 15 programs for 132 SMs, so inputs with fewer than MEL_WIDE_PROGRAMS wide tiles take 16-frame tiles.
+MEL_TILES = ((16, 64), (64, 32))  # (frames, bins per step)
+MEL_BLOCK_K, MEL_BLOCK_M, MEL_WIDE_PROGRAMS = 32, 128, 264
+ISTFT_BLOCK_Q, OLA_BLOCK_S = 64, 256
+SCAN_BLOCK_L, SOURCE_BLOCK_T = 64, 256
+GEMM_WARPS = 8
 # The interpreter runs one program at a time and pays per tl op, not per element: wide tiles there keep the
 # n_fft 1024 tests to seconds. The GPU tiles above are the ones the AOT variants compile.
 if os.environ.get("TRITON_INTERPRET") == "1":
-    GEMM_BLOCK_F, GEMM_BLOCK_K = 256, 256
-SCAN_BLOCK_L, SOURCE_BLOCK_T = 256, 256
+    STFT_TILE, ISTFT_FRAMES_TILE = (64, 256, 256), (64, 256, 256)
+    MEL_TILES, MEL_BLOCK_K = ((16, 256), (64, 256)), 256
 PRECISIONS = ("ieee", "tf32")
 
 
@@ -420,10 +424,11 @@ def stft(x: torch.Tensor, n_fft: int, hop: int, win_length: int | None = None, p
                 x, basis["cos"], basis["sin"], mag, phase, N, T, hop, pad, N_FFT=n_fft, NF=NF, POLAR=polar,
                 BLOCK_T=DIRECT_BLOCK_T, BLOCK_F=triton.next_power_of_2(NF), num_warps=4)
         else:
-            grid = (B, triton.cdiv(T, GEMM_BLOCK_T), triton.cdiv(NF, GEMM_BLOCK_F))
+            bt, bf, bk = STFT_TILE
+            grid = (B, triton.cdiv(T, bt), triton.cdiv(NF, bf))
             _stft_gemm_kernel[grid](x, basis["cos"], basis["sin"], mag, phase, N, T, hop, pad, NF, N_FFT=n_fft, POLAR=polar,
-                                    PRECISION=_precision(precision), BLOCK_T=GEMM_BLOCK_T, BLOCK_F=GEMM_BLOCK_F,
-                                    BLOCK_K=GEMM_BLOCK_K, num_warps=4)
+                                    PRECISION=_precision(precision), BLOCK_T=bt, BLOCK_F=bf, BLOCK_K=bk,
+                                    num_warps=GEMM_WARPS)
     return mag, phase
 
 
@@ -443,12 +448,12 @@ def mel_spectrogram(x: torch.Tensor, mel_basis: torch.Tensor, n_fft: int, hop: i
     out = x.new_empty(B, NM, T) if out is None else out
     basis = _bases(n_fft, win_length, str(x.device))
     if B and T and NM:
-        block_t = MEL_BLOCK_TS[B * triton.cdiv(T, MEL_BLOCK_TS[1]) >= MEL_WIDE_PROGRAMS]
-        grid = (B, triton.cdiv(T, block_t), triton.cdiv(NM, MEL_BLOCK_M))
+        bt, bf = MEL_TILES[B * triton.cdiv(T, MEL_TILES[1][0]) >= MEL_WIDE_PROGRAMS]
+        grid = (B, triton.cdiv(T, bt), triton.cdiv(NM, MEL_BLOCK_M))
         _mel_kernel[grid](x, basis["cos"], basis["sin"], mel_basis, out, N, T, hop, pad, NF, NM,
                           float(mag_eps), float(eps), N_FFT=n_fft, MAGNITUDE=magnitude,
-                          PRECISION=_precision(precision), BLOCK_T=block_t, BLOCK_F=GEMM_BLOCK_F,
-                          BLOCK_K=GEMM_BLOCK_K, BLOCK_M=MEL_BLOCK_M, num_warps=8)
+                          PRECISION=_precision(precision), BLOCK_T=bt, BLOCK_F=bf, BLOCK_K=MEL_BLOCK_K,
+                          BLOCK_M=MEL_BLOCK_M, num_warps=GEMM_WARPS)
     return out
 
 
@@ -476,12 +481,12 @@ def _istft_launch(a, c, batch_stride, B, NF, T, n_fft, hop, win_length, exp_sin,
             BLOCK_F=triton.next_power_of_2(NF), num_warps=4)
         return out
     frames = torch.empty(B, T, n_fft, device=a.device, dtype=torch.float32)
-    _istft_frames_kernel[(B, triton.cdiv(T, GEMM_BLOCK_T), triton.cdiv(n_fft, GEMM_BLOCK_F))](
+    bt, bn, bf = ISTFT_FRAMES_TILE
+    _istft_frames_kernel[(B, triton.cdiv(T, bt), triton.cdiv(n_fft, bn))](
         a, c, basis["icos"], basis["isin"], frames, T, NF, batch_stride, N_FFT=n_fft, EXP_SIN=exp_sin,
-        PRECISION=_precision(precision), BLOCK_T=GEMM_BLOCK_T, BLOCK_N=GEMM_BLOCK_F, BLOCK_F=GEMM_BLOCK_K,
-        num_warps=4)
-    _overlap_add_kernel[(B, triton.cdiv(L_out, ISTFT_BLOCK_S))](
-        frames, basis["wsq"], out, T, L_out, pad, hop, N_FFT=n_fft, OVERLAP=overlap, BLOCK_S=ISTFT_BLOCK_S,
+        PRECISION=_precision(precision), BLOCK_T=bt, BLOCK_N=bn, BLOCK_F=bf, num_warps=GEMM_WARPS)
+    _overlap_add_kernel[(B, triton.cdiv(L_out, OLA_BLOCK_S))](
+        frames, basis["wsq"], out, T, L_out, pad, hop, N_FFT=n_fft, OVERLAP=overlap, BLOCK_S=OLA_BLOCK_S,
         num_warps=4)
     return out
 
@@ -733,8 +738,9 @@ def _stft_variants():
             for prec in PRECISIONS:
                 out.append(AotVariant(
                     f"_stft_gemm_kernel[{dt},n_fft=1024,polar={polar},{prec}]", _stft_gemm_kernel, {**sig, "NF": "i32"},
-                    {"N_FFT": 1024, "POLAR": polar, "PRECISION": prec, "BLOCK_T": GEMM_BLOCK_T,
-                     "BLOCK_F": GEMM_BLOCK_F, "BLOCK_K": GEMM_BLOCK_K}, expect_mma=prec == "tf32"))
+                    {"N_FFT": 1024, "POLAR": polar, "PRECISION": prec, "BLOCK_T": STFT_TILE[0],
+                     "BLOCK_F": STFT_TILE[1], "BLOCK_K": STFT_TILE[2]}, num_warps=GEMM_WARPS,
+                    expect_mma=prec == "tf32"))
     return out
 
 
@@ -794,26 +800,27 @@ def _istft_bytes(p, itemsize):
     return itemsize * (reads + B * _istft_len(2 * (NF - 1), p["hop"], T))
 
 
-def _istft_variants():
+def _istft_variants(exp_sin: bool):
     out = []
     for dt in ("fp32", "fp16", "bf16"):
         spec = {"a_ptr": f"*{dt}", "c_ptr": f"*{dt}", "icos_ptr": "*fp32", "isin_ptr": "*fp32"}
-        for es in (False, True):
-            out.append(AotVariant(f"_istft_gather_kernel[{dt},n_fft=20,exp_sin={es}]", _istft_gather_kernel,
-                                  {**spec, "wsq_ptr": "*fp32", "y_ptr": f"*{dt}", "T": "i32", "L_out": "i32",
-                                   "pad": "i32", "hop": "i32", "NF": "i32", "batch_stride": "i64"},
-                                  {"N_FFT": 20, "OVERLAP": 4, "EXP_SIN": es, "BLOCK_Q": ISTFT_BLOCK_Q, "HOP_P": 8,
-                                   "BLOCK_F": 16}))
-            for prec in PRECISIONS:
-                out.append(AotVariant(f"_istft_frames_kernel[{dt},n_fft=1024,exp_sin={es},{prec}]",
-                                      _istft_frames_kernel,
-                                      {**spec, "frames_ptr": "*fp32", "T": "i32", "NF": "i32", "batch_stride": "i64"},
-                                      {"N_FFT": 1024, "EXP_SIN": es, "PRECISION": prec, "BLOCK_T": GEMM_BLOCK_T,
-                                       "BLOCK_N": GEMM_BLOCK_F, "BLOCK_F": GEMM_BLOCK_K}, expect_mma=prec == "tf32"))
+        out.append(AotVariant(f"_istft_gather_kernel[{dt},n_fft=20,exp_sin={exp_sin}]", _istft_gather_kernel,
+                              {**spec, "wsq_ptr": "*fp32", "y_ptr": f"*{dt}", "T": "i32", "L_out": "i32",
+                               "pad": "i32", "hop": "i32", "NF": "i32", "batch_stride": "i64"},
+                              {"N_FFT": 20, "OVERLAP": 4, "EXP_SIN": exp_sin, "BLOCK_Q": ISTFT_BLOCK_Q, "HOP_P": 8,
+                               "BLOCK_F": 16}))
+        for prec in PRECISIONS:
+            out.append(AotVariant(f"_istft_frames_kernel[{dt},n_fft=1024,exp_sin={exp_sin},{prec}]",
+                                  _istft_frames_kernel,
+                                  {**spec, "frames_ptr": "*fp32", "T": "i32", "NF": "i32", "batch_stride": "i64"},
+                                  {"N_FFT": 1024, "EXP_SIN": exp_sin, "PRECISION": prec,
+                                   "BLOCK_T": ISTFT_FRAMES_TILE[0], "BLOCK_N": ISTFT_FRAMES_TILE[1],
+                                   "BLOCK_F": ISTFT_FRAMES_TILE[2]}, num_warps=GEMM_WARPS,
+                                  expect_mma=prec == "tf32"))
         out.append(AotVariant(f"_overlap_add_kernel[{dt},n_fft=1024]", _overlap_add_kernel,
                               {"frames_ptr": "*fp32", "wsq_ptr": "*fp32", "y_ptr": f"*{dt}", "T": "i32",
                                "L_out": "i32", "pad": "i32", "hop": "i32"},
-                              {"N_FFT": 1024, "OVERLAP": 4, "BLOCK_S": ISTFT_BLOCK_S}))
+                              {"N_FFT": 1024, "OVERLAP": 4, "BLOCK_S": OLA_BLOCK_S}))
     return out
 
 
@@ -836,7 +843,7 @@ register(Kernel(
                       flops=_istft_flops, bytes=_istft_bytes),
            BenchShape("large [16, 513, 1876] n_fft 1024 hop 256", {"shape": (16, 513, 1876), "hop": 256},
                       flops=_istft_flops, bytes=_istft_bytes)],
-    variants=_istft_variants,
+    variants=lambda: _istft_variants(False),
 ))
 
 
@@ -861,7 +868,7 @@ register(Kernel(
                       "exp_sin": True}, flops=_istft_flops, bytes=_istft_bytes),
            BenchShape("large [16, 22, 96001]", {"shape": (16, 22, 96001), "hop": 5, "exp_sin": True},
                       flops=_istft_flops, bytes=_istft_bytes)],
-    variants=_istft_variants,
+    variants=lambda: _istft_variants(True),
 ))
 
 
@@ -891,15 +898,15 @@ def _mel_bytes(p, itemsize):
     return itemsize * (B * N + B * p["n_mels"] * _stft_frames(p)) + 4 * p["n_mels"] * (p["n_fft"] // 2 + 1)
 
 
-def _mel_variants():
-    return [AotVariant(f"_mel_kernel[{dt},magnitude={mag},{prec},block_t={bt}]", _mel_kernel,
+def _mel_variants(magnitude: bool):
+    return [AotVariant(f"_mel_kernel[{dt},magnitude={magnitude},{prec},block_t={bt}]", _mel_kernel,
                        {"x_ptr": f"*{dt}", "cos_ptr": "*fp32", "sin_ptr": "*fp32", "mel_ptr": "*fp32",
                         "out_ptr": f"*{dt}", "N": "i32", "T": "i32", "hop": "i32", "pad": "i32", "NF": "i32",
                         "NM": "i32", "mag_eps": "fp32", "log_eps": "fp32"},
-                       {"N_FFT": 1024, "MAGNITUDE": mag, "PRECISION": prec, "BLOCK_T": bt,
-                        "BLOCK_F": GEMM_BLOCK_F, "BLOCK_K": GEMM_BLOCK_K, "BLOCK_M": MEL_BLOCK_M},
-                       num_warps=8, expect_mma=prec == "tf32")
-            for dt in ("fp32", "fp16", "bf16") for mag in (False, True) for prec in PRECISIONS for bt in MEL_BLOCK_TS]
+                       {"N_FFT": 1024, "MAGNITUDE": magnitude, "PRECISION": prec, "BLOCK_T": bt, "BLOCK_F": bf,
+                        "BLOCK_K": MEL_BLOCK_K, "BLOCK_M": MEL_BLOCK_M},
+                       num_warps=GEMM_WARPS, expect_mma=prec == "tf32")
+            for dt in ("fp32", "fp16", "bf16") for prec in PRECISIONS for bt, bf in MEL_TILES]
 
 
 # BigVGAN's convention: reflect pad (n_fft − hop)/2 per side, no centring.
@@ -930,7 +937,7 @@ for _name, _magnitude in (("mel_spectrogram", False), ("mel_spectrogram_magnitud
         tol_kind="reduction",
         bench=[BenchShape(label, {**p, "magnitude": _magnitude}, flops=_mel_flops, bytes=_mel_bytes)
                for label, p in _MEL_BENCH],
-        variants=_mel_variants,
+        variants=lambda m=_magnitude: _mel_variants(m),
     ))
 
 
