@@ -55,7 +55,7 @@ ISTFT_FRAMES_TILE = (64, 64, 16)  # frames, taps, bins per step
 MEL_TILES = ((16, 64), (64, 32))  # (frames, bins per step)
 MEL_BLOCK_K, MEL_BLOCK_M, MEL_WIDE_PROGRAMS = 32, 128, 264
 ISTFT_BLOCK_Q, OLA_BLOCK_S = 64, 256
-SCAN_BLOCK_L, SOURCE_BLOCK_T = 64, 256
+SCAN_BLOCK_L, SOURCE_BLOCK_T = 64, 128
 GEMM_WARPS = 8
 # The interpreter runs one program at a time and pays per tl op, not per element: wide tiles there keep the
 # n_fft 1024 tests to seconds. The GPU tiles above are the ones the AOT variants compile.
