@@ -249,3 +249,15 @@ def test_ops_agree_with_the_pytorch_path_and_record_placement():
     for op in got:
         assert where[op] == ("triton" if DEV == "cuda" else "torch"), (op, where)
         assert scaled_max_error(got[op], want[op]) <= F32, op
+
+
+@pytest.mark.parametrize("U", [300, 7, 30])
+def test_oracle_resampling_is_torch_linear_interpolation(U):
+    # The harmonic oracle's down- and up-sampling must be F.interpolate(mode="linear", align_corners=False) with the
+    # reference's scale factors, edges included (left clamp at source 0, right neighbour clamped to the last sample).
+    x = torch.randn(2, 3, 5 * U, generator=torch.Generator().manual_seed(U), dtype=torch.float64)
+    down = F.interpolate(x, scale_factor=1 / U, mode="linear")
+    up = F.interpolate(down, scale_factor=U, mode="linear")
+    ours_down = K._linear_resample(x.numpy(), U, x.shape[-1] // U)
+    assert np.abs(ours_down - down.numpy()).max() <= 1e-12
+    assert np.abs(K._linear_resample(down.numpy(), 1 / U, x.shape[-1]) - up.numpy()).max() <= 1e-12
