@@ -1,0 +1,1002 @@
+"""Spectral kernels: STFT, inverse STFT, log-mel spectrograms and the harmonic (sine) source.
+
+stft                  x [B, N] -> magnitude |X|, phase atan2(Im X, Re X), each [B, F, T], F = n_fft//2 + 1:
+                      X[b, k, t] = Σ_n w[n]·xp[b, t·hop + n]·e^{-2πi·k·n/n_fft}, xp = x reflect-padded by
+                      `pad` on both sides (n_fft//2 is torch.stft's center=True), T = 1 + (N + 2·pad − n_fft)//hop,
+                      w the periodic Hann window of win_length zero-padded (centred) to n_fft.
+istft                 (magnitude, phase) [B, F, T] -> y [B, hop·(T−1) + n_fft − 2·(n_fft//2)]: overlap-add of the
+                      windowed inverse real DFTs divided by Σ_t w²[p − t·hop] (torch.istft, center=True).
+istft_exp_sin         x [B, 2F, T] -> istft(exp(x[:, :F]), sin(x[:, F:])): the iSTFTNet generator tail, one kernel.
+mel_spectrogram       log(max(M·(Re² + Im²), eps)), M the filterbank [n_mels, F]; out [B, n_mels, T].
+mel_spectrogram_magnitude  the same with √(Re² + Im² + mag_eps) (amplitude) in place of the power.
+harmonic_source       tanh(w·(sin(φ_k)·amp·uv + noise_amp·noise) + b) [B, T, 1] from a sample-rate F0 curve;
+                      φ_k the phase of harmonic k, integrated at the frame rate (T/U) with the reference's linear
+                      interpolations (see harmonic_source_oracle).
+
+Kernel forms:
+- Small transforms (n_fft <= DIRECT_MAX_NFFT, Kokoro's n_fft 20 / hop 5 / 11 bins): a direct DFT in registers,
+  one program per (batch, frame tile), all bins at once.
+- Larger ones (n_fft 1024 / hop 256): a DFT as a GEMM, frames gathered from the signal (reflect padding folded
+  into the gather) times a precomputed window·cos / −window·sin basis with tl.dot; the mel variant multiplies
+  each bin tile into the filterbank inside the same program, so the spectrum never reaches memory.
+- Inverse: gather form, each output sample sums the ceil(n_fft/hop) frames that overlap it (no atomics). Small
+  transforms evaluate those frames' inverse DFTs in registers in one kernel (the generator tail: exp and sin
+  fused in); larger ones compute the windowed frames as a GEMM against the inverse basis into a float32 scratch,
+  then overlap-add them in a second gather kernel.
+- Harmonic source: a frame-rate scan (one program per batch row) then one sample-rate pass.
+The DFT runs on float32 operands whatever the storage dtype: phase is ill-conditioned near zero-magnitude bins,
+and a 16-bit basis would move it. tf32 is opt-in (tilewave.ops.fp32_matmul_precision). The harmonic phase is
+accumulated in float64: at 10 s the phase reaches ~10^6 rad, where a float32 phase is off by ~0.1 rad.
+Launch invariants: inputs contiguous (the harmonic source's noise may be a transposed view: strides are passed),
+reflect padding needs pad < N, the harmonic source needs T % upsample_scale == 0 (as the reference does).
+"""
+from __future__ import annotations
+
+import functools
+import math
+import os
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+from tilewave.harness.registry import AotVariant, BenchShape, Case, Kernel, register
+from tilewave.kernels._common import rand, randn, tanh
+
+DIRECT_MAX_NFFT = 64
+DIRECT_BLOCK_T = 128
+# Tiles sized so that no variant spills on sm_90 (the AOT gate checks ptxas's report); 8 warps each.
+STFT_TILE = (64, 64, 32)          # frames, bins, taps per step
+ISTFT_FRAMES_TILE = (64, 64, 16)  # frames, taps, bins per step
+# The fused mel keeps every bin of a frame tile in one program. At batch 1 (10 s = 938 frames) 64-frame tiles
+# give 15 programs for 132 SMs, so inputs with fewer than MEL_WIDE_PROGRAMS wide tiles take 16-frame tiles.
+MEL_TILES = ((16, 64), (64, 32))  # (frames, bins per step)
+MEL_BLOCK_K, MEL_BLOCK_M, MEL_WIDE_PROGRAMS = 32, 128, 264
+ISTFT_BLOCK_Q, OLA_BLOCK_S = 64, 256
+SCAN_BLOCK_L, SOURCE_BLOCK_T = 64, 128
+GEMM_WARPS = 8
+# The interpreter runs one program at a time and pays per tl op, not per element: wide tiles there keep the
+# n_fft 1024 tests to seconds. The GPU tiles above are the ones the AOT variants compile.
+if os.environ.get("TRITON_INTERPRET") == "1":
+    STFT_TILE, ISTFT_FRAMES_TILE = (64, 256, 256), (64, 256, 256)
+    MEL_TILES, MEL_BLOCK_K = ((16, 256), (64, 256)), 256
+PRECISIONS = ("ieee", "tf32")
+
+
+# ---------------------------------------------------------------------------------------------------
+# device helpers
+# ---------------------------------------------------------------------------------------------------
+@triton.jit
+def atan2(y, x):
+    # libdevice.atan2 does not run in the interpreter. Cephes atanf on |y|/|x| folded into [0, 1], reduced to
+    # [-tan(pi/8), tan(pi/8)]: ~1 float32 ulp. Signs of zeros are ignored: atan2(±0, x<0) = +pi (one phase for
+    # real-valued bins) and atan2(±0, ±0) = 0.
+    ax = tl.abs(x)
+    ay = tl.abs(y)
+    hi = tl.maximum(ax, ay)
+    lo = tl.minimum(ax, ay)
+    a = lo / tl.where(hi == 0.0, 1.0, hi)
+    big = a > 0.41421356237309503
+    z = tl.where(big, (a - 1.0) / (a + 1.0), a)
+    z2 = z * z
+    r = (((8.05374449538e-2 * z2 - 1.38776856032e-1) * z2 + 1.99777106478e-1) * z2 - 3.33329491539e-1) * z2 * z + z
+    r = tl.where(big, r + 0.7853981633974483, r)
+    r = tl.where(ay > ax, 1.5707963267948966 - r, r)
+    r = tl.where(x < 0.0, 3.141592653589793 - r, r)
+    return tl.where(y < 0.0, -r, r)
+
+
+@triton.jit
+def _reflect(q, N):
+    q = tl.where(q < 0, -q, q)
+    return tl.where(q >= N, 2 * N - 2 - q, q)
+
+
+@triton.jit
+def _spectrum_tile(x_row, cos_ptr, sin_ptr, t, f, N, T, hop, pad, NF,
+                   N_FFT: tl.constexpr, BLOCK_K: tl.constexpr, PRECISION: tl.constexpr):
+    # (Re, Im) [BLOCK_T, BLOCK_F] of frames t and bins f: gathered frames [BLOCK_T, BLOCK_K] @ basis [BLOCK_K, BLOCK_F].
+    re = tl.zeros((t.shape[0], f.shape[0]), dtype=tl.float32)
+    im = tl.zeros((t.shape[0], f.shape[0]), dtype=tl.float32)
+    for k0 in range(0, N_FFT, BLOCK_K):
+        k = k0 + tl.arange(0, BLOCK_K)
+        q = _reflect(t[:, None] * hop + k[None, :] - pad, N)
+        frames = tl.load(x_row + q, mask=(t[:, None] < T) & (k[None, :] < N_FFT), other=0.0).to(tl.float32)
+        bmask = (k[:, None] < N_FFT) & (f[None, :] < NF)
+        boffs = k[:, None] * NF + f[None, :]
+        cb = tl.load(cos_ptr + boffs, mask=bmask, other=0.0)
+        sb = tl.load(sin_ptr + boffs, mask=bmask, other=0.0)
+        re = tl.dot(frames, cb, re, input_precision=PRECISION)
+        im = tl.dot(frames, sb, im, input_precision=PRECISION)
+    return re, im
+
+
+@triton.jit
+def _store_spectrum(a_ptr, b_ptr, offs, mask, re, im, POLAR: tl.constexpr):
+    # POLAR: (magnitude, phase), what the ops return; else (Re, Im), continuous everywhere, which the registry
+    # checks (a phase near the negative real axis may land on either side of ±pi under float32 rounding).
+    if POLAR:
+        a = tl.sqrt(re * re + im * im)
+        c = atan2(im, re)
+    else:
+        a = re
+        c = im
+    tl.store(a_ptr + offs, a.to(a_ptr.dtype.element_ty), mask=mask)
+    tl.store(b_ptr + offs, c.to(b_ptr.dtype.element_ty), mask=mask)
+
+
+# ---------------------------------------------------------------------------------------------------
+# kernels
+# ---------------------------------------------------------------------------------------------------
+@triton.jit
+def _stft_direct_kernel(x_ptr, cos_ptr, sin_ptr, mag_ptr, phase_ptr, N, T, hop, pad,
+                        N_FFT: tl.constexpr, NF: tl.constexpr, POLAR: tl.constexpr,
+                        BLOCK_T: tl.constexpr, BLOCK_F: tl.constexpr):
+    # grid: (B, cdiv(T, BLOCK_T)); every bin of BLOCK_T frames, one signal sample per frame per tap.
+    b = tl.program_id(0).to(tl.int64)
+    t = tl.program_id(1) * BLOCK_T + tl.arange(0, BLOCK_T)
+    f = tl.arange(0, BLOCK_F)
+    tmask = t < T
+    fmask = f < NF
+    x_row = x_ptr + b * N
+    re = tl.zeros((BLOCK_T, BLOCK_F), dtype=tl.float32)
+    im = tl.zeros((BLOCK_T, BLOCK_F), dtype=tl.float32)
+    for n in tl.static_range(N_FFT):
+        xv = tl.load(x_row + _reflect(t * hop + n - pad, N), mask=tmask, other=0.0).to(tl.float32)
+        cb = tl.load(cos_ptr + n * NF + f, mask=fmask, other=0.0)
+        sb = tl.load(sin_ptr + n * NF + f, mask=fmask, other=0.0)
+        re += xv[:, None] * cb[None, :]
+        im += xv[:, None] * sb[None, :]
+    offs = (b * NF + f[None, :]) * T + t[:, None]
+    mask = tmask[:, None] & fmask[None, :]
+    _store_spectrum(mag_ptr, phase_ptr, offs, mask, re, im, POLAR)
+
+
+@triton.jit
+def _stft_gemm_kernel(x_ptr, cos_ptr, sin_ptr, mag_ptr, phase_ptr, N, T, hop, pad, NF,
+                      N_FFT: tl.constexpr, POLAR: tl.constexpr, PRECISION: tl.constexpr,
+                      BLOCK_T: tl.constexpr, BLOCK_F: tl.constexpr, BLOCK_K: tl.constexpr):
+    # grid: (B, cdiv(T, BLOCK_T), cdiv(NF, BLOCK_F)).
+    b = tl.program_id(0).to(tl.int64)
+    t = tl.program_id(1) * BLOCK_T + tl.arange(0, BLOCK_T)
+    f = tl.program_id(2) * BLOCK_F + tl.arange(0, BLOCK_F)
+    re, im = _spectrum_tile(x_ptr + b * N, cos_ptr, sin_ptr, t, f, N, T, hop, pad, NF, N_FFT, BLOCK_K, PRECISION)
+    offs = (b * NF + f[None, :]) * T + t[:, None]
+    mask = (t[:, None] < T) & (f[None, :] < NF)
+    _store_spectrum(mag_ptr, phase_ptr, offs, mask, re, im, POLAR)
+
+
+@triton.jit
+def _mel_kernel(x_ptr, cos_ptr, sin_ptr, mel_ptr, out_ptr, N, T, hop, pad, NF, NM, mag_eps, log_eps,
+                N_FFT: tl.constexpr, MAGNITUDE: tl.constexpr, PRECISION: tl.constexpr,
+                BLOCK_T: tl.constexpr, BLOCK_F: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_M: tl.constexpr):
+    # grid: (B, cdiv(T, BLOCK_T), cdiv(NM, BLOCK_M)); bin tiles are reduced into the mel tile in registers.
+    b = tl.program_id(0).to(tl.int64)
+    t = tl.program_id(1) * BLOCK_T + tl.arange(0, BLOCK_T)
+    m = tl.program_id(2) * BLOCK_M + tl.arange(0, BLOCK_M)
+    acc = tl.zeros((BLOCK_T, BLOCK_M), dtype=tl.float32)
+    for f0 in range(0, NF, BLOCK_F):
+        f = f0 + tl.arange(0, BLOCK_F)
+        re, im = _spectrum_tile(x_ptr + b * N, cos_ptr, sin_ptr, t, f, N, T, hop, pad, NF, N_FFT, BLOCK_K, PRECISION)
+        spec = re * re + im * im
+        if MAGNITUDE:
+            spec = tl.sqrt(spec + mag_eps)
+        # padding bins (f >= NF) carry sqrt(mag_eps); the filterbank's zero rows there keep them out.
+        fb = tl.load(mel_ptr + m[None, :] * NF + f[:, None], mask=(f[:, None] < NF) & (m[None, :] < NM), other=0.0)
+        acc = tl.dot(spec, fb.to(tl.float32), acc, input_precision=PRECISION)
+    out = tl.log(tl.maximum(acc, log_eps))
+    offs = (b * NM + m[None, :]) * T + t[:, None]
+    tl.store(out_ptr + offs, out.to(out_ptr.dtype.element_ty), mask=(t[:, None] < T) & (m[None, :] < NM))
+
+
+@triton.jit
+def _istft_gather_kernel(a_ptr, c_ptr, icos_ptr, isin_ptr, wsq_ptr, y_ptr, T, L_out, pad, hop, NF, batch_stride,
+                         N_FFT: tl.constexpr, OVERLAP: tl.constexpr, EXP_SIN: tl.constexpr,
+                         BLOCK_Q: tl.constexpr, HOP_P: tl.constexpr, BLOCK_F: tl.constexpr):
+    # grid: (B, cdiv(L_out + pad, BLOCK_Q·hop)). Output sample j sits at p = j + pad = q·hop + u of the overlap-add
+    # (u < hop); the frames covering it are t = q − r, r < OVERLAP = ceil(n_fft/hop), at tap n = u + r·hop < n_fft.
+    # A program owns BLOCK_Q hop-rows q and all u, so each (frame, bin) of the spectrum is loaded and turned into
+    # (Re, Im) once per r (not once per output sample), then expanded over the hop taps [BLOCK_Q, HOP_P, BLOCK_F].
+    # a/c: magnitude/phase (or the generator's log-magnitude/pre-sine phase when EXP_SIN), [B, F, T] at batch_stride.
+    b = tl.program_id(0).to(tl.int64)
+    q = tl.program_id(1) * BLOCK_Q + tl.arange(0, BLOCK_Q)
+    u = tl.arange(0, HOP_P)
+    f = tl.arange(0, BLOCK_F)
+    j = q[:, None] * hop + u[None, :] - pad
+    jmask = (u[None, :] < hop) & (j >= 0) & (j < L_out)
+    acc = tl.zeros((BLOCK_Q, HOP_P), dtype=tl.float32)
+    wsq = tl.zeros((BLOCK_Q, HOP_P), dtype=tl.float32)
+    for r in range(OVERLAP):
+        t = q - r
+        n = u + r * hop
+        tmask = (t >= 0) & (t < T)
+        nmask = (u < hop) & (n < N_FFT)
+        m2 = tmask[:, None] & (f[None, :] < NF)
+        offs = b * batch_stride + f[None, :] * T + t[:, None]
+        mag = tl.load(a_ptr + offs, mask=m2, other=0.0).to(tl.float32)
+        ph = tl.load(c_ptr + offs, mask=m2, other=0.0).to(tl.float32)
+        if EXP_SIN:
+            mag = tl.where(m2, tl.exp(mag), 0.0)
+            ph = tl.sin(ph)
+        re = mag * tl.cos(ph)
+        im = mag * tl.sin(ph)
+        bmask = nmask[:, None] & (f[None, :] < NF)
+        ic = tl.load(icos_ptr + n[:, None] * NF + f[None, :], mask=bmask, other=0.0)
+        isn = tl.load(isin_ptr + n[:, None] * NF + f[None, :], mask=bmask, other=0.0)
+        acc += tl.sum(re[:, None, :] * ic[None, :, :] + im[:, None, :] * isn[None, :, :], axis=2)
+        w2 = tl.load(wsq_ptr + n, mask=nmask, other=0.0)
+        wsq += tl.where(tmask[:, None], w2[None, :], 0.0)
+    wsq = tl.where(wsq > 0.0, wsq, 1.0)  # lanes past the ends; torch rejects a zero envelope inside
+    tl.store(y_ptr + b * L_out + j, (acc / wsq).to(y_ptr.dtype.element_ty), mask=jmask)
+
+
+@triton.jit
+def _istft_frames_kernel(a_ptr, c_ptr, icos_ptr, isin_ptr, frames_ptr, T, NF, batch_stride,
+                         N_FFT: tl.constexpr, EXP_SIN: tl.constexpr, PRECISION: tl.constexpr,
+                         BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_F: tl.constexpr):
+    # grid: (B, cdiv(T, BLOCK_T), cdiv(N_FFT, BLOCK_N)). Windowed time frames [B, T, N_FFT] (float32 scratch):
+    # (Re, Im) [BLOCK_T, BLOCK_F] @ inverse basis [BLOCK_F, BLOCK_N]; a/c as in _istft_gather_kernel.
+    b = tl.program_id(0).to(tl.int64)
+    t = tl.program_id(1) * BLOCK_T + tl.arange(0, BLOCK_T)
+    n = tl.program_id(2) * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_T, BLOCK_N), dtype=tl.float32)
+    for f0 in range(0, NF, BLOCK_F):
+        f = f0 + tl.arange(0, BLOCK_F)
+        m2 = (t[:, None] < T) & (f[None, :] < NF)
+        offs = b * batch_stride + f[None, :] * T + t[:, None]
+        mag = tl.load(a_ptr + offs, mask=m2, other=0.0).to(tl.float32)
+        ph = tl.load(c_ptr + offs, mask=m2, other=0.0).to(tl.float32)
+        if EXP_SIN:
+            mag = tl.where(m2, tl.exp(mag), 0.0)
+            ph = tl.sin(ph)
+        bmask = (f[:, None] < NF) & (n[None, :] < N_FFT)
+        boffs = n[None, :] * NF + f[:, None]
+        ic = tl.load(icos_ptr + boffs, mask=bmask, other=0.0)
+        isn = tl.load(isin_ptr + boffs, mask=bmask, other=0.0)
+        acc = tl.dot(mag * tl.cos(ph), ic, acc, input_precision=PRECISION)
+        acc = tl.dot(mag * tl.sin(ph), isn, acc, input_precision=PRECISION)
+    tl.store(frames_ptr + (b * T + t[:, None]) * N_FFT + n[None, :], acc,
+             mask=(t[:, None] < T) & (n[None, :] < N_FFT))
+
+
+@triton.jit
+def _overlap_add_kernel(frames_ptr, wsq_ptr, y_ptr, T, L_out, pad, hop,
+                        N_FFT: tl.constexpr, OVERLAP: tl.constexpr, BLOCK_S: tl.constexpr):
+    # grid: (B, cdiv(L_out, BLOCK_S)); output j at p = j + pad takes frames t = p//hop − r at taps p − t·hop.
+    b = tl.program_id(0).to(tl.int64)
+    j = tl.program_id(1) * BLOCK_S + tl.arange(0, BLOCK_S)
+    p = j + pad
+    acc = tl.zeros((BLOCK_S,), dtype=tl.float32)
+    wsq = tl.zeros((BLOCK_S,), dtype=tl.float32)
+    for r in tl.static_range(OVERLAP):
+        t = p // hop - r
+        n = p - t * hop
+        valid = (j < L_out) & (t >= 0) & (t < T) & (n < N_FFT)
+        acc += tl.load(frames_ptr + (b * T + t) * N_FFT + n, mask=valid, other=0.0)
+        wsq += tl.load(wsq_ptr + n, mask=valid, other=0.0)
+    wsq = tl.where(wsq > 0.0, wsq, 1.0)
+    tl.store(y_ptr + b * L_out + j, (acc / wsq).to(y_ptr.dtype.element_ty), mask=j < L_out)
+
+
+@triton.jit
+def _source_phase_scan_kernel(f0_ptr, rand_ptr, cyc_ptr, T, L, scale, sample_rate, K,
+                              BLOCK_L: tl.constexpr, BLOCK_K: tl.constexpr):
+    # grid: (B,). cyc[b, i, k] = Σ_{m<=i} D[m, k] in cycles (float64), D = the per-sample phase increment
+    # frac(f0·(k+1)/sr) (+ the random initial phase on sample 0) linearly resampled to frame i.
+    b = tl.program_id(0).to(tl.int64)
+    k = tl.arange(0, BLOCK_K)
+    kmask = k < K
+    harm = (k + 1).to(tl.float64)
+    # scale (upsample factor) and sample_rate arrive as float32 scalars (exact for integers < 2^24).
+    sr = tl.cast(sample_rate, tl.float64)
+    ini = tl.load(rand_ptr + b * K + k, mask=kmask, other=0.0).to(tl.float64)
+    carry = tl.zeros((BLOCK_K,), dtype=tl.float64)
+    for l0 in range(0, L, BLOCK_L):
+        i = l0 + tl.arange(0, BLOCK_L)
+        lmask = i < L
+        src = tl.maximum((i.to(tl.float64) + 0.5) * tl.cast(scale, tl.float64) - 0.5, 0.0)
+        i0 = tl.floor(src).to(tl.int32)
+        w1 = src - i0.to(tl.float64)
+        i1 = tl.minimum(i0 + 1, T - 1)
+        fa = tl.load(f0_ptr + b * T + i0, mask=lmask, other=0.0).to(tl.float64)
+        fb = tl.load(f0_ptr + b * T + i1, mask=lmask, other=0.0).to(tl.float64)
+        ra = fa[:, None] * harm[None, :] / sr
+        rb = fb[:, None] * harm[None, :] / sr
+        ra = ra - tl.floor(ra) + tl.where(i0[:, None] == 0, ini[None, :], 0.0)
+        rb = rb - tl.floor(rb) + tl.where(i1[:, None] == 0, ini[None, :], 0.0)
+        d = tl.where(lmask[:, None] & kmask[None, :], (1.0 - w1[:, None]) * ra + w1[:, None] * rb, 0.0)
+        c = tl.cumsum(d, axis=0) + carry[None, :]
+        tl.store(cyc_ptr + (b * L + i[:, None]) * BLOCK_K + k[None, :], c, mask=lmask[:, None])
+        carry += tl.sum(d, axis=0)
+
+
+@triton.jit
+def _harmonic_source_kernel(f0_ptr, cyc_ptr, noise_ptr, w_ptr, bias_ptr, y_ptr, T, L, scale, K,
+                            ns_b, ns_t, ns_k, sine_amp, noise_std, threshold,
+                            BLOCK_T: tl.constexpr, BLOCK_K: tl.constexpr):
+    # grid: (B, cdiv(T, BLOCK_T)). Phase (cycles) linearly interpolated from the frame rate, times U; only its
+    # fractional part reaches the float32 sine.
+    b = tl.program_id(0).to(tl.int64)
+    j = tl.program_id(1) * BLOCK_T + tl.arange(0, BLOCK_T)
+    k = tl.arange(0, BLOCK_K)
+    jmask = j < T
+    kmask = k < K
+    Uf = tl.cast(scale, tl.float64)
+    src = tl.maximum((j.to(tl.float64) + 0.5) / Uf - 0.5, 0.0)
+    i0 = tl.floor(src).to(tl.int32)
+    w1 = src - i0.to(tl.float64)
+    i1 = tl.minimum(i0 + 1, L - 1)
+    m2 = jmask[:, None] & kmask[None, :]
+    c0 = tl.load(cyc_ptr + (b * L + i0[:, None]) * BLOCK_K + k[None, :], mask=m2, other=0.0)
+    c1 = tl.load(cyc_ptr + (b * L + i1[:, None]) * BLOCK_K + k[None, :], mask=m2, other=0.0)
+    cyc = Uf * ((1.0 - w1[:, None]) * c0 + w1[:, None] * c1)
+    frac = (cyc - tl.floor(cyc)).to(tl.float32)
+    sines = tl.sin(6.283185307179586 * frac) * sine_amp
+    f0 = tl.load(f0_ptr + b * T + j, mask=jmask, other=0.0).to(tl.float32)
+    uv = (f0 > threshold).to(tl.float32)
+    amp = uv * noise_std + (1.0 - uv) * (sine_amp / 3.0)
+    noise = tl.load(noise_ptr + b * ns_b + j[:, None].to(tl.int64) * ns_t + k[None, :] * ns_k, mask=m2,
+                    other=0.0).to(tl.float32)
+    exc = sines * uv[:, None] + amp[:, None] * noise
+    w = tl.load(w_ptr + k, mask=kmask, other=0.0).to(tl.float32)
+    y = tl.sum(exc * w[None, :], axis=1) + tl.load(bias_ptr).to(tl.float32)
+    tl.store(y_ptr + b * T + j, tanh(y).to(y_ptr.dtype.element_ty), mask=jmask)
+
+
+# ---------------------------------------------------------------------------------------------------
+# bases (float64 on the host, cached per size and device)
+# ---------------------------------------------------------------------------------------------------
+def padded_hann(n_fft: int, win_length: int) -> np.ndarray:
+    """Periodic Hann of win_length, zero-padded centred to n_fft (torch.stft's placement)."""
+    if not 0 < win_length <= n_fft:
+        raise ValueError(f"win_length must be in (0, n_fft={n_fft}], got {win_length}")
+    w = 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(win_length) / win_length)
+    left = (n_fft - win_length) // 2
+    return np.pad(w, (left, n_fft - win_length - left))
+
+
+def _cos_sin(n_fft: int) -> tuple[np.ndarray, np.ndarray]:
+    """cos, sin of 2π·k·n/n_fft [n_fft, F]. (k·n) mod n_fft is exact in integers, so large k·n lose no accuracy;
+    the sine is exactly 0 at angles 0 and π, so DC and Nyquist have an exactly zero imaginary part."""
+    n, k = np.arange(n_fft)[:, None], np.arange(n_fft // 2 + 1)[None, :]
+    m = (n * k) % n_fft
+    ang = 2 * np.pi * m / n_fft
+    return np.cos(ang), np.where((2 * m) % n_fft == 0, 0.0, np.sin(ang))
+
+
+@functools.lru_cache(maxsize=32)
+def _bases(n_fft: int, win_length: int, device: str) -> dict[str, torch.Tensor]:
+    """Forward basis w·cos, −w·sin [n_fft, F]; inverse basis c_k·w·cos/n, −c_k·w·sin/n [n_fft, F] (c_k = 2 except
+    DC and, for even n_fft, Nyquist: the one-sided spectrum's doubling); w² [n_fft]."""
+    w = padded_hann(n_fft, win_length)[:, None]
+    cos, sin = _cos_sin(n_fft)
+    c = np.full(n_fft // 2 + 1, 2.0)
+    c[0] = 1.0
+    if n_fft % 2 == 0:
+        c[-1] = 1.0
+    tables = {"cos": w * cos, "sin": -w * sin, "icos": c * w * cos / n_fft, "isin": -c * w * sin / n_fft,
+              "wsq": w[:, 0] ** 2}
+    return {k: torch.tensor(v, dtype=torch.float32, device=device) for k, v in tables.items()}
+
+
+# ---------------------------------------------------------------------------------------------------
+# launchers (Triton path; tilewave.ops decides when to call them)
+# ---------------------------------------------------------------------------------------------------
+def _check_contiguous(name: str, **tensors: torch.Tensor) -> None:
+    for arg, t in tensors.items():
+        if not t.is_contiguous():
+            raise ValueError(f"{name}: {arg} must be contiguous, got strides {t.stride()} for shape {tuple(t.shape)}")
+
+
+def _frames(name: str, N: int, n_fft: int, hop: int, pad: int) -> int:
+    if hop < 1:
+        raise ValueError(f"{name}: hop must be >= 1, got {hop}")
+    if pad and pad >= N:
+        raise ValueError(f"{name}: reflect padding {pad} needs a signal longer than it, got {N} samples")
+    if N + 2 * pad < n_fft:
+        raise ValueError(f"{name}: {N} samples (+{pad} padding per side) is shorter than n_fft={n_fft}")
+    return 1 + (N + 2 * pad - n_fft) // hop
+
+
+def _precision(precision: str) -> str:
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    return precision
+
+
+def stft(x: torch.Tensor, n_fft: int, hop: int, win_length: int | None = None, pad: int | None = None,
+         polar: bool = True, precision: str = "ieee", out: tuple[torch.Tensor, torch.Tensor] | None = None):
+    """x [B, N] -> (magnitude, phase) [B, n_fft//2 + 1, T], or (Re, Im) when not polar; pad defaults to
+    n_fft//2 (center=True)."""
+    _check_contiguous("stft", x=x)
+    win_length = win_length or n_fft
+    pad = n_fft // 2 if pad is None else pad
+    B, N = x.shape
+    T = _frames("stft", N, n_fft, hop, pad)
+    NF = n_fft // 2 + 1
+    mag, phase = out if out is not None else (x.new_empty(B, NF, T), x.new_empty(B, NF, T))
+    basis = _bases(n_fft, win_length, str(x.device))
+    if B and T:
+        if n_fft <= DIRECT_MAX_NFFT:
+            _stft_direct_kernel[(B, triton.cdiv(T, DIRECT_BLOCK_T))](
+                x, basis["cos"], basis["sin"], mag, phase, N, T, hop, pad, N_FFT=n_fft, NF=NF, POLAR=polar,
+                BLOCK_T=DIRECT_BLOCK_T, BLOCK_F=triton.next_power_of_2(NF), num_warps=4)
+        else:
+            bt, bf, bk = STFT_TILE
+            grid = (B, triton.cdiv(T, bt), triton.cdiv(NF, bf))
+            _stft_gemm_kernel[grid](x, basis["cos"], basis["sin"], mag, phase, N, T, hop, pad, NF, N_FFT=n_fft, POLAR=polar,
+                                    PRECISION=_precision(precision), BLOCK_T=bt, BLOCK_F=bf, BLOCK_K=bk,
+                                    num_warps=GEMM_WARPS)
+    return mag, phase
+
+
+def mel_spectrogram(x: torch.Tensor, mel_basis: torch.Tensor, n_fft: int, hop: int, win_length: int | None = None,
+                    pad: int | None = None, magnitude: bool = False, mag_eps: float = 1e-9, eps: float = 1e-5,
+                    precision: str = "ieee", out: torch.Tensor | None = None) -> torch.Tensor:
+    """x [B, N] -> log(max(mel_basis @ S, eps)) [B, n_mels, T]; S = |X|² or √(|X|² + mag_eps) when magnitude."""
+    _check_contiguous("mel_spectrogram", x=x, mel_basis=mel_basis)
+    win_length = win_length or n_fft
+    pad = n_fft // 2 if pad is None else pad
+    B, N = x.shape
+    NF = n_fft // 2 + 1
+    if mel_basis.dim() != 2 or mel_basis.shape[1] != NF:
+        raise ValueError(f"mel_spectrogram: mel_basis must be [n_mels, n_fft//2 + 1 = {NF}], got {tuple(mel_basis.shape)}")
+    NM = mel_basis.shape[0]
+    T = _frames("mel_spectrogram", N, n_fft, hop, pad)
+    out = x.new_empty(B, NM, T) if out is None else out
+    basis = _bases(n_fft, win_length, str(x.device))
+    if B and T and NM:
+        bt, bf = MEL_TILES[B * triton.cdiv(T, MEL_TILES[1][0]) >= MEL_WIDE_PROGRAMS]
+        grid = (B, triton.cdiv(T, bt), triton.cdiv(NM, MEL_BLOCK_M))
+        _mel_kernel[grid](x, basis["cos"], basis["sin"], mel_basis, out, N, T, hop, pad, NF, NM,
+                          float(mag_eps), float(eps), N_FFT=n_fft, MAGNITUDE=magnitude,
+                          PRECISION=_precision(precision), BLOCK_T=bt, BLOCK_F=bf, BLOCK_K=MEL_BLOCK_K,
+                          BLOCK_M=MEL_BLOCK_M, num_warps=GEMM_WARPS)
+    return out
+
+
+def mel_spectrogram_magnitude(x, mel_basis, n_fft, hop, win_length=None, pad=None, mag_eps=1e-9, eps=1e-5,
+                              precision="ieee", out=None):
+    return mel_spectrogram(x, mel_basis, n_fft, hop, win_length, pad, True, mag_eps, eps, precision, out)
+
+
+def _istft_launch(a, c, batch_stride, B, NF, T, n_fft, hop, win_length, exp_sin, precision, out):
+    if n_fft // 2 + 1 != NF:
+        raise ValueError(f"istft: n_fft={n_fft} has {n_fft // 2 + 1} bins, the spectrum has {NF}")
+    if hop < 1 or hop > n_fft:
+        raise ValueError(f"istft: hop must be in [1, n_fft={n_fft}], got {hop}")
+    pad = n_fft // 2
+    L_out = hop * (T - 1) + n_fft - 2 * pad
+    out = a.new_empty(B, L_out) if out is None else out
+    basis = _bases(n_fft, win_length or n_fft, str(a.device))
+    if not (B and L_out > 0):
+        return out
+    overlap = triton.cdiv(n_fft, hop)
+    if n_fft <= DIRECT_MAX_NFFT:
+        _istft_gather_kernel[(B, triton.cdiv(L_out + pad, ISTFT_BLOCK_Q * hop))](
+            a, c, basis["icos"], basis["isin"], basis["wsq"], out, T, L_out, pad, hop, NF, batch_stride,
+            N_FFT=n_fft, OVERLAP=overlap, EXP_SIN=exp_sin, BLOCK_Q=ISTFT_BLOCK_Q, HOP_P=triton.next_power_of_2(hop),
+            BLOCK_F=triton.next_power_of_2(NF), num_warps=4)
+        return out
+    frames = torch.empty(B, T, n_fft, device=a.device, dtype=torch.float32)
+    bt, bn, bf = ISTFT_FRAMES_TILE
+    _istft_frames_kernel[(B, triton.cdiv(T, bt), triton.cdiv(n_fft, bn))](
+        a, c, basis["icos"], basis["isin"], frames, T, NF, batch_stride, N_FFT=n_fft, EXP_SIN=exp_sin,
+        PRECISION=_precision(precision), BLOCK_T=bt, BLOCK_N=bn, BLOCK_F=bf, num_warps=GEMM_WARPS)
+    _overlap_add_kernel[(B, triton.cdiv(L_out, OLA_BLOCK_S))](
+        frames, basis["wsq"], out, T, L_out, pad, hop, N_FFT=n_fft, OVERLAP=overlap, BLOCK_S=OLA_BLOCK_S,
+        num_warps=4)
+    return out
+
+
+def istft(magnitude: torch.Tensor, phase: torch.Tensor, n_fft: int, hop: int, win_length: int | None = None,
+          precision: str = "ieee", out: torch.Tensor | None = None) -> torch.Tensor:
+    """(magnitude, phase) [B, F, T] -> y [B, hop·(T−1) + n_fft − 2·(n_fft//2)] (torch.istft, center=True)."""
+    _check_contiguous("istft", magnitude=magnitude, phase=phase)
+    if magnitude.shape != phase.shape or magnitude.dim() != 3:
+        raise ValueError(f"istft: magnitude and phase must both be [B, F, T], got {tuple(magnitude.shape)} "
+                         f"and {tuple(phase.shape)}")
+    B, NF, T = magnitude.shape
+    return _istft_launch(magnitude, phase, NF * T, B, NF, T, n_fft, hop, win_length, False, precision, out)
+
+
+def istft_exp_sin(x: torch.Tensor, n_fft: int, hop: int, precision: str = "ieee",
+                  out: torch.Tensor | None = None) -> torch.Tensor:
+    """x [B, 2F, T] -> istft(exp(x[:, :F]), sin(x[:, F:])) [B, hop·(T−1) + n_fft − 2·(n_fft//2)]."""
+    _check_contiguous("istft_exp_sin", x=x)
+    NF = n_fft // 2 + 1
+    if x.dim() != 3 or x.shape[1] != 2 * NF:
+        raise ValueError(f"istft_exp_sin: x must be [B, 2·(n_fft//2 + 1) = {2 * NF}, T], got {tuple(x.shape)}")
+    B, _, T = x.shape
+    return _istft_launch(x, x[:, NF:], 2 * NF * T, B, NF, T, n_fft, hop, None, True, precision, out)
+
+
+def harmonic_source(f0: torch.Tensor, merge_weight: torch.Tensor, merge_bias: torch.Tensor, rand_ini: torch.Tensor,
+                    noise: torch.Tensor, *, sample_rate: int, upsample_scale: int, sine_amp: float = 0.1,
+                    noise_std: float = 0.003, voiced_threshold: float = 10.0, out: torch.Tensor | None = None):
+    """f0 [B, T, 1] (Hz), merge_weight [1, K], merge_bias [1], rand_ini [B, K], noise [B, T, K] -> [B, T, 1]."""
+    _check_contiguous("harmonic_source", f0=f0, rand_ini=rand_ini)
+    B, T = f0.shape[0], f0.shape[1]
+    K = merge_weight.shape[-1]
+    U = int(upsample_scale)
+    if U < 1 or T % U:
+        raise ValueError(f"harmonic_source: the length ({T}) must be a multiple of upsample_scale ({U}), as the "
+                         f"reference's frame-rate phase requires")
+    if tuple(rand_ini.shape) != (B, K) or tuple(noise.shape) != (B, T, K):
+        raise ValueError(f"harmonic_source: expected rand_ini [{B}, {K}] and noise [{B}, {T}, {K}], got "
+                         f"{tuple(rand_ini.shape)} and {tuple(noise.shape)}")
+    L = T // U
+    BLOCK_K = triton.next_power_of_2(K)
+    out = f0.new_empty(B, T, 1) if out is None else out
+    if B and T:
+        cyc = torch.empty(B, L, BLOCK_K, device=f0.device, dtype=torch.float64)
+        _source_phase_scan_kernel[(B,)](f0, rand_ini, cyc, T, L, float(U), float(sample_rate), K,
+                                        BLOCK_L=SCAN_BLOCK_L, BLOCK_K=BLOCK_K, num_warps=4)
+        _harmonic_source_kernel[(B, triton.cdiv(T, SOURCE_BLOCK_T))](
+            f0, cyc, noise, merge_weight.contiguous(), merge_bias.contiguous(), out, T, L, float(U), K, *noise.stride(),
+            float(sine_amp), float(noise_std), float(voiced_threshold), BLOCK_T=SOURCE_BLOCK_T, BLOCK_K=BLOCK_K,
+            num_warps=4)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# float64 oracles (NumPy) and PyTorch peers
+# ---------------------------------------------------------------------------------------------------
+def _spectrum_oracle(x: np.ndarray, n_fft: int, hop: int, win_length: int, pad: int) -> np.ndarray:
+    """Complex one-sided spectrum [B, F, T] by np.fft.rfft of reflect-padded, windowed frames."""
+    if pad:
+        x = np.pad(x, ((0, 0), (pad, pad)), mode="reflect")
+    T = 1 + (x.shape[-1] - n_fft) // hop
+    frames = x[:, np.arange(T)[:, None] * hop + np.arange(n_fft)[None, :]] * padded_hann(n_fft, win_length)
+    spec = np.fft.rfft(frames, axis=-1).transpose(0, 2, 1)
+    return spec.real + 1j * (spec.imag + 0.0)  # + 0.0 turns -0 into +0: real bins get phase +π, as atan2 does
+
+
+def stft_oracle(x, n_fft, hop, win_length=None, pad=None, polar=True, precision="ieee"):
+    spec = _spectrum_oracle(x.numpy(), n_fft, hop, win_length or n_fft, n_fft // 2 if pad is None else pad)
+    a, c = (np.abs(spec), np.angle(spec)) if polar else (spec.real, spec.imag)
+    return torch.from_numpy(a), torch.from_numpy(np.ascontiguousarray(c))
+
+
+def istft_oracle(magnitude, phase, n_fft, hop, win_length=None, precision="ieee"):
+    """Overlap-add of np.fft.irfft frames times the window, divided by the summed squared window, centre-trimmed."""
+    spec = (magnitude.numpy() * np.exp(1j * phase.numpy())).transpose(0, 2, 1)  # [B, T, F]
+    frames = np.fft.irfft(spec, n=n_fft, axis=-1) * padded_hann(n_fft, win_length or n_fft)
+    B, T, _ = frames.shape
+    total = n_fft + hop * (T - 1)
+    y, wsum = np.zeros((B, total)), np.zeros(total)
+    for t in range(T):
+        y[:, t * hop:t * hop + n_fft] += frames[:, t]
+        wsum[t * hop:t * hop + n_fft] += padded_hann(n_fft, win_length or n_fft) ** 2
+    pad = n_fft // 2
+    return torch.from_numpy(y[:, pad:total - pad] / wsum[pad:total - pad])
+
+
+def istft_exp_sin_oracle(x, n_fft, hop, precision="ieee"):
+    NF = n_fft // 2 + 1
+    return istft_oracle(torch.exp(x[:, :NF]), torch.sin(x[:, NF:]), n_fft, hop)
+
+
+def mel_oracle(x, mel_basis, n_fft, hop, win_length=None, pad=None, magnitude=False, mag_eps=1e-9, eps=1e-5,
+               precision="ieee"):
+    spec = _spectrum_oracle(x.numpy(), n_fft, hop, win_length or n_fft, n_fft // 2 if pad is None else pad)
+    s = spec.real ** 2 + spec.imag ** 2
+    if magnitude:
+        s = np.sqrt(s + mag_eps)
+    return torch.from_numpy(np.log(np.maximum(np.einsum("mf,bft->bmt", mel_basis.numpy(), s), eps)))
+
+
+def _linear_resample(x: np.ndarray, scale: float, out_len: int) -> np.ndarray:
+    """F.interpolate(mode='linear', align_corners=False) along the last axis: source (i + 0.5)·scale − 0.5,
+    clamped below at 0; the right neighbour clamped to the last sample."""
+    src = np.maximum((np.arange(out_len) + 0.5) * scale - 0.5, 0.0)
+    i0 = np.floor(src).astype(np.int64)
+    i1 = np.minimum(i0 + 1, x.shape[-1] - 1)
+    w1 = src - i0
+    return (1 - w1) * x[..., i0] + w1 * x[..., i1]
+
+
+def harmonic_source_oracle(f0, merge_weight, merge_bias, rand_ini, noise, *, sample_rate, upsample_scale,
+                           sine_amp=0.1, noise_std=0.003, voiced_threshold=10.0):
+    """The reference SineGen + SourceModuleHnNSF, step by step, in float64."""
+    f0, w, U = f0.numpy(), merge_weight.numpy(), upsample_scale
+    T = f0.shape[1]
+    rad = (f0 * np.arange(1, w.shape[-1] + 1) / sample_rate) % 1           # [B, T, K]
+    rad[:, 0, :] += rand_ini.numpy()
+    rad = _linear_resample(rad.transpose(0, 2, 1), U, T // U)               # [B, K, T/U]
+    phase = np.cumsum(rad, axis=-1) * 2 * np.pi
+    phase = _linear_resample(phase * U, 1 / U, T).transpose(0, 2, 1)        # [B, T, K]
+    uv = (f0 > voiced_threshold).astype(np.float64)
+    amp = uv * noise_std + (1 - uv) * sine_amp / 3
+    excitation = np.sin(phase) * sine_amp * uv + amp * noise.numpy()
+    return torch.from_numpy(np.tanh(excitation @ w.T + merge_bias.numpy()))
+
+
+def _hann_t(n, like):
+    return torch.hann_window(n, periodic=True, device=like.device, dtype=like.dtype)
+
+
+def stft_torch(x, n_fft, hop, win_length=None, pad=None, polar=True, precision="ieee"):
+    win_length = win_length or n_fft
+    pad = n_fft // 2 if pad is None else pad
+    xp = F.pad(x[:, None], (pad, pad), mode="reflect")[:, 0] if pad else x
+    spec = torch.stft(xp, n_fft, hop, win_length, window=_hann_t(win_length, x), center=False, return_complex=True)
+    return (spec.abs(), spec.angle()) if polar else (spec.real, spec.imag)
+
+
+def istft_torch(magnitude, phase, n_fft, hop, win_length=None, precision="ieee"):
+    win_length = win_length or n_fft
+    return torch.istft(torch.polar(magnitude, phase), n_fft, hop, win_length, window=_hann_t(win_length, magnitude),
+                       center=True)
+
+
+def istft_exp_sin_torch(x, n_fft, hop, precision="ieee"):
+    NF = n_fft // 2 + 1
+    return istft_torch(torch.exp(x[:, :NF]), torch.sin(x[:, NF:]), n_fft, hop)
+
+
+def mel_torch(x, mel_basis, n_fft, hop, win_length=None, pad=None, magnitude=False, mag_eps=1e-9, eps=1e-5,
+              precision="ieee"):
+    re, im = stft_torch(x, n_fft, hop, win_length, pad, polar=False)
+    s = re ** 2 + im ** 2
+    if magnitude:
+        s = torch.sqrt(s + mag_eps)
+    return torch.log(torch.clamp(torch.matmul(mel_basis, s), min=eps))
+
+
+def harmonic_source_torch(f0, merge_weight, merge_bias, rand_ini, noise, *, sample_rate, upsample_scale,
+                          sine_amp=0.1, noise_std=0.003, voiced_threshold=10.0):
+    """The reference's operations in its order (float32 phase): bit-equal to Kokoro's SourceModuleHnNSF."""
+    K = merge_weight.shape[-1]
+    harmonics = torch.arange(1, K + 1, device=f0.device, dtype=f0.dtype)
+    rad = (f0 * harmonics / sample_rate) % 1
+    rad[:, 0, :] = rad[:, 0, :] + rand_ini
+    rad = F.interpolate(rad.transpose(1, 2), scale_factor=1 / upsample_scale, mode="linear")
+    phase = torch.cumsum(rad, dim=-1) * 2 * torch.pi
+    phase = F.interpolate(phase * upsample_scale, scale_factor=upsample_scale, mode="linear")
+    sines = torch.sin(phase).transpose(1, 2) * sine_amp
+    uv = (f0 > voiced_threshold).to(f0.dtype)
+    amp = uv * noise_std + (1 - uv) * sine_amp / 3
+    excitation = sines * uv + amp * noise
+    return torch.tanh(F.linear(excitation, merge_weight, merge_bias))
+
+
+def slaney_mel_filterbank(sample_rate: int, n_fft: int, n_mels: int, fmin: float = 0.0,
+                          fmax: float | None = None) -> np.ndarray:
+    """librosa.filters.mel(htk=False, norm='slaney') [n_mels, n_fft//2 + 1]: triangles on the Slaney mel scale
+    (linear below 1 kHz, logarithmic above), each scaled to unit area (2 / bandwidth in Hz)."""
+    fmax = sample_rate / 2 if fmax is None else fmax
+    f_sp, min_log_hz = 200.0 / 3, 1000.0
+    min_log_mel, logstep = min_log_hz / f_sp, np.log(6.4) / 27.0
+
+    def hz_to_mel(f):
+        f = np.asarray(f, dtype=np.float64)
+        return np.where(f >= min_log_hz, min_log_mel + np.log(np.maximum(f, 1e-10) / min_log_hz) / logstep, f / f_sp)
+
+    def mel_to_hz(m):
+        return np.where(m >= min_log_mel, min_log_hz * np.exp(logstep * (m - min_log_mel)), f_sp * m)
+
+    hz = mel_to_hz(np.linspace(hz_to_mel(fmin), hz_to_mel(fmax), n_mels + 2))
+    fft_hz = np.linspace(0, sample_rate / 2, n_fft // 2 + 1)
+    fdiff = np.diff(hz)
+    ramps = hz[:, None] - fft_hz[None, :]
+    lower = -ramps[:-2] / fdiff[:-1, None]
+    upper = ramps[2:] / fdiff[1:, None]
+    weights = np.maximum(0, np.minimum(lower, upper))
+    return weights * (2.0 / (hz[2:n_mels + 2] - hz[:n_mels]))[:, None]
+
+
+# ---------------------------------------------------------------------------------------------------
+# registration
+# ---------------------------------------------------------------------------------------------------
+_SR = 24000
+
+
+def _signal(p, dtype, device, gen):
+    return randn(p["shape"], dtype, device, gen)
+
+
+def _stft_inputs(p, dtype, device, gen):
+    return {"x": _signal(p, dtype, device, gen), "n_fft": p["n_fft"], "hop": p["hop"],
+            "win_length": p.get("win_length"), "pad": p.get("pad"), "polar": False,
+            "precision": p.get("precision", "ieee")}
+
+
+def _stft_frames(p):
+    pad = p["n_fft"] // 2 if p.get("pad") is None else p["pad"]
+    return 1 + (p["shape"][-1] + 2 * pad - p["n_fft"]) // p["hop"]
+
+
+def _spec_alloc(inputs):
+    x = inputs["x"]
+    T = 1 + (x.shape[-1] + 2 * (inputs["n_fft"] // 2 if inputs["pad"] is None else inputs["pad"]) - inputs["n_fft"]) \
+        // inputs["hop"]
+    return x.new_empty(x.shape[0], inputs["n_fft"] // 2 + 1, T), x.new_empty(x.shape[0], inputs["n_fft"] // 2 + 1, T)
+
+
+def _dft_flops(p):
+    # 2 real MACs per tap per bin (cos and sin), as a direct DFT / GEMM computes it.
+    B = p["shape"][0]
+    return 4.0 * B * _stft_frames(p) * p["n_fft"] * (p["n_fft"] // 2 + 1)
+
+
+def _stft_bytes(p, itemsize):
+    B, N = p["shape"]
+    return itemsize * (B * N + 2 * B * (p["n_fft"] // 2 + 1) * _stft_frames(p))
+
+
+def _stft_variants():
+    out = []
+    for dt in ("fp32", "fp16", "bf16"):
+        sig = {"x_ptr": f"*{dt}", "cos_ptr": "*fp32", "sin_ptr": "*fp32", "mag_ptr": f"*{dt}", "phase_ptr": f"*{dt}",
+               "N": "i32", "T": "i32", "hop": "i32", "pad": "i32"}
+        for polar in (True, False):
+            out.append(AotVariant(f"_stft_direct_kernel[{dt},n_fft=20,polar={polar}]", _stft_direct_kernel, sig,
+                                  {"N_FFT": 20, "NF": 11, "POLAR": polar, "BLOCK_T": DIRECT_BLOCK_T, "BLOCK_F": 16}))
+            for prec in PRECISIONS:
+                out.append(AotVariant(
+                    f"_stft_gemm_kernel[{dt},n_fft=1024,polar={polar},{prec}]", _stft_gemm_kernel, {**sig, "NF": "i32"},
+                    {"N_FFT": 1024, "POLAR": polar, "PRECISION": prec, "BLOCK_T": STFT_TILE[0],
+                     "BLOCK_F": STFT_TILE[1], "BLOCK_K": STFT_TILE[2]}, num_warps=GEMM_WARPS,
+                    expect_mma=prec == "tf32"))
+    return out
+
+
+_STFT_CASES = [
+    Case({"shape": (2, 97), "n_fft": 20, "hop": 5}),
+    Case({"shape": (1, 1801), "n_fft": 1024, "hop": 256}),
+    Case({"shape": (1, 1500), "n_fft": 1024, "hop": 256, "win_length": 800, "pad": 384}),
+    Case({"shape": (3, 64), "n_fft": 16, "hop": 4, "win_length": 12}),
+    Case({"shape": (1, 72000), "n_fft": 20, "hop": 5}, devices=("cuda",)),
+    Case({"shape": (2, 120011), "n_fft": 1024, "hop": 256}, devices=("cuda",)),
+    Case({"shape": (1, 24000), "n_fft": 1024, "hop": 256, "precision": "tf32"}, devices=("cuda",), dtypes=("float32",)),
+]
+
+register(Kernel(
+    name="stft", family="spectral",
+    doc="X[b,k,t] = Σ_n w[n] x_reflect[b, t·hop + n − pad] e^{−2πikn/n_fft}; periodic Hann; registry checks (Re, Im)",
+    make_inputs=_stft_inputs, alloc_out=_spec_alloc, launch=stft, oracle=stft_oracle, peer=stft_torch,
+    cases=_STFT_CASES, tol_kind="reduction",
+    bench=[BenchShape("Kokoro source STFT 10 s [1, 240000] n_fft 20 hop 5", {"shape": (1, 240000), "n_fft": 20,
+                      "hop": 5}, flops=_dft_flops, bytes=_stft_bytes),
+           BenchShape("speech STFT 10 s @24k [1, 240000] n_fft 1024 hop 256",
+                      {"shape": (1, 240000), "n_fft": 1024, "hop": 256}, flops=_dft_flops, bytes=_stft_bytes),
+           BenchShape("large [16, 480000] n_fft 1024 hop 256", {"shape": (16, 480000), "n_fft": 1024, "hop": 256},
+                      flops=_dft_flops, bytes=_stft_bytes)],
+    variants=_stft_variants,
+))
+
+
+def _istft_len(n_fft, hop, T):
+    return hop * (T - 1) + n_fft - 2 * (n_fft // 2)
+
+
+def _istft_inputs(p, dtype, device, gen):
+    B, NF, T = p["shape"]
+    n_fft = 2 * (NF - 1)
+    return {"magnitude": rand(p["shape"], dtype, device, gen, 0.0, 2.0),
+            "phase": rand(p["shape"], dtype, device, gen, -math.pi, math.pi), "n_fft": n_fft, "hop": p["hop"],
+            "win_length": p.get("win_length"), "precision": p.get("precision", "ieee")}
+
+
+def _istft_alloc(inputs):
+    a = next(v for v in inputs.values() if isinstance(v, torch.Tensor))
+    return a.new_empty(a.shape[0], _istft_len(inputs["n_fft"], inputs["hop"], a.shape[-1]))
+
+
+def _istft_flops(p):
+    # the inverse DFT as a matmul: 2 real MACs (Re·cos, Im·sin) per frame, bin and tap
+    B, C, T = p["shape"]
+    NF = C // 2 if p.get("exp_sin") else C
+    return 4.0 * B * T * NF * 2 * (NF - 1)
+
+
+def _istft_bytes(p, itemsize):
+    B, C, T = p["shape"]
+    NF = C // 2 if p.get("exp_sin") else C
+    reads = B * C * T * (1 if p.get("exp_sin") else 2)
+    return itemsize * (reads + B * _istft_len(2 * (NF - 1), p["hop"], T))
+
+
+def _istft_variants(exp_sin: bool):
+    out = []
+    for dt in ("fp32", "fp16", "bf16"):
+        spec = {"a_ptr": f"*{dt}", "c_ptr": f"*{dt}", "icos_ptr": "*fp32", "isin_ptr": "*fp32"}
+        out.append(AotVariant(f"_istft_gather_kernel[{dt},n_fft=20,exp_sin={exp_sin}]", _istft_gather_kernel,
+                              {**spec, "wsq_ptr": "*fp32", "y_ptr": f"*{dt}", "T": "i32", "L_out": "i32",
+                               "pad": "i32", "hop": "i32", "NF": "i32", "batch_stride": "i64"},
+                              {"N_FFT": 20, "OVERLAP": 4, "EXP_SIN": exp_sin, "BLOCK_Q": ISTFT_BLOCK_Q, "HOP_P": 8,
+                               "BLOCK_F": 16}))
+        for prec in PRECISIONS:
+            out.append(AotVariant(f"_istft_frames_kernel[{dt},n_fft=1024,exp_sin={exp_sin},{prec}]",
+                                  _istft_frames_kernel,
+                                  {**spec, "frames_ptr": "*fp32", "T": "i32", "NF": "i32", "batch_stride": "i64"},
+                                  {"N_FFT": 1024, "EXP_SIN": exp_sin, "PRECISION": prec,
+                                   "BLOCK_T": ISTFT_FRAMES_TILE[0], "BLOCK_N": ISTFT_FRAMES_TILE[1],
+                                   "BLOCK_F": ISTFT_FRAMES_TILE[2]}, num_warps=GEMM_WARPS,
+                                  expect_mma=prec == "tf32"))
+        out.append(AotVariant(f"_overlap_add_kernel[{dt},n_fft=1024]", _overlap_add_kernel,
+                              {"frames_ptr": "*fp32", "wsq_ptr": "*fp32", "y_ptr": f"*{dt}", "T": "i32",
+                               "L_out": "i32", "pad": "i32", "hop": "i32"},
+                              {"N_FFT": 1024, "OVERLAP": 4, "BLOCK_S": OLA_BLOCK_S}))
+    return out
+
+
+register(Kernel(
+    name="istft", family="spectral",
+    doc="y = OLA_t(w · irfft(mag·e^{i·phase})) / OLA_t(w²), centre-trimmed (torch.istft, center=True)",
+    make_inputs=_istft_inputs, alloc_out=_istft_alloc, launch=istft, oracle=istft_oracle, peer=istft_torch,
+    cases=[Case({"shape": (2, 11, 23), "hop": 5}),
+           Case({"shape": (1, 513, 5), "hop": 256}),
+           Case({"shape": (1, 9, 13), "hop": 4, "win_length": 14}),
+           Case({"shape": (2, 11, 48001), "hop": 5}, devices=("cuda",)),
+           Case({"shape": (1, 513, 938), "hop": 256}, devices=("cuda",)),
+           Case({"shape": (2, 513, 301), "hop": 256, "precision": "tf32"}, devices=("cuda",), dtypes=("float32",))],
+    tol_kind="reduction",
+    bench=[BenchShape("iSTFT 10 s [1, 11, 48001] n_fft 20 hop 5", {"shape": (1, 11, 48001), "hop": 5},
+                      flops=_istft_flops, bytes=_istft_bytes),
+           BenchShape("iSTFT 10 s @24k [1, 513, 938] n_fft 1024 hop 256", {"shape": (1, 513, 938), "hop": 256},
+                      flops=_istft_flops, bytes=_istft_bytes),
+           BenchShape("large [16, 11, 96001] n_fft 20 hop 5", {"shape": (16, 11, 96001), "hop": 5},
+                      flops=_istft_flops, bytes=_istft_bytes),
+           BenchShape("large [16, 513, 1876] n_fft 1024 hop 256", {"shape": (16, 513, 1876), "hop": 256},
+                      flops=_istft_flops, bytes=_istft_bytes)],
+    variants=lambda: _istft_variants(False),
+))
+
+
+def _exp_sin_inputs(p, dtype, device, gen):
+    B, C, T = p["shape"]
+    # log-magnitudes around e^-1 (a trained generator's range) and pre-sine phases of a few radians.
+    x = torch.cat([torch.randn(B, C // 2, T, generator=gen) - 1.0, torch.randn(B, C // 2, T, generator=gen) * 3.0], 1)
+    return {"x": x.to(dtype).to(device), "n_fft": C - 2, "hop": p["hop"], "precision": p.get("precision", "ieee")}
+
+
+register(Kernel(
+    name="istft_exp_sin", family="spectral",
+    doc="iSTFTNet generator tail: y = istft(exp(x[:, :F]), sin(x[:, F:])) in one gather kernel",
+    make_inputs=_exp_sin_inputs, alloc_out=_istft_alloc, launch=istft_exp_sin, oracle=istft_exp_sin_oracle,
+    peer=istft_exp_sin_torch,
+    cases=[Case({"shape": (2, 22, 37), "hop": 5}),
+           Case({"shape": (1, 18, 16), "hop": 4}),
+           Case({"shape": (1, 22, 48001), "hop": 5}, devices=("cuda",)),
+           Case({"shape": (3, 22, 9001), "hop": 5}, devices=("cuda",))],
+    tol_kind="reduction",
+    bench=[BenchShape("Kokoro generator tail 10 s [1, 22, 48001]", {"shape": (1, 22, 48001), "hop": 5,
+                      "exp_sin": True}, flops=_istft_flops, bytes=_istft_bytes),
+           BenchShape("large [16, 22, 96001]", {"shape": (16, 22, 96001), "hop": 5, "exp_sin": True},
+                      flops=_istft_flops, bytes=_istft_bytes)],
+    variants=lambda: _istft_variants(True),
+))
+
+
+def _mel_inputs(p, dtype, device, gen):
+    NF = p["n_fft"] // 2 + 1
+    if p.get("filterbank", "slaney") == "slaney":
+        fb = torch.tensor(slaney_mel_filterbank(_SR, p["n_fft"], p["n_mels"]), dtype=torch.float32)
+    else:
+        fb = torch.rand(p["n_mels"], NF, generator=gen) * 0.05
+    return {"x": _signal(p, dtype, device, gen) * 0.1, "mel_basis": fb.to(device), "n_fft": p["n_fft"],
+            "hop": p["hop"], "win_length": p.get("win_length"), "pad": p.get("pad"), "magnitude": p["magnitude"],
+            "mag_eps": 1e-9, "eps": 1e-5, "precision": p.get("precision", "ieee")}
+
+
+def _mel_alloc(inputs):
+    x = inputs["x"]
+    p = {"shape": tuple(x.shape), "n_fft": inputs["n_fft"], "hop": inputs["hop"], "pad": inputs["pad"]}
+    return x.new_empty(x.shape[0], inputs["mel_basis"].shape[0], _stft_frames(p))
+
+
+def _mel_flops(p):
+    return _dft_flops(p) + 2.0 * p["shape"][0] * _stft_frames(p) * p["n_mels"] * (p["n_fft"] // 2 + 1)
+
+
+def _mel_bytes(p, itemsize):
+    B, N = p["shape"]
+    return itemsize * (B * N + B * p["n_mels"] * _stft_frames(p)) + 4 * p["n_mels"] * (p["n_fft"] // 2 + 1)
+
+
+def _mel_variants(magnitude: bool):
+    return [AotVariant(f"_mel_kernel[{dt},magnitude={magnitude},{prec},block_t={bt}]", _mel_kernel,
+                       {"x_ptr": f"*{dt}", "cos_ptr": "*fp32", "sin_ptr": "*fp32", "mel_ptr": "*fp32",
+                        "out_ptr": f"*{dt}", "N": "i32", "T": "i32", "hop": "i32", "pad": "i32", "NF": "i32",
+                        "NM": "i32", "mag_eps": "fp32", "log_eps": "fp32"},
+                       {"N_FFT": 1024, "MAGNITUDE": magnitude, "PRECISION": prec, "BLOCK_T": bt, "BLOCK_F": bf,
+                        "BLOCK_K": MEL_BLOCK_K, "BLOCK_M": MEL_BLOCK_M},
+                       num_warps=GEMM_WARPS, expect_mma=prec == "tf32")
+            for dt in ("fp32", "fp16", "bf16") for prec in PRECISIONS for bt, bf in MEL_TILES]
+
+
+# BigVGAN's convention: reflect pad (n_fft − hop)/2 per side, no centring.
+_BIGVGAN = {"n_fft": 1024, "hop": 256, "pad": 384}
+_MEL_CASES = [
+    Case({"shape": (1, 2000), **_BIGVGAN, "n_mels": 100, "filterbank": "slaney"}),
+    Case({"shape": (2, 700), "n_fft": 64, "hop": 16, "n_mels": 20, "filterbank": "random"}),
+    Case({"shape": (1, 1201), "n_fft": 256, "hop": 64, "win_length": 200, "n_mels": 129, "filterbank": "slaney"}),
+    Case({"shape": (1, 240000), **_BIGVGAN, "n_mels": 100, "filterbank": "slaney"}, devices=("cuda",)),
+    Case({"shape": (2, 44100), "n_fft": 2048, "hop": 512, "n_mels": 128, "filterbank": "random"}, devices=("cuda",)),
+    # tf32 (~1e-3 relative per bin) on the dense random filterbank: a Slaney band of 2-3 low bins that happen to be
+    # near zero turns that absolute error into a large log error, which says nothing about the kernel.
+    Case({"shape": (1, 48000), **_BIGVGAN, "n_mels": 100, "filterbank": "random", "precision": "tf32"},
+         devices=("cuda",), dtypes=("float32",)),
+]
+_MEL_BENCH = [("BigVGAN mel 10 s @24k [1, 240000] n_fft 1024 hop 256 100 mels",
+               {"shape": (1, 240000), **_BIGVGAN, "n_mels": 100}),
+              ("large [16, 480000] n_fft 1024 hop 256 100 mels", {"shape": (16, 480000), **_BIGVGAN, "n_mels": 100})]
+
+for _name, _magnitude in (("mel_spectrogram", False), ("mel_spectrogram_magnitude", True)):
+    register(Kernel(
+        name=_name, family="spectral",
+        doc="log(max(M · S, eps)), S = " + ("sqrt(Re² + Im² + mag_eps)" if _magnitude else "Re² + Im²")
+            + " of the reflect-padded periodic-Hann STFT; M [n_mels, F]",
+        make_inputs=lambda p, dt, dev, g: _mel_inputs(p, dt, dev, g),
+        alloc_out=_mel_alloc, launch=mel_spectrogram, oracle=mel_oracle, peer=mel_torch,
+        cases=[Case({**c.params, "magnitude": _magnitude}, c.devices, c.dtypes) for c in _MEL_CASES],
+        tol_kind="reduction",
+        bench=[BenchShape(label, {**p, "magnitude": _magnitude}, flops=_mel_flops, bytes=_mel_bytes)
+               for label, p in _MEL_BENCH],
+        variants=lambda m=_magnitude: _mel_variants(m),
+    ))
+
+
+def _source_inputs(p, dtype, device, gen):
+    B, T, K = p["batch"], p["frames"] * p["upsample"], p["harmonics"]
+    # F0 in Hz, 80..400 voiced with unvoiced stretches (0 Hz) between, as a pitch tracker gives; held per
+    # frame and slightly jittered, so the frame-rate resampling matters.
+    per_frame = torch.rand(B, p["frames"], generator=gen) * 320 + 80
+    per_frame[torch.rand(B, p["frames"], generator=gen) < 0.25] = 0.0
+    f0 = per_frame.repeat_interleave(p["upsample"], 1) + torch.randn(B, T, generator=gen) * (per_frame.repeat_interleave(
+        p["upsample"], 1) > 0)
+    rand_ini = torch.rand(B, K, generator=gen)
+    rand_ini[:, 0] = 0
+    noise = torch.randn(B, K, T, generator=gen).transpose(1, 2)
+    return {"f0": f0[..., None].to(dtype).to(device), "merge_weight": (torch.randn(1, K, generator=gen) * 0.3).to(
+                dtype).to(device),
+            "merge_bias": (torch.randn(1, generator=gen) * 0.1).to(dtype).to(device),
+            "rand_ini": rand_ini.to(dtype).to(device), "noise": noise.to(dtype).to(device),
+            "sample_rate": _SR, "upsample_scale": p["upsample"], "sine_amp": 0.1, "noise_std": 0.003,
+            "voiced_threshold": 10.0}
+
+
+def _source_flops(p):
+    return p["batch"] * p["frames"] * p["upsample"] * p["harmonics"] * 12.0
+
+
+def _source_bytes(p, itemsize):
+    T = p["frames"] * p["upsample"]
+    return itemsize * p["batch"] * T * (2 + p["harmonics"])
+
+
+def _source_variants():
+    return [AotVariant("_source_phase_scan_kernel[fp32]", _source_phase_scan_kernel,
+                       {"f0_ptr": "*fp32", "rand_ptr": "*fp32", "cyc_ptr": "*fp64", "T": "i32", "L": "i32",
+                        "scale": "fp32", "sample_rate": "fp32", "K": "i32"},
+                       {"BLOCK_L": SCAN_BLOCK_L, "BLOCK_K": 16}),
+            AotVariant("_harmonic_source_kernel[fp32]", _harmonic_source_kernel,
+                       {"f0_ptr": "*fp32", "cyc_ptr": "*fp64", "noise_ptr": "*fp32", "w_ptr": "*fp32",
+                        "bias_ptr": "*fp32", "y_ptr": "*fp32", "T": "i32", "L": "i32", "scale": "fp32", "K": "i32",
+                        "ns_b": "i64", "ns_t": "i64", "ns_k": "i64", "sine_amp": "fp32", "noise_std": "fp32",
+                        "threshold": "fp32"},
+                       {"BLOCK_T": SOURCE_BLOCK_T, "BLOCK_K": 16})]
+
+
+register(Kernel(
+    name="harmonic_source", family="spectral",
+    doc="tanh(w · (sin(2π·U·lerp(cumsum(lerp(frac(f0·k/sr))))) ·amp·uv + noise_amp·noise) + b), draws injected",
+    make_inputs=_source_inputs, alloc_out=lambda i: torch.empty_like(i["f0"]), launch=harmonic_source,
+    oracle=harmonic_source_oracle, peer=harmonic_source_torch,
+    cases=[Case({"batch": 2, "frames": 5, "upsample": 30, "harmonics": 9}),
+           Case({"batch": 1, "frames": 4, "upsample": 300, "harmonics": 9}),
+           Case({"batch": 1, "frames": 7, "upsample": 7, "harmonics": 3}),
+           Case({"batch": 1, "frames": 800, "upsample": 300, "harmonics": 9}, devices=("cuda",)),
+           Case({"batch": 3, "frames": 211, "upsample": 300, "harmonics": 9}, devices=("cuda",))],
+    dtypes=("float32",),
+    bench=[BenchShape("Kokoro harmonic source 10 s [1, 240000, 9]",
+                      {"batch": 1, "frames": 800, "upsample": 300, "harmonics": 9},
+                      flops=_source_flops, bytes=_source_bytes),
+           BenchShape("large [16, 480000, 9]", {"batch": 16, "frames": 1600, "upsample": 300, "harmonics": 9},
+                      flops=_source_flops, bytes=_source_bytes)],
+    variants=_source_variants,
+))
