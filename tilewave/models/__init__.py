@@ -1,0 +1,1 @@
+"""Models built from tilewave.ops: Kokoro-82M (TTS) and the vocoders."""
