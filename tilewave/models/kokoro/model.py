@@ -87,17 +87,10 @@ class KokoroModel(nn.Module):
             raise InputError(f"speed must be a positive finite number, got {speed!r}")
 
     @torch.no_grad()
-    def forward(self, input_ids: torch.Tensor, ref_s: torch.Tensor, speed: float = 1.0,
-                generator: torch.Generator | None = None, profile=None,
-                keep_intermediates: bool = False, durations: torch.Tensor | None = None) -> KokoroOutput:
-        """input_ids [1, N+2] (already wrapped with 0s), ref_s [1, 256] -> KokoroOutput.
-
-        generator: the source of the harmonic source's random draws (None: torch's global RNG, as the
-        official model). profile: any object whose .stage(name) returns a context manager, entered
-        around each of STAGES. keep_intermediates: also return every stage's output (for parity tests).
-        durations: frames per token [N+2] to use instead of the predicted ones (e.g. to align with
-        another model's timing); speed then has no effect.
-        """
+    def features(self, input_ids: torch.Tensor, ref_s: torch.Tensor, speed: float = 1.0, profile=None,
+                 durations: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+        """Everything before the iSTFTNet generator: a dict with each stage's output, "durations" [N+2]
+        and "decoder" (the generator's input [1, 512, 2 x frames]). Arguments as for forward()."""
         self._check_inputs(input_ids, ref_s, speed)
         if durations is not None:
             durations = torch.as_tensor(durations)
@@ -105,12 +98,10 @@ class KokoroModel(nn.Module):
                     or int(durations.sum()) < 1:
                 raise InputError(f"durations must be non-negative integers (not all 0), one per token "
                                  f"({input_ids.shape[1]}), got {durations.dtype} {tuple(durations.shape)}")
-        stage = profile.stage if profile is not None else (lambda name: contextlib.nullcontext())
-        keep: dict[str, torch.Tensor] = {}
+        stage = _stages(profile)
         ids = input_ids.to(self.device)
         ref_s = ref_s.to(self.device, torch.float32)
         s_pro, s_dec = ref_s[:, self.cfg.style_dim:], ref_s[:, :self.cfg.style_dim]
-
         with stage("albert"):
             bert = self.bert(ids)
             d_en = self.bert_encoder(bert)
@@ -124,13 +115,33 @@ class KokoroModel(nn.Module):
             asr = self.text_encoder(ids).repeat_interleave(dur, dim=-1)
         with stage("decoder"):
             x = self.decoder.features(asr, f0, n, s_dec)
+        return {"bert": bert, "d_en": d_en, "d": d, "duration_logits": logits, "durations": dur, "en": en,
+                "F0": f0, "N": n, "asr": asr, "decoder": x}
+
+    @torch.no_grad()
+    def forward(self, input_ids: torch.Tensor, ref_s: torch.Tensor, speed: float = 1.0,
+                generator: torch.Generator | None = None, profile=None,
+                keep_intermediates: bool = False, durations: torch.Tensor | None = None) -> KokoroOutput:
+        """input_ids [1, N+2] (already wrapped with 0s), ref_s [1, 256] -> KokoroOutput.
+
+        generator: the source of the harmonic source's random draws (None: torch's global RNG, as the
+        official model). profile: any object whose .stage(name) returns a context manager, entered
+        around each of STAGES. keep_intermediates: also return every stage's output (for parity tests).
+        durations: frames per token [N+2] to use instead of the predicted ones (e.g. to align with
+        another model's timing); speed then has no effect.
+        """
+        f = self.features(input_ids, ref_s, speed, profile, durations)
+        stage = _stages(profile)
+        s_dec = ref_s.to(self.device, torch.float32)[:, :self.cfg.style_dim]
         gen = self.decoder.generator
         with stage("generator"):
-            har = gen.source(f0, generator)
-            spec = gen.spectrum(x, s_dec, har)
+            har = gen.source(f["F0"], generator)
+            spec = gen.spectrum(f["decoder"], s_dec, har)
         with stage("istft"):
             audio = spectral.istft_exp_sin(spec, self.cfg.gen_istft_n_fft, self.cfg.gen_istft_hop_size)
-        if keep_intermediates:
-            keep = {"bert": bert, "d_en": d_en, "d": d, "duration_logits": logits, "en": en, "F0": f0, "N": n,
-                    "asr": asr, "decoder": x, "har": har, "spectrum": spec}
-        return KokoroOutput(audio=audio[0], durations=dur, intermediates=keep)
+        keep = dict(f, har=har, spectrum=spec) if keep_intermediates else {}
+        return KokoroOutput(audio=audio[0], durations=f["durations"], intermediates=keep)
+
+
+def _stages(profile):
+    return profile.stage if profile is not None else (lambda name: contextlib.nullcontext())
