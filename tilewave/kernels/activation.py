@@ -3,7 +3,8 @@
 snake1d     y = x + sin(a_c·x)² / (a_c + 1e-9)                 x [B, C, L] or [C, L], a [C]
 snakebeta   y = x + sin(a_c·x)² / (b_c + 1e-9)                 a = exp(α), b = exp(β) when log_scale
 leaky_relu  y = x > 0 ? x : slope·x                             slope a runtime scalar
-gelu_erf    y = 0.5·x·(1 + erf(x/√2))                           exact form (the tanh form shifts durations)
+gelu_erf    y = 0.5·x·(1 + erf(x/√2))                           exact form
+gelu_tanh   y = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))      BERT/ALBERT "gelu_new" (Kokoro's ALBERT)
 clamp_scalar y = min(max(x, lo), hi)                            lo, hi runtime scalars
 upsample_nearest1d  out[..., c, t] = x[..., c, t // factor]
 
@@ -67,6 +68,18 @@ def _gelu_erf_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     mask = offs < n
     x = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
     y = 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476))
+    tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _gelu_tanh_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
+    u = 0.7978845608028654 * (x + 0.044715 * x * x * x)
+    # tanh(u) = 1 - 2 / (exp(2u) + 1): saturates to +-1 without inf/inf, and runs in the interpreter
+    t = 1.0 - 2.0 / (tl.exp(2.0 * u) + 1.0)
+    y = 0.5 * x * (1.0 + t)
     tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
@@ -140,6 +153,10 @@ def gelu_erf(x, out=None):
     return _flat_launch(_gelu_erf_kernel, x, out)
 
 
+def gelu_tanh(x, out=None):
+    return _flat_launch(_gelu_tanh_kernel, x, out)
+
+
 def clamp_scalar(x, lo: float, hi: float, out=None):
     if not lo <= hi:
         raise ValueError(f"clamp_scalar: lo ({lo}) must be <= hi ({hi})")
@@ -183,6 +200,10 @@ def snake_oracle(x, alpha, beta=None, log_scale=False):
 
 def gelu_erf_oracle(x):
     return 0.5 * x * (1 + torch.special.erf(x / math.sqrt(2)))
+
+
+def gelu_tanh_oracle(x):
+    return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -286,6 +307,14 @@ register(Kernel(
     peer=lambda x: F.gelu(x, approximate="none"),
     cases=_EW_CASES, bench=_bench(10),
     variants=lambda: _ew_variants(_gelu_erf_kernel, {"n": "i64"}, 8, BLOCK=ELEMENTWISE_BLOCK),
+))
+
+register(Kernel(
+    name="gelu_tanh", family="activation", doc="y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))",
+    make_inputs=_shape_inputs, alloc_out=_like_x, launch=gelu_tanh, oracle=gelu_tanh_oracle,
+    peer=lambda x: F.gelu(x, approximate="tanh"),
+    cases=_EW_CASES, bench=_bench(14),
+    variants=lambda: _ew_variants(_gelu_tanh_kernel, {"n": "i64"}, 8, BLOCK=ELEMENTWISE_BLOCK),
 ))
 
 register(Kernel(

@@ -30,7 +30,8 @@ def gelu_erf(x: torch.Tensor):
 
 def gelu_tanh(x: torch.Tensor):
     """GELU's tanh approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), BERT/ALBERT's "gelu_new"."""
-    use_triton("gelu_tanh", x, supported=False, reason="no Triton kernel yet")
+    if use_triton("gelu_tanh", x, supported=x.is_contiguous()):
+        return K.gelu_tanh(x)
     # Written out (not F.gelu(approximate="tanh")) to round exactly like the reference ALBERT's "gelu_new".
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
 
