@@ -261,17 +261,26 @@ def _read_onnx(path: Path):
 def load_onnx(path: str | os.PathLike, expected: dict[str, torch.Size]) -> dict[str, torch.Tensor]:
     """Dequantize the Kokoro int8 ONNX export at `path` into the folded official layout."""
     path = Path(path)
-    g = _Graph(_read_onnx(path))
-    tensors = _onnx_tensors(g)
-    out: dict[str, torch.Tensor] = {}
-    for name, shape in expected.items():
-        if name in tensors:
-            out[name] = torch.from_numpy(np.array(tensors[name], dtype=np.float32)).reshape(shape)
-        elif re.search(r"\.norm\.(weight|bias)$", name):
-            # InstanceNorm affine inside AdaIN: not exported, i.e. identity.
-            out[name] = torch.ones(shape) if name.endswith("weight") else torch.zeros(shape)
+    try:
+        tensors = _onnx_tensors(_Graph(_read_onnx(path)))
+    except WeightsError as e:
+        raise WeightsError(f"{path}: {e}") from e
+    except (AttributeError, IndexError, KeyError, TypeError, ValueError) as e:
+        raise WeightsError(f"{path}: not the Kokoro-82M int8 ONNX export (its graph does not have the expected "
+                           f"quantized structure: {type(e).__name__}: {e})") from e
+    out = {name: torch.from_numpy(np.array(tensors[name], dtype=np.float32)).reshape(shape)
+           for name, shape in expected.items() if name in tensors}
+    _fill_identity_norms(out, expected)
     check_weights(out, expected, path)
     return out
+
+
+def _fill_identity_norms(weights: dict[str, torch.Tensor], expected: dict[str, torch.Size]) -> None:
+    """The affine weight/bias of the InstanceNorms inside AdaIN, where a file lacks them: identity (1, 0).
+    (StyleTTS2 trained them with affine=False; Kokoro's code declares them only to please an exporter.)"""
+    for name, shape in expected.items():
+        if name not in weights and re.search(r"\.norm\.(weight|bias)$", name):
+            weights[name] = torch.ones(shape) if name.endswith("weight") else torch.zeros(shape)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -305,6 +314,7 @@ def load_official_pth(path: str | os.PathLike, expected: dict[str, torch.Size]) 
         elif not name.endswith(".weight_g") and not name.startswith("bert.pooler."):
             out[name] = value.float() if value.is_floating_point() else value
     out = {k: v for k, v in out.items() if k in expected}
+    _fill_identity_norms(out, expected)
     check_weights(out, expected, path)
     return out
 
