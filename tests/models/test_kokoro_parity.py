@@ -58,7 +58,7 @@ def _compare_generator(ours, official, ref, s_dec, seed, frames):
     har = gen.source(f0, g)
     spec = gen.spectrum(x, s_dec, har)
     audio = spectral.istft_exp_sin(spec, 20, 5)[0]
-    assert torch.equal(har[:, :11] > 0, want["har"][:, :11] > 0)
+    assert _rel(har[:, :11], want["har"][:, :11]) < 1e-4  # source magnitudes (phases may flip by 2 pi)
     assert _rel(spec, want["spectrum"]) < 1e-4
     err = _rel(audio, want["audio"])
     assert err < 1e-3, f"generator waveform relative L2 {err:.2e}"
