@@ -103,6 +103,7 @@ def test_every_parameter_filled_finite_and_identity_norms(kokoro_weights):
     for name, w in kokoro_weights.items():
         assert w.dtype == torch.float32 and tuple(w.shape) == tuple(expected[name]), name
         assert torch.isfinite(w).all(), name
+        assert w.is_contiguous(), name  # the ONNX stores Linear/LSTM weights transposed
         if name.endswith(".norm.weight"):  # InstanceNorm affine, absent from the export
             assert torch.equal(w, torch.ones_like(w)), name
     # weights that only the ONNX nodes identify (no PyTorch name in the graph) must be real values

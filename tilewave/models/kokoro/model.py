@@ -59,7 +59,8 @@ class KokoroModel(nn.Module):
         W.check_weights(weights, cls.expected_shapes(), "weights dict")
         with torch.device("meta"):
             model = cls()
-        model.load_state_dict(weights, strict=True, assign=True)
+        # contiguous: the Triton kernels behind tilewave.ops take dense row-major weights
+        model.load_state_dict({k: v.contiguous() for k, v in weights.items()}, strict=True, assign=True)
         return model.to(device=device, dtype=torch.float32).eval().requires_grad_(False)
 
     @property

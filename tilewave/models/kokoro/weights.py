@@ -268,7 +268,7 @@ def load_onnx(path: str | os.PathLike, expected: dict[str, torch.Size]) -> dict[
     except (AttributeError, IndexError, KeyError, TypeError, ValueError) as e:
         raise WeightsError(f"{path}: not the Kokoro-82M int8 ONNX export (its graph does not have the expected "
                            f"quantized structure: {type(e).__name__}: {e})") from e
-    out = {name: torch.from_numpy(np.array(tensors[name], dtype=np.float32)).reshape(shape)
+    out = {name: torch.from_numpy(np.array(tensors[name], dtype=np.float32, order="C")).reshape(shape)
            for name, shape in expected.items() if name in tensors}
     _fill_identity_norms(out, expected)
     check_weights(out, expected, path)
