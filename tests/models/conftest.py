@@ -1,0 +1,24 @@
+"""Kokoro weights are dequantized once per session (about 10 s on one core) and shared by the tests."""
+import pytest
+import torch
+
+from tilewave.models.kokoro import KokoroModel
+from tilewave.models.kokoro import weights as W
+
+# The GPU machine runs the same parity on CUDA; the CUDA case is marked so that CI can deselect it.
+DEVICES = ["cpu"] + ([pytest.param("cuda", marks=pytest.mark.cuda)] if torch.cuda.is_available() else [])
+
+
+@pytest.fixture(scope="session")
+def kokoro_weights():
+    return W.load_weights(None, KokoroModel.expected_shapes())
+
+
+@pytest.fixture(scope="session")
+def official_pth(kokoro_weights, tmp_path_factory):
+    return W.save_official_layout(kokoro_weights, tmp_path_factory.mktemp("kokoro") / "kokoro-dequantized.pth")
+
+
+@pytest.fixture(scope="session")
+def kokoro_cpu(kokoro_weights):
+    return KokoroModel.from_weights(kokoro_weights, "cpu")

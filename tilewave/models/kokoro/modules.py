@@ -1,0 +1,394 @@
+"""Kokoro-82M building blocks: torch Modules that hold the parameters (named as in the official KModel,
+weight norm folded) and compute through tilewave.ops, so that each op runs its Triton kernel on CUDA.
+
+Layouts: channels-first [B, C, T] between convs, batch-first [B, T, C] around LSTMs and ALBERT.
+Batch 1 is what the engine runs; nothing here masks padding (Kokoro's official forward builds an
+all-valid mask for one utterance, which makes its masks and packed sequences no-ops).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from tilewave.ops import activation as act
+from tilewave.ops import attention, conv, norm, rnn, spectral
+from tilewave.models.kokoro.config import KokoroConfig
+
+# The official residual blocks scale by torch.rsqrt(torch.tensor(2)) in float32; the same constant here.
+_INV_SQRT2 = float(torch.rsqrt(torch.tensor(2.0)))
+
+
+class Conv1d(nn.Module):
+    def __init__(self, c_in: int, c_out: int, kernel: int, stride: int = 1, padding: int = 0,
+                 dilation: int = 1, groups: int = 1, bias: bool = True):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(c_out, c_in // groups, kernel))
+        self.bias = nn.Parameter(torch.empty(c_out)) if bias else None
+        self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
+
+    def forward(self, x):
+        return conv.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class ConvTranspose1d(nn.Module):
+    def __init__(self, c_in: int, c_out: int, kernel: int, stride: int, padding: int = 0,
+                 output_padding: int = 0, groups: int = 1):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(c_in, c_out // groups, kernel))
+        self.bias = nn.Parameter(torch.empty(c_out))
+        self.stride, self.padding, self.output_padding, self.groups = stride, padding, output_padding, groups
+
+    def forward(self, x):
+        return conv.conv1d_transpose(x, self.weight, self.bias, self.stride, self.padding,
+                                     self.output_padding, self.groups)
+
+
+class BiLSTM(nn.Module):
+    """One bidirectional layer, parameters named like torch.nn.LSTM's."""
+
+    def __init__(self, c_in: int, hidden: int):
+        super().__init__()
+        for suffix in ("", "_reverse"):
+            self.register_parameter(f"weight_ih_l0{suffix}", nn.Parameter(torch.empty(4 * hidden, c_in)))
+            self.register_parameter(f"weight_hh_l0{suffix}", nn.Parameter(torch.empty(4 * hidden, hidden)))
+            self.register_parameter(f"bias_ih_l0{suffix}", nn.Parameter(torch.empty(4 * hidden)))
+            self.register_parameter(f"bias_hh_l0{suffix}", nn.Parameter(torch.empty(4 * hidden)))
+
+    def forward(self, x):  # [B, T, I] -> [B, T, 2H]
+        return rnn.lstm(x, [
+            (self.weight_ih_l0, self.weight_hh_l0, self.bias_ih_l0, self.bias_hh_l0),
+            (self.weight_ih_l0_reverse, self.weight_hh_l0_reverse, self.bias_ih_l0_reverse,
+             self.bias_hh_l0_reverse)])
+
+
+class LayerNorm(nn.Module):
+    def __init__(self, channels: int, eps: float = 1e-5):
+        super().__init__()
+        self.weight, self.bias, self.eps = nn.Parameter(torch.ones(channels)), nn.Parameter(torch.zeros(channels)), eps
+
+    def forward(self, x):  # channels-last
+        return norm.layer_norm(x, self.weight, self.bias, self.eps)
+
+
+# ---------------------------------------------------------------------------------------------------
+# ALBERT ("PLBERT")
+# ---------------------------------------------------------------------------------------------------
+class AlbertEmbeddings(nn.Module):
+    def __init__(self, cfg: KokoroConfig):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(cfg.n_token, cfg.albert_embedding)
+        self.position_embeddings = nn.Embedding(cfg.albert_positions, cfg.albert_embedding)
+        self.token_type_embeddings = nn.Embedding(2, cfg.albert_embedding)
+        self.LayerNorm = LayerNorm(cfg.albert_embedding, cfg.albert_ln_eps)
+
+    def forward(self, ids):
+        T = ids.shape[1]
+        x = self.word_embeddings(ids) + self.token_type_embeddings.weight[0]
+        x = x + self.position_embeddings.weight[:T]
+        return self.LayerNorm(x)
+
+
+class AlbertAttention(nn.Module):
+    def __init__(self, cfg: KokoroConfig):
+        super().__init__()
+        H = cfg.albert_hidden
+        self.heads = cfg.albert_heads
+        self.query, self.key, self.value, self.dense = (nn.Linear(H, H) for _ in range(4))
+        self.LayerNorm = LayerNorm(H, cfg.albert_ln_eps)
+
+    def forward(self, x):
+        B, T, H = x.shape
+        split = lambda t: t.view(B, T, self.heads, H // self.heads).transpose(1, 2)  # noqa: E731
+        ctx = attention.sdpa_bidirectional(split(self.query(x)), split(self.key(x)), split(self.value(x)),
+                                           scale=1.0 / math.sqrt(H // self.heads))
+        return self.LayerNorm(x + self.dense(ctx.transpose(1, 2).reshape(B, T, H)))
+
+
+class AlbertLayer(nn.Module):
+    def __init__(self, cfg: KokoroConfig):
+        super().__init__()
+        self.attention = AlbertAttention(cfg)
+        self.ffn = nn.Linear(cfg.albert_hidden, cfg.albert_ffn)
+        self.ffn_output = nn.Linear(cfg.albert_ffn, cfg.albert_hidden)
+        self.full_layer_layer_norm = LayerNorm(cfg.albert_hidden, cfg.albert_ln_eps)
+
+    def forward(self, x):
+        a = self.attention(x)
+        return self.full_layer_layer_norm(a + self.ffn_output(act.gelu_tanh(self.ffn(a))))
+
+
+class AlbertLayerGroup(nn.Module):
+    def __init__(self, cfg: KokoroConfig):
+        super().__init__()
+        self.albert_layers = nn.ModuleList([AlbertLayer(cfg)])
+
+
+class AlbertEncoder(nn.Module):
+    def __init__(self, cfg: KokoroConfig):
+        super().__init__()
+        self.embedding_hidden_mapping_in = nn.Linear(cfg.albert_embedding, cfg.albert_hidden)
+        self.albert_layer_groups = nn.ModuleList([AlbertLayerGroup(cfg)])
+        self.n_layers = cfg.albert_layers
+
+    def forward(self, x):
+        x = self.embedding_hidden_mapping_in(x)
+        layer = self.albert_layer_groups[0].albert_layers[0]
+        for _ in range(self.n_layers):  # one set of weights, applied n_layers times
+            x = layer(x)
+        return x
+
+
+class Albert(nn.Module):
+    def __init__(self, cfg: KokoroConfig):
+        super().__init__()
+        self.embeddings = AlbertEmbeddings(cfg)
+        self.encoder = AlbertEncoder(cfg)
+
+    def forward(self, ids):  # [B, T] -> [B, T, 768]
+        return self.encoder(self.embeddings(ids))
+
+
+# ---------------------------------------------------------------------------------------------------
+# style-conditioned normalisation and residual blocks
+# ---------------------------------------------------------------------------------------------------
+class InstanceNormAffine(nn.Module):
+    """The official InstanceNorm1d(affine=True) inside AdaIN: its weight/bias are folded into AdaIN's."""
+
+    def __init__(self, channels: int):
+        super().__init__()
+        self.weight, self.bias = nn.Parameter(torch.ones(channels)), nn.Parameter(torch.zeros(channels))
+
+
+class AdaIN1d(nn.Module):
+    def __init__(self, style_dim: int, channels: int):
+        super().__init__()
+        self.norm = InstanceNormAffine(channels)
+        self.fc = nn.Linear(style_dim, 2 * channels)
+
+    def forward(self, x, s):  # (1 + gamma) * (w * IN(x) + b) + beta
+        gamma, beta = self.fc(s).chunk(2, dim=1)
+        g = 1 + gamma
+        return norm.adain1d(x, g * self.norm.weight, g * self.norm.bias + beta)
+
+
+class AdaLayerNorm(nn.Module):
+    def __init__(self, style_dim: int, channels: int):
+        super().__init__()
+        self.fc = nn.Linear(style_dim, 2 * channels)
+
+    def forward(self, x, s):  # x [B, T, C]
+        gamma, beta = self.fc(s).chunk(2, dim=1)
+        return norm.ada_layer_norm(x, 1 + gamma, beta)
+
+
+class AdainResBlk1d(nn.Module):
+    """(AdaIN -> LeakyReLU 0.2 -> [x2 depthwise transposed conv] -> conv3 -> AdaIN -> LeakyReLU -> conv3
+    + [nearest x2 ->] [conv1x1] shortcut) / sqrt(2)."""
+
+    def __init__(self, dim_in: int, dim_out: int, style_dim: int, upsample: bool = False):
+        super().__init__()
+        self.upsample = upsample
+        self.conv1 = Conv1d(dim_in, dim_out, 3, padding=1)
+        self.conv2 = Conv1d(dim_out, dim_out, 3, padding=1)
+        self.norm1 = AdaIN1d(style_dim, dim_in)
+        self.norm2 = AdaIN1d(style_dim, dim_out)
+        self.conv1x1 = Conv1d(dim_in, dim_out, 1, bias=False) if dim_in != dim_out else None
+        self.pool = ConvTranspose1d(dim_in, dim_in, 3, 2, 1, 1, groups=dim_in) if upsample else None
+
+    def forward(self, x, s):
+        r = act.leaky_relu(self.norm1(x, s), 0.2)
+        if self.pool is not None:
+            r = self.pool(r)
+        r = self.conv2(act.leaky_relu(self.norm2(self.conv1(r), s), 0.2))
+        sc = act.upsample_nearest1d(x, 2) if self.upsample else x
+        if self.conv1x1 is not None:
+            sc = self.conv1x1(sc)
+        return (r + sc) * _INV_SQRT2
+
+
+class AdaINResBlock1(nn.Module):
+    """HiFi-GAN resblock with AdaIN and snake: x += conv2(snake(AdaIN(conv1_d(snake(AdaIN(x)))))) for d."""
+
+    def __init__(self, channels: int, kernel: int, dilations, style_dim: int):
+        super().__init__()
+        self.convs1 = nn.ModuleList([Conv1d(channels, channels, kernel, padding=d * (kernel - 1) // 2, dilation=d)
+                                     for d in dilations])
+        self.convs2 = nn.ModuleList([Conv1d(channels, channels, kernel, padding=(kernel - 1) // 2)
+                                     for _ in dilations])
+        self.adain1 = nn.ModuleList([AdaIN1d(style_dim, channels) for _ in dilations])
+        self.adain2 = nn.ModuleList([AdaIN1d(style_dim, channels) for _ in dilations])
+        self.alpha1 = nn.ParameterList([nn.Parameter(torch.ones(1, channels, 1)) for _ in dilations])
+        self.alpha2 = nn.ParameterList([nn.Parameter(torch.ones(1, channels, 1)) for _ in dilations])
+
+    def forward(self, x, s):
+        for c1, c2, n1, n2, a1, a2 in zip(self.convs1, self.convs2, self.adain1, self.adain2, self.alpha1, self.alpha2):
+            xt = c1(act.snake(n1(x, s), a1.view(-1)))
+            xt = c2(act.snake(n2(xt, s), a2.view(-1)))
+            x = xt + x
+        return x
+
+
+# ---------------------------------------------------------------------------------------------------
+# prosody predictor and acoustic text encoder
+# ---------------------------------------------------------------------------------------------------
+class DurationEncoder(nn.Module):
+    def __init__(self, cfg: KokoroConfig):
+        super().__init__()
+        d, sd = cfg.hidden_dim, cfg.style_dim
+        self.lstms = nn.ModuleList()
+        for _ in range(cfg.n_layer):
+            self.lstms.append(BiLSTM(d + sd, d // 2))
+            self.lstms.append(AdaLayerNorm(sd, d))
+
+    def forward(self, x, s):  # x [B, T, 512], s [B, 128] -> [B, T, 640]
+        s_t = s[:, None, :].expand(-1, x.shape[1], -1)
+        x = torch.cat([x, s_t], dim=-1)
+        for lstm, ada in zip(self.lstms[0::2], self.lstms[1::2]):
+            x = torch.cat([ada(lstm(x), s), s_t], dim=-1)
+        return x
+
+
+class ProsodyPredictor(nn.Module):
+    def __init__(self, cfg: KokoroConfig):
+        super().__init__()
+        d, sd = cfg.hidden_dim, cfg.style_dim
+        self.text_encoder = DurationEncoder(cfg)
+        self.lstm = BiLSTM(d + sd, d // 2)
+        self.duration_proj = nn.Module()
+        self.duration_proj.linear_layer = nn.Linear(d, cfg.max_dur)
+        self.shared = BiLSTM(d + sd, d // 2)
+        for branch in ("F0", "N"):
+            setattr(self, branch, nn.ModuleList([
+                AdainResBlk1d(d, d, sd), AdainResBlk1d(d, d // 2, sd, upsample=True),
+                AdainResBlk1d(d // 2, d // 2, sd)]))
+        self.F0_proj = Conv1d(d // 2, 1, 1)
+        self.N_proj = Conv1d(d // 2, 1, 1)
+
+    def durations(self, d_en, s, speed: float):
+        """d_en [B, T, 512] -> (d [B, T, 640], logits [B, T, 50], frames per token LongTensor [B, T])."""
+        d = self.text_encoder(d_en, s)
+        logits = self.duration_proj.linear_layer(self.lstm(d))
+        dur = torch.sigmoid(logits).sum(dim=-1) / speed
+        return d, logits, torch.round(dur).clamp(min=1).long()
+
+    def f0_energy(self, en, s):
+        """en [B, 640, F] (aligned) -> F0 and energy curves [B, 2F]."""
+        x = self.shared(en.transpose(1, 2)).transpose(1, 2)
+        f0, n = x, x
+        for block in self.F0:
+            f0 = block(f0, s)
+        for block in self.N:
+            n = block(n, s)
+        return self.F0_proj(f0).squeeze(1), self.N_proj(n).squeeze(1)
+
+
+class TextEncoder(nn.Module):
+    def __init__(self, cfg: KokoroConfig):
+        super().__init__()
+        C, k = cfg.hidden_dim, cfg.text_encoder_kernel_size
+        self.embedding = nn.Embedding(cfg.n_token, C)
+        self.cnn = nn.ModuleList()
+        for _ in range(cfg.n_layer):
+            block = nn.Module()
+            # official names: cnn.i.0 (conv), cnn.i.1 (LayerNorm with gamma/beta)
+            block.add_module("0", Conv1d(C, C, k, padding=(k - 1) // 2))
+            ln = nn.Module()
+            ln.gamma, ln.beta = nn.Parameter(torch.ones(C)), nn.Parameter(torch.zeros(C))
+            block.add_module("1", ln)
+            self.cnn.append(block)
+        self.lstm = BiLSTM(C, C // 2)
+
+    def forward(self, ids):  # [B, T] -> [B, 512, T]
+        x = self.embedding(ids).transpose(1, 2)
+        for block in self.cnn:
+            c, ln = block._modules["0"], block._modules["1"]
+            x = norm.layer_norm(c(x).transpose(1, 2), ln.gamma, ln.beta, 1e-5)
+            x = act.leaky_relu(x.contiguous(), 0.2).transpose(1, 2)
+        return self.lstm(x.transpose(1, 2)).transpose(1, 2)
+
+
+# ---------------------------------------------------------------------------------------------------
+# decoder and iSTFTNet generator
+# ---------------------------------------------------------------------------------------------------
+class Generator(nn.Module):
+    def __init__(self, cfg: KokoroConfig):
+        super().__init__()
+        self.cfg = cfg
+        sd, ch0 = cfg.style_dim, cfg.upsample_initial_channel
+        n_fft = cfg.gen_istft_n_fft
+        self.m_source = nn.Module()
+        self.m_source.l_linear = nn.Linear(cfg.harmonics + 1, 1)
+        self.ups, self.noise_convs, self.noise_res, self.resblocks = (nn.ModuleList() for _ in range(4))
+        rates, kernels = cfg.upsample_rates, cfg.upsample_kernel_sizes
+        for i, (u, k) in enumerate(zip(rates, kernels)):
+            c = ch0 // 2 ** (i + 1)
+            self.ups.append(ConvTranspose1d(ch0 // 2 ** i, c, k, u, padding=(k - u) // 2))
+            for rk, rd in zip(cfg.resblock_kernel_sizes, cfg.resblock_dilation_sizes):
+                self.resblocks.append(AdaINResBlock1(c, rk, rd, sd))
+            if i + 1 < len(rates):
+                stride = math.prod(rates[i + 1:])
+                self.noise_convs.append(Conv1d(n_fft + 2, c, stride * 2, stride=stride, padding=(stride + 1) // 2))
+                self.noise_res.append(AdaINResBlock1(c, 7, (1, 3, 5), sd))
+            else:
+                self.noise_convs.append(Conv1d(n_fft + 2, c, 1))
+                self.noise_res.append(AdaINResBlock1(c, 11, (1, 3, 5), sd))
+        self.conv_post = Conv1d(c, n_fft + 2, 7, padding=3)
+
+    @property
+    def samples_per_frame(self) -> int:
+        return math.prod(self.cfg.upsample_rates) * self.cfg.gen_istft_hop_size
+
+    def source(self, f0_curve, generator: torch.Generator | None):
+        """F0 [B, F'] (decoder frame rate) -> STFT magnitude and phase of the harmonic excitation [B, 22, .]."""
+        cfg = self.cfg
+        up = self.samples_per_frame
+        f0 = act.upsample_nearest1d(f0_curve.contiguous(), up).unsqueeze(-1)  # [B, T, 1]
+        B, T = f0.shape[0], f0.shape[1]
+        draw_device = generator.device if generator is not None else f0.device
+        rand_ini, noise = spectral.draw_source_noise(B, T, cfg.harmonics + 1, generator, draw_device)
+        har = spectral.harmonic_source(f0, self.m_source.l_linear.weight, self.m_source.l_linear.bias,
+                                       rand_ini.to(f0.device), noise.to(f0.device), sample_rate=cfg.sample_rate,
+                                       upsample_scale=up, voiced_threshold=cfg.voiced_threshold)
+        mag, phase = spectral.stft_mag_phase(har.squeeze(-1), cfg.gen_istft_n_fft, cfg.gen_istft_hop_size)
+        return torch.cat([mag, phase], dim=1)
+
+    def spectrum(self, x, s, har):
+        """Decoder features [B, 512, F'] -> conv_post output [B, 22, frames] (log-magnitude | phase logits)."""
+        n = len(self.cfg.resblock_kernel_sizes)
+        for i, up in enumerate(self.ups):
+            x = act.leaky_relu(x, 0.1)
+            x_source = self.noise_res[i](self.noise_convs[i](har), s)
+            x = up(x)
+            if i == len(self.ups) - 1:
+                x = torch.nn.functional.pad(x, (1, 0), mode="reflect")
+            x = x + x_source
+            xs = self.resblocks[i * n](x, s)
+            for j in range(1, n):
+                xs = xs + self.resblocks[i * n + j](x, s)
+            x = xs / n
+        return self.conv_post(act.leaky_relu(x, 0.01))
+
+
+class Decoder(nn.Module):
+    def __init__(self, cfg: KokoroConfig):
+        super().__init__()
+        d, sd = cfg.hidden_dim, cfg.style_dim
+        self.encode = AdainResBlk1d(d + 2, 1024, sd)
+        self.decode = nn.ModuleList([AdainResBlk1d(1024 + 2 + 64, 1024, sd) for _ in range(3)]
+                                    + [AdainResBlk1d(1024 + 2 + 64, 512, sd, upsample=True)])
+        self.F0_conv = Conv1d(1, 1, 3, stride=2, padding=1)
+        self.N_conv = Conv1d(1, 1, 3, stride=2, padding=1)
+        self.asr_res = nn.ModuleList([Conv1d(d, 64, 1)])
+        self.generator = Generator(cfg)
+
+    def features(self, asr, f0_curve, n_curve, s):
+        """asr [B, 512, F], F0/energy [B, 2F] -> generator input [B, 512, 2F]."""
+        f0 = self.F0_conv(f0_curve.unsqueeze(1))
+        n = self.N_conv(n_curve.unsqueeze(1))
+        x = self.encode(torch.cat([asr, f0, n], dim=1), s)
+        asr_res = self.asr_res[0](asr)
+        for block in self.decode:
+            x = block(torch.cat([x, asr_res, f0, n], dim=1), s)
+        return x
