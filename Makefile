@@ -1,4 +1,4 @@
-# The two README commands. Both set up .venv from scratch when needed (CPU build of torch, pinned triton).
+# The README commands. Each sets up .venv from scratch when needed (CPU build of torch, pinned triton).
 VENV ?= .venv
 PY := $(VENV)/bin/python
 TORCH_PIN := torch==2.13.0
@@ -19,3 +19,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 # pytest exits 5 when it collects nothing: that is a failure here, like any other non-zero code.
 test: setup
 	$(PY) -m pytest -q; rc=$$?; [ $$rc -ne 5 ] || echo "pytest collected no tests: failing"; exit $$rc
+
+# Say TEXT into hello.wav with Kokoro-82M (the installed int8 ONNX weights, dequantized).
+speak: setup
+	$(VENV)/bin/tilewave say "$(TEXT)" -o hello.wav
