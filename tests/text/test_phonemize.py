@@ -97,3 +97,8 @@ def test_encode_wraps_ids_and_rejects_unknown_symbols():
         encode("hʘ")
     with pytest.raises(InputError, match="511"):
         encode("a" * 511)
+
+
+def test_texts_that_prepare_to_nothing_keep_the_batch_aligned(us):
+    assert us(["¿", "cat", "", " \n ", "...", "go", "¡!"]) == ["", "kˈæt", "", "", "...", "ɡˈO", "!"]
+    assert us([]) == []

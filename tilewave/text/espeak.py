@@ -99,16 +99,20 @@ class EspeakPhonemizer:
 
     def __call__(self, texts: list[str]) -> list[str]:
         """Kokoro phonemes of each text (one espeak call for the batch); out-of-vocabulary symbols dropped."""
-        if not texts:
-            return []
-        raw = self._backend.phonemize([prepare_text(t) for t in texts], strip=True)
-        out = []
-        for text, ps in zip(texts, raw):
+        prepared = [prepare_text(t) for t in texts]
+        # phonemizer drops empty lines from its output, which would shift every later text: send none.
+        sent = [i for i, t in enumerate(prepared) if t]
+        raw = self._backend.phonemize([prepared[i] for i in sent], strip=True) if sent else []
+        if len(raw) != len(sent):
+            raise TilewaveError(f"espeak returned {len(raw)} phoneme strings for {len(sent)} texts; "
+                                "report this with the text that caused it")
+        out = [""] * len(texts)
+        for i, ps in zip(sent, raw):
             ps = espeak_to_kokoro(ps, self.british)
             unknown = unknown_symbols(ps)
             if unknown:
                 log.warning("espeak gave symbols outside Kokoro's vocabulary for %r; dropped: %s",
-                            text, describe_symbols(unknown))
+                            texts[i], describe_symbols(unknown))
                 ps = "".join(c for c in ps if c not in unknown)
-            out.append(" ".join(ps.split()))
+            out[i] = " ".join(ps.split())
         return out
