@@ -98,21 +98,24 @@ def _synthesize(args):
 
         profiler = StageProfiler(device)
         reset_placements()
+    start = time.perf_counter()
     pipeline = Pipeline(lang=args.lang, voice=args.voice, device=device, weights=args.weights)
-    chunks = list(pipeline(text, speed=args.speed, seed=args.seed, phonemes=args.phonemes, profile=profiler))
-    return join_chunks([c.audio for c in chunks]), chunks, device, profiler
+    # Calling the pipeline checks the text and loads the model; iterating it makes the audio.
+    pending = pipeline(text, speed=args.speed, seed=args.seed, phonemes=args.phonemes, profile=profiler)
+    ready = time.perf_counter()
+    chunks = list(pending)
+    timing = (ready - start, time.perf_counter() - ready)
+    return join_chunks([c.audio for c in chunks]), chunks, device, profiler, timing
 
 
 def run(args) -> int:
     from tilewave.engine.pipeline import SAMPLE_RATE
 
-    start = time.perf_counter()
     try:
-        audio, chunks, device, profiler = _synthesize(args)
+        audio, chunks, device, profiler, (setup_s, synth_s) = _synthesize(args)
     except TilewaveError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, InputError) else 1
-    elapsed = time.perf_counter() - start
     try:
         _write_wav(args.output, audio, SAMPLE_RATE)
     except OSError as exc:
@@ -120,8 +123,9 @@ def run(args) -> int:
         return 1
     seconds = audio.size / SAMPLE_RATE
     n_phonemes = sum(len(c.phonemes) for c in chunks)
-    print(f"wrote {args.output}: {seconds:.2f} s of speech, {len(chunks)} chunk(s), {n_phonemes} phonemes, "
-          f"made in {elapsed:.2f} s on {device} (real-time factor {elapsed / max(seconds, 1e-9):.2f})")
+    print(f"wrote {args.output}: {seconds:.2f} s of speech, {len(chunks)} chunk(s), {n_phonemes} phonemes; "
+          f"made in {synth_s:.2f} s on {device} (real-time factor {synth_s / max(seconds, 1e-9):.2f}) "
+          f"after {setup_s:.2f} s of phonemizing and model loading")
     if profiler is not None:
         _print_profile(profiler)
     return 0

@@ -102,3 +102,4 @@ def test_encode_wraps_ids_and_rejects_unknown_symbols():
 def test_texts_that_prepare_to_nothing_keep_the_batch_aligned(us):
     assert us(["¿", "cat", "", " \n ", "...", "go", "¡!"]) == ["", "kˈæt", "", "", "...", "ɡˈO", "!"]
     assert us([]) == []
+    assert us(["...", "!!!", "?", "cat", "-", "—"]) == ["...", "!!!", "?", "kˈæt", "", "—"]

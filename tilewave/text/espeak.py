@@ -100,12 +100,13 @@ class EspeakPhonemizer:
     def __call__(self, texts: list[str]) -> list[str]:
         """Kokoro phonemes of each text (one espeak call for the batch); out-of-vocabulary symbols dropped."""
         prepared = [prepare_text(t) for t in texts]
-        # phonemizer drops empty lines from its output, which would shift every later text: send none.
+        # phonemizer drops empty lines from its output and merges neighbouring lines made only of
+        # punctuation, which would shift every later text: send no empty line, and when the count
+        # still does not match, phonemize the texts one by one.
         sent = [i for i, t in enumerate(prepared) if t]
         raw = self._backend.phonemize([prepared[i] for i in sent], strip=True) if sent else []
         if len(raw) != len(sent):
-            raise TilewaveError(f"espeak returned {len(raw)} phoneme strings for {len(sent)} texts; "
-                                "report this with the text that caused it")
+            raw = ["".join(self._backend.phonemize([prepared[i]], strip=True)) for i in sent]
         out = [""] * len(texts)
         for i, ps in zip(sent, raw):
             ps = espeak_to_kokoro(ps, self.british)
