@@ -72,9 +72,11 @@ def _write_wav(path: str, audio, sample_rate: int) -> None:
             os.remove(tmp)
 
 
-def _print_profile(profiler) -> None:
+def _print_profile(profiler, device) -> None:
     from tilewave.ops import placements
 
+    if device.type == "cuda":
+        print("(after one untimed warm-up pass, so that Triton's compilation is not counted)")
     print(profiler.format("stage"))
     rows = placements()
     print(f"\n{'op':<28} {'ran on':<7} {'calls':>6}  why not triton")
@@ -94,14 +96,19 @@ def _synthesize(args):
     profiler = None
     if args.profile:
         from tilewave.harness.timing import StageProfiler
-        from tilewave.ops import reset_placements
 
         profiler = StageProfiler(device)
-        reset_placements()
     start = time.perf_counter()
     pipeline = Pipeline(lang=args.lang, voice=args.voice, device=device, weights=args.weights)
     # Calling the pipeline checks the text and loads the model; iterating it makes the audio.
     pending = pipeline(text, speed=args.speed, seed=args.seed, phonemes=args.phonemes, profile=profiler)
+    if profiler is not None:
+        from tilewave.ops import reset_placements
+
+        if device.type == "cuda":
+            # Triton compiles each kernel at its first call: a warm-up pass keeps compilation out of the profile.
+            list(pipeline(text, speed=args.speed, seed=args.seed, phonemes=args.phonemes))
+        reset_placements()
     ready = time.perf_counter()
     chunks = list(pending)
     timing = (ready - start, time.perf_counter() - ready)
@@ -122,10 +129,11 @@ def run(args) -> int:
         print(f"error: cannot write {args.output!r}: {exc}", file=sys.stderr)
         return 1
     seconds = audio.size / SAMPLE_RATE
+    warm_up = " and warm-up" if profiler is not None and device.type == "cuda" else ""
     n_phonemes = sum(len(c.phonemes) for c in chunks)
     print(f"wrote {args.output}: {seconds:.2f} s of speech, {len(chunks)} chunk(s), {n_phonemes} phonemes; "
           f"made in {synth_s:.2f} s on {device} (real-time factor {synth_s / max(seconds, 1e-9):.2f}) "
-          f"after {setup_s:.2f} s of phonemizing and model loading")
+          f"after {setup_s:.2f} s of phonemizing, model loading{warm_up}")
     if profiler is not None:
-        _print_profile(profiler)
+        _print_profile(profiler, device)
     return 0

@@ -114,3 +114,16 @@ def test_device_checks():
     else:
         with pytest.raises(InputError, match="no CUDA device"):
             resolve_device("cuda")
+
+
+def test_wav_encoding_clips_and_refuses_non_finite_audio():
+    import io
+
+    import soundfile
+
+    from tilewave.engine.wav import wav_bytes
+
+    audio, rate = soundfile.read(io.BytesIO(wav_bytes(np.array([0.5, 2.0, -3.0], np.float32), 24_000)))
+    assert rate == 24_000 and np.allclose(audio, [0.5, 1.0, -1.0], atol=1e-4)
+    with pytest.raises(ValueError, match="NaN"):
+        wav_bytes(np.array([0.0, np.nan], np.float32), 24_000)

@@ -40,6 +40,12 @@ def test_bad_blend_weights(blend):
         load_voice(blend)
 
 
+@pytest.mark.parametrize("voice", ["", "  ", 3, None])
+def test_no_usable_voice_given(voice):
+    with pytest.raises(InputError, match="voice"):
+        load_voice(voice)
+
+
 def test_blend_of_an_unknown_voice():
     with pytest.raises(InputError, match="'nobody'"):
         load_voice("jf_alpha:0.5,nobody:0.5")

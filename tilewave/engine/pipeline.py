@@ -99,7 +99,7 @@ class Pipeline:
                  model=None, weights: str | os.PathLike | None = None) -> None:
         self.device = resolve_device(device)
         self.phonemizer = EspeakPhonemizer(lang)
-        self.voice = load_voice(voice)
+        self.voice = load_voice(DEFAULT_VOICE if voice is None else voice)
         self._model = model
         self._weights = None if weights is None else os.fspath(weights)
 

@@ -118,6 +118,8 @@ def load_voice(voice: str | os.PathLike | torch.Tensor | np.ndarray) -> torch.Te
     """The voice pack [510, 1, 256] float32 on the CPU for a name, a path, a blend or a tensor."""
     if isinstance(voice, (torch.Tensor, np.ndarray)):
         return _checked(voice, "tensor")
+    if not isinstance(voice, (str, os.PathLike)):
+        raise InputError(f"a voice is a name, a path, a blend or a tensor, not {type(voice).__name__} ({voice!r})")
     spec = os.fspath(voice).strip()
     if not spec:
         raise InputError(f"no voice given; choose one of {', '.join(builtin_voices())}")
