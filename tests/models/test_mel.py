@@ -20,7 +20,7 @@ def test_slaney_filterbank(sr, n_fft, n_mels, fmin, fmax):
     ref = mel_filter_bank(num_frequency_bins=1 + n_fft // 2, num_mel_filters=n_mels, min_frequency=fmin,
                           max_frequency=sr / 2 if fmax is None else fmax, sampling_rate=sr, norm="slaney",
                           mel_scale="slaney").T
-    assert ours.shape == (n_mels, 1 + n_fft // 2) and ours.dtype == np.float32
+    assert ours.shape == (n_mels, 1 + n_fft // 2)
     assert np.abs(ours - ref).max() <= 1e-6 * np.abs(ref).max()
     assert (ours.sum(axis=1) > 0).all(), "an empty mel band"
 

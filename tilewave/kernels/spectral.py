@@ -663,21 +663,28 @@ def harmonic_source_torch(f0, merge_weight, merge_bias, rand_ini, noise, *, samp
     return torch.tanh(F.linear(excitation, merge_weight, merge_bias))
 
 
+_F_SP = 200.0 / 3  # Slaney mel scale: linear below 1 kHz (3 mels per 200 Hz), logarithmic above
+_MIN_LOG_HZ = 1000.0
+_MIN_LOG_MEL = _MIN_LOG_HZ / _F_SP
+_LOGSTEP = np.log(6.4) / 27.0
+
+
+def hz_to_mel(f) -> np.ndarray:
+    f = np.asarray(f, dtype=np.float64)
+    return np.where(f >= _MIN_LOG_HZ, _MIN_LOG_MEL + np.log(np.maximum(f, 1e-12) / _MIN_LOG_HZ) / _LOGSTEP,
+                    f / _F_SP)
+
+
+def mel_to_hz(m) -> np.ndarray:
+    m = np.asarray(m, dtype=np.float64)
+    return np.where(m >= _MIN_LOG_MEL, _MIN_LOG_HZ * np.exp(_LOGSTEP * (m - _MIN_LOG_MEL)), _F_SP * m)
+
+
 def slaney_mel_filterbank(sample_rate: int, n_fft: int, n_mels: int, fmin: float = 0.0,
                           fmax: float | None = None) -> np.ndarray:
-    """librosa.filters.mel(htk=False, norm='slaney') [n_mels, n_fft//2 + 1]: triangles on the Slaney mel scale
-    (linear below 1 kHz, logarithmic above), each scaled to unit area (2 / bandwidth in Hz)."""
-    fmax = sample_rate / 2 if fmax is None else fmax
-    f_sp, min_log_hz = 200.0 / 3, 1000.0
-    min_log_mel, logstep = min_log_hz / f_sp, np.log(6.4) / 27.0
-
-    def hz_to_mel(f):
-        f = np.asarray(f, dtype=np.float64)
-        return np.where(f >= min_log_hz, min_log_mel + np.log(np.maximum(f, 1e-10) / min_log_hz) / logstep, f / f_sp)
-
-    def mel_to_hz(m):
-        return np.where(m >= min_log_mel, min_log_hz * np.exp(logstep * (m - min_log_mel)), f_sp * m)
-
+    """librosa.filters.mel(htk=False, norm='slaney') [n_mels, n_fft//2 + 1] float64: triangles between
+    Slaney-mel-spaced edges, each scaled by 2 / its width in Hz (constant energy per band)."""
+    fmax = sample_rate / 2 if fmax is None else float(fmax)
     hz = mel_to_hz(np.linspace(hz_to_mel(fmin), hz_to_mel(fmax), n_mels + 2))
     fft_hz = np.linspace(0, sample_rate / 2, n_fft // 2 + 1)
     fdiff = np.diff(hz)

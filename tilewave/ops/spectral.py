@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from tilewave.kernels import spectral as K
+from tilewave.kernels.spectral import hz_to_mel, mel_to_hz, slaney_mel_filterbank  # noqa: F401 (model-side helpers)
 from tilewave.ops.dispatch import fp32_matmul, use_triton
 
 

@@ -9,47 +9,16 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
 import torch
-import torch.nn.functional as F
 
 from tilewave.errors import InputError
+from tilewave.ops.spectral import hz_to_mel, mel_spectrogram, mel_to_hz, slaney_mel_filterbank
 
-_F_SP = 200.0 / 3  # slaney mel scale: linear below 1 kHz (3 mels per 200 Hz), logarithmic above
-_MIN_LOG_HZ = 1000.0
-_MIN_LOG_MEL = _MIN_LOG_HZ / _F_SP
-_LOGSTEP = np.log(6.4) / 27.0
-
-
-def hz_to_mel(f: np.ndarray) -> np.ndarray:
-    f = np.asarray(f, dtype=np.float64)
-    return np.where(f >= _MIN_LOG_HZ, _MIN_LOG_MEL + np.log(np.maximum(f, 1e-12) / _MIN_LOG_HZ) / _LOGSTEP,
-                    f / _F_SP)
-
-
-def mel_to_hz(m: np.ndarray) -> np.ndarray:
-    m = np.asarray(m, dtype=np.float64)
-    return np.where(m >= _MIN_LOG_MEL, _MIN_LOG_HZ * np.exp(_LOGSTEP * (m - _MIN_LOG_MEL)), _F_SP * m)
-
-
-def slaney_mel_filterbank(sr: int, n_fft: int, n_mels: int, fmin: float = 0.0, fmax: float | None = None) -> np.ndarray:
-    """[n_mels, 1 + n_fft // 2] float32: triangles between mel-spaced edges, each scaled by 2 / its width in Hz
-    (constant energy per band), as librosa.filters.mel(norm='slaney', htk=False) computes them."""
-    fmax = sr / 2.0 if fmax is None else float(fmax)
-    fft_freqs = np.linspace(0, sr / 2.0, 1 + n_fft // 2)
-    edges = mel_to_hz(np.linspace(hz_to_mel(fmin), hz_to_mel(fmax), n_mels + 2))
-    widths = np.diff(edges)
-    ramps = edges[:, None] - fft_freqs[None, :]
-    rising = -ramps[:-2] / widths[:-1, None]
-    falling = ramps[2:] / widths[1:, None]
-    weights = np.maximum(0.0, np.minimum(rising, falling))
-    weights *= (2.0 / (edges[2:] - edges[:-2]))[:, None]
-    return weights.astype(np.float32)
-
+__all__ = ["hz_to_mel", "log_mel", "mel_to_hz", "slaney_mel_filterbank"]
 
 @functools.lru_cache(maxsize=8)
 def _basis(sr: int, n_fft: int, n_mels: int, fmin: float, fmax: float | None) -> torch.Tensor:
-    return torch.from_numpy(slaney_mel_filterbank(sr, n_fft, n_mels, fmin, fmax))
+    return torch.from_numpy(slaney_mel_filterbank(sr, n_fft, n_mels, fmin, fmax)).float()
 
 
 def log_mel(wav: torch.Tensor, *, sampling_rate: int, n_fft: int, num_mels: int, hop_size: int, win_size: int,
@@ -60,14 +29,9 @@ def log_mel(wav: torch.Tensor, *, sampling_rate: int, n_fft: int, num_mels: int,
     if x.shape[-1] <= pad:
         raise InputError(f"audio of {x.shape[-1]} samples is too short for a mel spectrogram with n_fft {n_fft} "
                          f"and hop {hop_size}: give at least {pad + 1} samples")
-    x = x.float()
-    x = F.pad(x.unsqueeze(1), (pad, pad), mode="reflect").squeeze(1)
-    if x.shape[-1] < n_fft:
+    if x.shape[-1] + 2 * pad < n_fft:
         raise InputError(f"audio of {wav.shape[-1]} samples is shorter than one STFT frame ({n_fft} samples "
                          f"after padding); give at least {n_fft - 2 * pad} samples")
-    window = torch.hann_window(win_size, device=x.device)
-    spec = torch.stft(x, n_fft, hop_length=hop_size, win_length=win_size, window=window, center=False,
-                      onesided=True, return_complex=True)
-    magnitude = torch.sqrt(spec.real.square() + spec.imag.square() + 1e-9)
     mel = _basis(sampling_rate, n_fft, num_mels, float(fmin), None if fmax is None else float(fmax)).to(x.device)
-    return torch.log(torch.clamp(mel @ magnitude, min=1e-5))
+    return mel_spectrogram(x.float().contiguous(), mel, n_fft, hop_size, win_size, magnitude=True, center=False,
+                           reflect_pad=pad, eps=1e-5, magnitude_eps=1e-9)

@@ -1,0 +1,134 @@
+"""`tilewave say` around a model double: it writes a 24 kHz WAV, and every bad input is one line and no file."""
+import argparse
+import contextlib
+import io
+import sys
+import types
+
+import numpy as np
+import pytest
+import soundfile
+
+from tests.engine.fake_model import STAGES, FakeKokoro
+from tilewave import cli_say
+from tilewave.engine import pipeline as engine_pipeline
+
+
+def say(*argv) -> int:
+    parser = argparse.ArgumentParser(prog="tilewave")
+    cli_say.add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["say", *argv])
+    return args.run(args)
+
+
+@pytest.fixture
+def fake_model(monkeypatch):
+    model = FakeKokoro()
+    monkeypatch.setattr(engine_pipeline, "load_model", lambda weights, device: model)
+    return model
+
+
+def test_writes_a_24khz_wav(tmp_path, fake_model, capsys):
+    out = tmp_path / "hello.wav"
+    assert say("Hello there. How are you?", "-o", str(out), "--device", "cpu", "--seed", "1") == 0
+    audio, rate = soundfile.read(out, dtype="float32")
+    assert rate == 24_000 and audio.ndim == 1 and np.isfinite(audio).all() and np.abs(audio).max() > 0.1
+    assert f"wrote {out}" in capsys.readouterr().out
+
+
+def test_text_from_stdin_and_from_a_file(tmp_path, fake_model, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.StringIO("Words from standard input."))
+    assert say("-", "-o", str(tmp_path / "stdin.wav")) == 0
+    (tmp_path / "story.txt").write_text("A line from a file.\nAnd another one.", encoding="utf-8")
+    assert say("--file", str(tmp_path / "story.txt"), "-o", str(tmp_path / "file.wav")) == 0
+    assert soundfile.info(tmp_path / "stdin.wav").frames > 0 and soundfile.info(tmp_path / "file.wav").frames > 0
+
+
+def test_phonemes_voice_blend_lang_speed(tmp_path, fake_model):
+    out = str(tmp_path / "p.wav")
+    assert say("hˈɛlO wˈɜɹld.", "--phonemes", "--voice", "jf_alpha:0.6,jm_kumo:0.4", "--speed", "1.5", "-o", out) == 0
+    assert say("Hello world.", "--lang", "en-gb", "--voice", "jf_tebukuro", "-o", out) == 0
+    assert fake_model.calls[0]["speed"] == 1.5
+
+
+class StageProfilerDouble:
+    """The interface of tilewave.harness.timing.StageProfiler that `say --profile` uses."""
+
+    def __init__(self, device):
+        self.names = []
+
+    @contextlib.contextmanager
+    def stage(self, name):
+        self.names.append(name)
+        yield
+
+    def report(self):
+        return [(n, 0, 1.0, 1 / len(self.names)) for n in dict.fromkeys(self.names)]
+
+    def format(self, title="stage"):
+        return "\n".join(f"{n} {ms:.2f} {share:.1%}" for n, _, ms, share in self.report())
+
+
+def test_profile_prints_stages_and_placements(tmp_path, fake_model, monkeypatch, capsys):
+    try:
+        import tilewave.harness.timing  # noqa: F401  (the real profiler, once the branches are merged)
+    except ImportError:
+        monkeypatch.setitem(sys.modules, "tilewave.harness.timing",
+                            types.SimpleNamespace(StageProfiler=StageProfilerDouble))
+    assert say("Hello.", "--profile", "-o", str(tmp_path / "p.wav")) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in ("phonemize", *STAGES)) and "ran on" in out
+
+
+BAD_INPUTS = [
+    (["", "-o", "{out}"], "empty"),
+    (["  \n\t ", "-o", "{out}"], "whitespace"),
+    (["... !!! ?", "-o", "{out}"], "nothing to say"),
+    (["-o", "{out}"], "no text given"),
+    (["Hi.", "--file", "{tmp}/story.txt", "-o", "{out}"], "not both"),
+    (["--file", "{tmp}/missing.txt", "-o", "{out}"], "cannot read the text file"),
+    (["Hi.", "--voice", "af_heart", "-o", "{out}"], "unknown voice 'af_heart'; choose one of jf_alpha"),
+    (["Hi.", "--voice", "jf_alpha:2,jm_kumo:-1", "-o", "{out}"], "blend"),
+    (["Hi.", "--voice", "{tmp}/none.npz", "-o", "{out}"], "does not exist"),
+    (["Hi.", "--speed", "2.5", "-o", "{out}"], "speed 2.5 is out of range"),
+    (["Hi.", "--speed", "0.1", "-o", "{out}"], "out of range"),
+    (["Hi.", "--speed", "nan", "-o", "{out}"], "out of range"),
+    (["hʘ wX", "--phonemes", "-o", "{out}"], "'ʘ'"),
+    (["Hi.", "-o", "{tmp}/no/such/folder/x.wav"], "does not exist"),
+    (["Hi.", "--seed", "-3", "-o", "{out}"], "seed"),
+]
+
+
+@pytest.mark.parametrize("argv, message", BAD_INPUTS)
+def test_bad_input_is_one_line_and_no_file(tmp_path, fake_model, capsys, argv, message):
+    out = tmp_path / "out.wav"
+    argv = [a.format(out=out, tmp=tmp_path) for a in argv]
+    assert say(*argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+    assert fake_model.calls == []
+
+
+def test_unreadable_weights(tmp_path, capsys):
+    out = tmp_path / "out.wav"
+    assert say("Hi.", "--weights", str(tmp_path / "missing.onnx"), "-o", str(out)) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: cannot read the weights file") and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_nan_audio_never_reaches_a_file(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(engine_pipeline, "load_model", lambda weights, device: FakeKokoro(nan=True))
+    assert say("Hello.", "-o", str(tmp_path / "out.wav")) == 1
+    assert "NaN" in capsys.readouterr().err and list(tmp_path.iterdir()) == []
+
+
+def test_cuda_without_a_gpu(tmp_path, fake_model, capsys):
+    import torch
+
+    rc = say("Hello.", "--device", "cuda", "-o", str(tmp_path / "out.wav"))
+    if torch.cuda.is_available():
+        assert rc == 0
+    else:
+        assert rc == 2 and "no CUDA device" in capsys.readouterr().err and list(tmp_path.iterdir()) == []

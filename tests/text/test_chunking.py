@@ -1,0 +1,77 @@
+"""Chunks: never more than 510 phonemes, cut at sentence, then clause, then word boundaries, packed full."""
+import logging
+import re
+
+import pytest
+
+from tilewave.text import EspeakPhonemizer, chunk_phonemes, chunk_text
+
+
+def lower(pieces):
+    """A phonemizer double: one phoneme per character, so lengths are easy to reason about."""
+    return [p.lower() for p in pieces]
+
+
+def test_long_english_text_with_espeak_packs_whole_sentences():
+    sentences = [f"Sentence number {i} talks about the weather and the sea." for i in range(30)]
+    text = " ".join(sentences)
+    chunks = chunk_text(text, EspeakPhonemizer("en-us"))
+    assert len(chunks) > 1
+    assert all(1 <= len(c.phonemes) <= 510 for c in chunks)
+    assert " ".join(c.text for c in chunks) == text
+    assert all(c.text.endswith(".") and c.phonemes.endswith(".") for c in chunks)
+    # packed: the next chunk's first sentence would not have fitted
+    for a, b in zip(chunks, chunks[1:]):
+        first = re.split(r"(?<=\.) ", b.phonemes)[0]
+        assert len(a.phonemes) + 1 + len(first) > 510
+
+
+def test_a_long_sentence_is_cut_at_clauses():
+    clause = "and then the wind came over the hills again"
+    text = ", ".join([clause] * 30) + "."
+    chunks = chunk_text(text, lower)
+    assert len(chunks) > 1 and all(len(c.phonemes) <= 510 for c in chunks)
+    assert all(c.text.endswith(",") for c in chunks[:-1]) and chunks[-1].text.endswith(".")
+    assert " ".join(c.text for c in chunks) == text
+
+
+def test_semicolons_win_over_commas():
+    part = "one, two, three, four, five, six, seven, eight, nine, ten, eleven, twelve"
+    text = "; ".join([part] * 12) + "."
+    chunks = chunk_text(text, lower)
+    assert all(c.text.endswith(";") for c in chunks[:-1])
+    assert all(len(c.phonemes) <= 510 for c in chunks)
+
+
+def test_text_without_punctuation_is_cut_between_words():
+    text = " ".join(["word"] * 300)
+    chunks = chunk_text(text, lower)
+    assert all(len(c.phonemes) <= 510 for c in chunks)
+    assert " ".join(c.text for c in chunks) == text
+
+
+def test_a_giant_word_is_cut_inside_with_a_warning(caplog):
+    with caplog.at_level(logging.WARNING, logger="tilewave.text"):
+        chunks = chunk_text("x" * 1200, lower)
+    assert [len(c.phonemes) for c in chunks] == [510, 510, 180]
+    assert "1200 phonemes" in caplog.text
+
+
+def test_paragraphs_always_end_a_chunk():
+    chunks = chunk_text("First line.\nSecond line.\n\n  Third   line. ", lower)
+    assert [c.text for c in chunks] == ["First line.", "Second line.", "Third line."]
+
+
+@pytest.mark.parametrize("mark", ["!", "?", "…", "."])
+def test_sentence_ends_with_closing_quotes_stay_together(mark):
+    text = " ".join([f"“He said no{mark}” Then" + " x" * 100] * 3)
+    chunks = chunk_text(text, lower)
+    assert all(len(c.phonemes) <= 510 for c in chunks)
+    assert all(c.text.endswith(f"{mark}”") for c in chunks[:-1])
+
+
+def test_phoneme_input_is_cut_the_same_way():
+    ps = " ".join(["hˈɛlO wˈɜɹld."] * 60)
+    chunks = chunk_phonemes(ps)
+    assert len(chunks) > 1 and all(len(c.phonemes) <= 510 and c.phonemes.endswith(".") for c in chunks)
+    assert " ".join(c.phonemes for c in chunks) == ps and all(c.text == "" for c in chunks)

@@ -1,0 +1,1 @@
+"""The HTTP server: a thin shell over the engine (see app.py)."""

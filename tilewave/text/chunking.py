@@ -1,0 +1,82 @@
+"""Split text into chunks the model can take (<= 510 phonemes), cutting where a speaker would pause.
+
+Paragraphs (line breaks) always end a chunk. Inside a paragraph the text is cut into sentences, a
+sentence whose phonemes pass the limit is cut at ':' ';', then at ',' '—', then between words, and
+only a single "word" longer than the limit is cut inside. The pieces are then packed greedily, in
+order, into chunks of at most 510 phonemes joined by a space: few long chunks give the model whole
+sentences to phrase and cost fewer calls. The same cutting applies to phoneme strings given directly.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from tilewave.text.vocab import MAX_PHONEMES
+
+log = logging.getLogger("tilewave.text")
+
+# Each level cuts after its marks (and any closing quote or bracket) where whitespace follows.
+_LEVELS = [re.compile(rf"[{marks}]+[\"”’')\]]*\s+") for marks in (r".!?…", r":;", r",—")]
+
+
+@dataclass(frozen=True)
+class TextChunk:
+    text: str      # the words this chunk says ('' for phoneme input)
+    phonemes: str  # Kokoro symbols, 1 to 510 of them
+
+
+def _cut(text: str, level: int) -> list[str]:
+    if level == len(_LEVELS):
+        return text.split()
+    pieces, start = [], 0
+    for m in _LEVELS[level].finditer(text):
+        pieces.append(text[start:m.end()].strip())
+        start = m.end()
+    pieces.append(text[start:].strip())
+    return [p for p in pieces if p]
+
+
+def _fit(pieces: list[str], level: int, to_phonemes, limit: int) -> list[TextChunk]:
+    """Phonemize pieces; cut again, one level finer, those whose phonemes pass the limit."""
+    out = []
+    for piece, ps in zip(pieces, to_phonemes(pieces)):
+        if len(ps) <= limit:
+            out.append(TextChunk(piece, ps))
+        elif level < len(_LEVELS):
+            out.extend(_fit(_cut(piece, level + 1), level + 1, to_phonemes, limit))
+        else:
+            log.warning("a single word of %d phonemes is longer than a chunk (%d); cut inside it: %r",
+                        len(ps), limit, piece[:40])
+            out.extend(TextChunk(piece if i == 0 else "", ps[i:i + limit]) for i in range(0, len(ps), limit))
+    return out
+
+
+def _pack(pieces: list[TextChunk], limit: int) -> list[TextChunk]:
+    chunks: list[TextChunk] = []
+    for piece in pieces:
+        if not piece.phonemes:
+            continue
+        last = chunks[-1] if chunks else None
+        if last is not None and len(last.phonemes) + 1 + len(piece.phonemes) <= limit:
+            chunks[-1] = TextChunk(f"{last.text} {piece.text}".strip(), f"{last.phonemes} {piece.phonemes}")
+        else:
+            chunks.append(piece)
+    return chunks
+
+
+def chunk_text(text: str, to_phonemes: Callable[[list[str]], list[str]],
+               limit: int = MAX_PHONEMES) -> list[TextChunk]:
+    """Chunks of `text`; `to_phonemes` maps a batch of strings to their phoneme strings."""
+    chunks = []
+    for paragraph in re.split(r"\n+", text):
+        paragraph = " ".join(paragraph.split())
+        if paragraph:
+            chunks += _pack(_fit(_cut(paragraph, 0), 0, to_phonemes, limit), limit)
+    return chunks
+
+
+def chunk_phonemes(phonemes: str, limit: int = MAX_PHONEMES) -> list[TextChunk]:
+    """Chunks of a phoneme string given directly (cut at the same marks)."""
+    return [TextChunk("", c.phonemes) for c in chunk_text(phonemes, lambda pieces: pieces, limit)]
