@@ -6,16 +6,35 @@ import triton
 import triton.language as tl
 
 
+# Above this many elements a CUDA draw is made on the device (seeded from `gen`): drawing the
+# 128M-element bench tensors on one CPU core takes seconds each.
+_DEVICE_DRAW_MIN = 1 << 22
+
+
+def _generator_for(shape, device: str, gen: torch.Generator) -> tuple[torch.Generator, str]:
+    """Model-sized draws come from the CPU generator, so a CPU and a GPU run of one seed see the same
+    numbers; bench-sized ones on CUDA from a device generator seeded by it (still reproducible)."""
+    numel = 1
+    for n in shape:
+        numel *= n
+    if torch.device(device).type == "cuda" and numel >= _DEVICE_DRAW_MIN:
+        seed = int(torch.randint(0, 2**62, (1,), generator=gen))
+        return torch.Generator(device).manual_seed(seed), device
+    return gen, "cpu"
+
+
 def randn(shape, dtype: torch.dtype, device: str, gen: torch.Generator, scale: float = 1.0,
           shift: float = 0.0) -> torch.Tensor:
-    """Seeded normal draw, made on the CPU (so CPU and GPU runs of one seed see the same numbers)."""
-    x = torch.randn(shape, generator=gen, dtype=torch.float32) * scale + shift
+    """Seeded normal draw in float32, rounded through `dtype` (what the oracle then sees)."""
+    g, where = _generator_for(shape, device, gen)
+    x = torch.randn(shape, generator=g, dtype=torch.float32, device=where) * scale + shift
     return x.to(dtype).to(device)
 
 
 def rand(shape, dtype: torch.dtype, device: str, gen: torch.Generator, lo: float = 0.0,
          hi: float = 1.0) -> torch.Tensor:
-    x = torch.rand(shape, generator=gen, dtype=torch.float32) * (hi - lo) + lo
+    g, where = _generator_for(shape, device, gen)
+    x = torch.rand(shape, generator=g, dtype=torch.float32, device=where) * (hi - lo) + lo
     return x.to(dtype).to(device)
 
 
