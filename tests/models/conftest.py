@@ -22,3 +22,13 @@ def official_pth(kokoro_weights, tmp_path_factory):
 @pytest.fixture(scope="session")
 def kokoro_cpu(kokoro_weights):
     return KokoroModel.from_weights(kokoro_weights, "cpu")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def float32_references():
+    """Parity is defined in float32: on a GPU the official model's cuDNN convs and LSTMs would otherwise use
+    TF32 (PyTorch's default for cuDNN), ~1e-3 relative, and the reference would be the less exact side."""
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    yield
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved

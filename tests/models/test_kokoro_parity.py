@@ -58,10 +58,17 @@ def _compare_generator(ours, official, ref, s_dec, seed, frames):
     har = gen.source(f0, g)
     spec = gen.spectrum(x, s_dec, har)
     audio = spectral.istft_exp_sin(spec, 20, 5)[0]
+    # The harmonic source integrates phase to thousands of radians, which float32 rounds at ~ulp(phase): the
+    # reference's own spectrum moves by ~2e-4 relative against a float64 integration (measured on the CPU,
+    # RESULTS.md). On the CPU our PyTorch path repeats the reference's float32 operations in its order; the
+    # CUDA kernel integrates the phase in float64, so there the bound is the reference's noise floor, not 1e-4.
+    spec_bound, audio_bound = (1e-4, 1e-3) if x.device.type == "cpu" else (1e-3, 1e-2)
     assert _rel(har[:, :11], want["har"][:, :11]) < 1e-4  # source magnitudes (phases may flip by 2 pi)
-    assert _rel(spec, want["spectrum"]) < 1e-4
+    spec_err = _rel(spec, want["spectrum"])
+    assert spec_err < spec_bound, f"generator spectrum relative L2 {spec_err:.2e}"
     err = _rel(audio, want["audio"])
-    assert err < 1e-3, f"generator waveform relative L2 {err:.2e}"
+    assert err < audio_bound, f"generator waveform relative L2 {err:.2e}"
+    print(f"\n[{x.device.type}] generator alone: spectrum rel L2 {spec_err:.2e}, waveform rel L2 {err:.2e}")
     return err
 
 

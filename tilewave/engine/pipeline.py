@@ -22,7 +22,7 @@ import torch
 
 from tilewave.engine.voices import DEFAULT_VOICE, load_voice, style_for
 from tilewave.errors import InputError, TilewaveError, WeightsError
-from tilewave.text import EspeakPhonemizer, TextChunk, chunk_phonemes, chunk_text, encode, has_phones, unknown_symbols
+from tilewave.text import EspeakPhonemizer, TextChunk, check_language, chunk_phonemes, chunk_text, encode, has_phones, unknown_symbols
 from tilewave.text.vocab import describe_symbols
 
 SAMPLE_RATE = 24_000
@@ -98,10 +98,17 @@ class Pipeline:
     def __init__(self, lang: str = "en-us", voice=DEFAULT_VOICE, device: str | torch.device | None = None,
                  model=None, weights: str | os.PathLike | None = None) -> None:
         self.device = resolve_device(device)
-        self.phonemizer = EspeakPhonemizer(lang)
+        self.lang = check_language(lang)
+        self._phonemizer = None  # espeak starts on the first English text: phoneme input never needs it
         self.voice = load_voice(DEFAULT_VOICE if voice is None else voice)
         self._model = model
         self._weights = None if weights is None else os.fspath(weights)
+
+    @property
+    def phonemizer(self) -> EspeakPhonemizer:
+        if self._phonemizer is None:
+            self._phonemizer = EspeakPhonemizer(self.lang)
+        return self._phonemizer
 
     @property
     def model(self):

@@ -81,13 +81,19 @@ def espeak_to_kokoro(ps: str, british: bool) -> str:
     return ps.replace("o", "ɔ").replace("^", "")
 
 
+def check_language(lang: str) -> str:
+    """The normalised language code ('en-us', 'en-gb'), or InputError."""
+    code = str(lang).lower().replace("_", "-")
+    if code not in LANGUAGES:
+        raise InputError(f"unknown language {lang!r}; choose one of {', '.join(LANGUAGES)}")
+    return code
+
+
 class EspeakPhonemizer:
     """Phonemize English sentences for Kokoro: `EspeakPhonemizer("en-us")(["Hello there."])`."""
 
     def __init__(self, lang: str = "en-us") -> None:
-        lang = lang.lower().replace("_", "-")
-        if lang not in LANGUAGES:
-            raise InputError(f"unknown language {lang!r}; choose one of {', '.join(LANGUAGES)}")
+        lang = check_language(lang)
         self.lang = lang
         self.british = lang == "en-gb"
         _configure_espeak()
