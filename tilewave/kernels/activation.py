@@ -70,11 +70,23 @@ def _leaky_relu_kernel(x_ptr, y_ptr, n, slope, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def erf(z):
+    # Abramowitz & Stegun 7.1.26: |error| <= 1.5e-7, one reciprocal, one exp and five FMAs. libdevice's erff
+    # (what tl.erf calls) left 16-bit GELU compute-bound at 70% of copy bandwidth, 3% slower than PyTorch;
+    # this form runs at 78% and 8% faster (benchmarks/tune_gelu.py, RESULTS.md), and is still the erf form.
+    a = tl.abs(z)
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    p = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    e = 1.0 - p * tl.exp(-a * a)
+    return tl.where(z < 0, -e, e)
+
+
+@triton.jit
 def _gelu_erf_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     x = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
-    y = 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476))
+    y = 0.5 * x * (1.0 + erf(x * 0.7071067811865476))
     tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
