@@ -46,7 +46,7 @@ import triton.language as tl
 
 from tilewave.harness.registry import AotVariant, BenchShape, Case, Kernel, register
 from tilewave.kernels import activation
-from tilewave.kernels._common import randn
+from tilewave.kernels._common import randn, sin
 
 ACTS = ("none", "leaky_relu", "snake")
 PRECISIONS = ("ieee", "tf32")
@@ -57,14 +57,14 @@ _DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 # kernels
 # ---------------------------------------------------------------------------------------------------
 @triton.jit
-def _activate(x, ci, cmask, a_ptr, b_ptr, slope, ACT: tl.constexpr):
+def _activate(x, ci, cmask, a_ptr, b_ptr, slope, ACT: tl.constexpr, FAST_SIN: tl.constexpr):
     # x float32; ci the input channel of each row (broadcastable to x), cmask where ci is valid.
     if ACT == "leaky_relu":
         x = tl.where(x > 0, x, x * slope)
     elif ACT == "snake":
         a = tl.load(a_ptr + ci, mask=cmask, other=1.0).to(tl.float32)
         b = tl.load(b_ptr + ci, mask=cmask, other=1.0).to(tl.float32)
-        s = tl.sin(a * x)
+        s = sin(a * x, FAST_SIN)
         x = x + s * s / (b + 1e-9)
     return x
 
@@ -104,7 +104,7 @@ def _conv_gemm_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, phase_base_ptr, a_
                       in_step, tap_step, base, out_step, slope, scale,
                       TRANSPOSED: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr,
                       HAS_RES: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
-                      PREFETCH: tl.constexpr,
+                      PREFETCH: tl.constexpr, FAST_SIN: tl.constexpr,
                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     # grid: (phases · cdiv(C_out_g, BLOCK_M) · cdiv(positions, BLOCK_N), B·G). Phases vary fastest, then
     # output-channel tiles: programs that run together share their x tile (read from L2, not DRAM) and,
@@ -143,7 +143,7 @@ def _conv_gemm_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, phase_base_ptr, a_
             xb = _load_x_tile(x_rows, r0, R, U, pos0, tap_step, L_in, BLOCK_K)
         if ACT != "none":
             xb = _activate(xb.to(tl.float32), (g * C_in_g + r // U)[:, None], (r < R)[:, None],
-                           a_ptr, b_ptr, slope, ACT).to(x_ptr.dtype.element_ty)
+                           a_ptr, b_ptr, slope, ACT, FAST_SIN).to(x_ptr.dtype.element_ty)
         if UPCAST:  # the CPU interpreter cannot multiply bfloat16: widen there, never on the GPU
             a = a.to(tl.float32)
             xb = xb.to(tl.float32)
@@ -160,7 +160,8 @@ def _conv_gemm_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, phase_base_ptr, a_
 def _conv_direct_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, a_ptr, b_ptr,
                         C_in, L_in, C_out, L_out, C_in_g, C_out_g, K, stride, padding, dilation, slope, scale,
                         TRANSPOSED: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr,
-                        HAS_RES: tl.constexpr, BLOCK_C: tl.constexpr, BLOCK_T: tl.constexpr):
+                        HAS_RES: tl.constexpr, FAST_SIN: tl.constexpr, BLOCK_C: tl.constexpr,
+                        BLOCK_T: tl.constexpr):
     # grid: (cdiv(L_out, BLOCK_T), cdiv(C_out, BLOCK_C), B); one weight per (output channel, c, k),
     # so this suits depthwise and tiny channel counts, where a tensor-core tile would be mostly padding.
     t = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)
@@ -188,7 +189,7 @@ def _conv_direct_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, a_ptr, b_ptr,
         m = co_mask[:, None] & valid[None, :]
         xv = tl.load(x_rows + ci.to(tl.int64)[:, None] * L_in + pos[None, :], mask=m, other=0.0).to(tl.float32)
         if ACT != "none":
-            xv = _activate(xv, ci[:, None], co_mask[:, None], a_ptr, b_ptr, slope, ACT)
+            xv = _activate(xv, ci[:, None], co_mask[:, None], a_ptr, b_ptr, slope, ACT, FAST_SIN)
         acc += w.to(tl.float32)[:, None] * xv
     row = (b * C_out + co).to(tl.int64)
     _store_output(acc, y_ptr, bias_ptr, res_ptr, row, co, co_mask, t, t_mask, L_out, scale, HAS_BIAS, HAS_RES)
@@ -210,15 +211,15 @@ class GemmConfig:
 # (64 KiB of shared memory for 16-bit, 96 KiB for tf32); smaller M tiles for narrow layers (22…96
 # channels) and for shapes that would leave SMs idle. Exact float32 runs on FMA units: smaller tiles.
 GEMM_CONFIGS: dict[str, tuple[GemmConfig, ...]] = {
-    "16bit": (GemmConfig(128, 128, 64, 8, 3), GemmConfig(64, 128, 64, 4, 3), GemmConfig(32, 128, 64, 4, 3)),
-    "tf32": (GemmConfig(128, 128, 32, 8, 3), GemmConfig(64, 128, 32, 4, 3), GemmConfig(32, 128, 32, 4, 3)),
-    "ieee": (GemmConfig(64, 64, 16, 4, 2), GemmConfig(32, 64, 16, 4, 2)),
+    "16bit": (GemmConfig(128, 128, 64, 8, 3), GemmConfig(64, 128, 64, 8, 3), GemmConfig(32, 128, 64, 8, 3)),
+    "tf32": (GemmConfig(128, 128, 32, 8, 3), GemmConfig(64, 128, 32, 8, 3), GemmConfig(32, 128, 32, 8, 3)),
+    "ieee": (GemmConfig(64, 64, 16, 8, 2), GemmConfig(32, 64, 16, 4, 2)),
 }
 DIRECT_CONFIGS = ((16, 128), (2, 1024))  # (BLOCK_C, BLOCK_T): channel-rich and single-channel outputs
 _SM_COUNT_DEFAULT = 132  # H100/H200; read from the device when there is one
 # A fused input activation runs once per (tap, output-channel tile) that reads the element. Leaky ReLU
-# costs ~2 ops, so it is always fused; snake's sin costs ~25 (libdevice range reduction + polynomial),
-# so past 3 repeats one separate snake pass (2 bytes moved per element and a launch) is cheaper.
+# costs ~2 ops, so it is always fused; snake costs ~8 with the SFU sine (kernels._common.sin) and a
+# division, so past 3 repeats one separate snake pass (2 bytes moved per element and a launch) is cheaper.
 SNAKE_FUSED_MAX_REPEATS = 3
 
 
@@ -254,6 +255,19 @@ def pick_gemm_config(dtype: torch.dtype, precision: str, C_out_g: int, programs_
     while cfg is not configs[-1] and triton.cdiv(C_out_g, cfg.BLOCK_M) * programs_per_m_tile < sm_count // 2:
         cfg = configs[configs.index(cfg) + 1]
     return cfg
+
+
+# An activation fused into the input loads keeps its operands in registers beside the accumulator: on a
+# 128-row tile that spills (tilewave build: 44-252 bytes of spill stores on sm_90), so such a call runs on
+# a tile of at most 64 rows.
+FUSED_INPUT_MAX_M = 64
+
+
+def fused_input_config(cfg: GemmConfig, dtype: torch.dtype, precision: str) -> GemmConfig:
+    """The tile for a call whose input activation is fused: cfg, or the largest one of <= 64 rows."""
+    if cfg.BLOCK_M <= FUSED_INPUT_MAX_M:
+        return cfg
+    return next(c for c in GEMM_CONFIGS[_gemm_class(dtype, precision)] if c.BLOCK_M <= FUSED_INPUT_MAX_M)
 
 
 def uses_gemm(C_in_g: int, C_out_g: int, taps: int) -> bool:
@@ -411,13 +425,17 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
             in_step, tap_step, base, out_step = stride, dilation, -padding, 1
         cfg = pick_gemm_config(x.dtype, precision, C_out_g, triton.cdiv(positions, 128) * B * groups * phases,
                                _sm_count(x.device))
-        activations_per_input = taps * triton.cdiv(C_out_g, cfg.BLOCK_M)
+        fused_cfg = fused_input_config(cfg, x.dtype, precision) if act != "none" else cfg
+        activations_per_input = taps * triton.cdiv(C_out_g, fused_cfg.BLOCK_M)
     else:
         BLOCK_C, BLOCK_T = DIRECT_CONFIGS[0] if C_out >= DIRECT_CONFIGS[0][0] else DIRECT_CONFIGS[1]
         activations_per_input = K * C_out_g
     if act == "snake" and activations_per_input > SNAKE_FUSED_MAX_REPEATS:
         x, act = activation.snake(x, alpha, beta), "none"
-    flags = dict(ACT=act, HAS_BIAS=bias is not None, HAS_RES=residual is not None)
+    elif gemm:
+        cfg = fused_cfg
+    # FAST_SIN: the SFU sine on the GPU (the interpreter cannot run inline PTX)
+    flags = dict(ACT=act, HAS_BIAS=bias is not None, HAS_RES=residual is not None, FAST_SIN=x.is_cuda)
     if gemm:
         grid = (phases * triton.cdiv(C_out_g, cfg.BLOCK_M) * triton.cdiv(positions, cfg.BLOCK_N), B * groups)
         upcast = _interpreted() and x.dtype == torch.bfloat16
@@ -842,7 +860,7 @@ def _gemm_variant(cls, dt, cfg, transposed, act="none", res=False):
         f"{'transposed' if transposed else 'conv'},{act}{',res' if res else ''}]",
         _conv_gemm_kernel, _gemm_signature(dt),
         dict(TRANSPOSED=transposed, ACT=act, HAS_BIAS=True, HAS_RES=res, PRECISION="tf32" if cls == "tf32" else "ieee",
-             UPCAST=False, PREFETCH=cls == "16bit", BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K),
+             UPCAST=False, PREFETCH=cls == "16bit", FAST_SIN=True, BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K),
         num_warps=cfg.num_warps, num_stages=cfg.num_stages, expect_mma=cls != "ieee")
 
 
@@ -851,20 +869,24 @@ def _direct_variant(dt, block, transposed, act="none", res=False):
         f"_conv_direct_kernel[{dt},{block[0]}x{block[1]},{'transposed' if transposed else 'conv'},{act}"
         f"{',res' if res else ''}]",
         _conv_direct_kernel, _direct_signature(dt),
-        dict(TRANSPOSED=transposed, ACT=act, HAS_BIAS=True, HAS_RES=res, BLOCK_C=block[0], BLOCK_T=block[1]),
+        dict(TRANSPOSED=transposed, ACT=act, HAS_BIAS=True, HAS_RES=res, FAST_SIN=True, BLOCK_C=block[0],
+             BLOCK_T=block[1]),
         num_warps=4)
 
 
 def conv_variants(transposed_forms=(False, True), fused=False) -> list[AotVariant]:
     """Every tile the launcher can pick, per storage dtype and precision, for the given conv forms;
-    `fused` adds the activation/residual forms at each class's largest tile."""
+    `fused` adds the activation/residual forms at every tile a fused input activation can run on."""
     out = []
     for cls, configs in GEMM_CONFIGS.items():
         for dt in _GEMM_DTYPES[cls]:
             for transposed in transposed_forms:
                 out += [_gemm_variant(cls, dt, cfg, transposed) for cfg in configs]
             if fused:
-                out += [_gemm_variant(cls, dt, configs[0], tr, act, res) for act, res, tr in _FUSIONS]
+                tiles = {fused_input_config(c, torch.float32 if dt == "fp32" else torch.float16, cls)
+                         for c in configs}
+                out += [_gemm_variant(cls, dt, c, tr, act, res) for c in sorted(tiles, key=lambda c: -c.BLOCK_M)
+                        for act, res, tr in _FUSIONS]
     for dt in ("fp32", "fp16", "bf16"):
         for transposed in transposed_forms:
             out += [_direct_variant(dt, block, transposed) for block in DIRECT_CONFIGS]
