@@ -213,7 +213,7 @@ class GemmConfig:
 GEMM_CONFIGS: dict[str, tuple[GemmConfig, ...]] = {
     "16bit": (GemmConfig(128, 128, 64, 8, 3), GemmConfig(64, 128, 64, 8, 3), GemmConfig(32, 128, 64, 8, 3)),
     "tf32": (GemmConfig(128, 128, 32, 8, 3), GemmConfig(64, 128, 32, 8, 3), GemmConfig(32, 128, 32, 8, 3)),
-    "ieee": (GemmConfig(64, 64, 16, 8, 2), GemmConfig(32, 64, 16, 4, 2)),
+    "ieee": (GemmConfig(64, 64, 16, 4, 2), GemmConfig(32, 64, 16, 4, 2)),
 }
 DIRECT_CONFIGS = ((16, 128), (2, 1024))  # (BLOCK_C, BLOCK_T): channel-rich and single-channel outputs
 _SM_COUNT_DEFAULT = 132  # H100/H200; read from the device when there is one
@@ -257,17 +257,18 @@ def pick_gemm_config(dtype: torch.dtype, precision: str, C_out_g: int, programs_
     return cfg
 
 
-# An activation fused into the input loads keeps its operands in registers beside the accumulator: on a
-# 128-row tile that spills (tilewave build: 44-252 bytes of spill stores on sm_90), so such a call runs on
-# a tile of at most 64 rows.
-FUSED_INPUT_MAX_M = 64
+# An activation fused into the input loads keeps its operands in registers beside the accumulator: on the
+# largest tile of each class that spills (tilewave build: 44-252 bytes of spill stores on sm_90), so such a
+# call runs on a tile of at most this many rows.
+FUSED_INPUT_MAX_M = {"16bit": 64, "tf32": 64, "ieee": 32}
 
 
 def fused_input_config(cfg: GemmConfig, dtype: torch.dtype, precision: str) -> GemmConfig:
-    """The tile for a call whose input activation is fused: cfg, or the largest one of <= 64 rows."""
-    if cfg.BLOCK_M <= FUSED_INPUT_MAX_M:
+    """The tile for a call whose input activation is fused: cfg, or the largest one small enough."""
+    cls = _gemm_class(dtype, precision)
+    if cfg.BLOCK_M <= FUSED_INPUT_MAX_M[cls]:
         return cfg
-    return next(c for c in GEMM_CONFIGS[_gemm_class(dtype, precision)] if c.BLOCK_M <= FUSED_INPUT_MAX_M)
+    return next(c for c in GEMM_CONFIGS[cls] if c.BLOCK_M <= FUSED_INPUT_MAX_M[cls])
 
 
 def uses_gemm(C_in_g: int, C_out_g: int, taps: int) -> bool:
