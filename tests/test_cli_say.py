@@ -132,3 +132,18 @@ def test_cuda_without_a_gpu(tmp_path, fake_model, capsys):
         assert rc == 0
     else:
         assert rc == 2 and "no CUDA device" in capsys.readouterr().err and list(tmp_path.iterdir()) == []
+
+
+def test_wav_gets_the_usual_file_permissions(tmp_path):
+    import os
+    import stat
+
+    from tilewave.cli_say import _write_wav
+
+    out = tmp_path / "perm.wav"
+    umask = os.umask(0o022)
+    try:
+        _write_wav(str(out), np.zeros(2400, dtype=np.float32) + 0.1, 24000)
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o644

@@ -79,6 +79,9 @@ def _write_wav(path: str, audio, sample_rate: int) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; the WAV gets the permissions of any new file
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
