@@ -1,9 +1,7 @@
 """`tilewave say` around a model double: it writes a 24 kHz WAV, and every bad input is one line and no file."""
 import argparse
-import contextlib
 import io
 import sys
-import types
 
 import numpy as np
 import pytest
@@ -51,30 +49,7 @@ def test_phonemes_voice_blend_lang_speed(tmp_path, fake_model):
     assert fake_model.calls[0]["speed"] == 1.5
 
 
-class StageProfilerDouble:
-    """The interface of tilewave.harness.timing.StageProfiler that `say --profile` uses."""
-
-    def __init__(self, device):
-        self.names = []
-
-    @contextlib.contextmanager
-    def stage(self, name):
-        self.names.append(name)
-        yield
-
-    def report(self):
-        return [(n, 0, 1.0, 1 / len(self.names)) for n in dict.fromkeys(self.names)]
-
-    def format(self, title="stage"):
-        return "\n".join(f"{n} {ms:.2f} {share:.1%}" for n, _, ms, share in self.report())
-
-
 def test_profile_prints_stages_and_placements(tmp_path, fake_model, monkeypatch, capsys):
-    try:
-        import tilewave.harness.timing  # noqa: F401  (the real profiler, once the branches are merged)
-    except ImportError:
-        monkeypatch.setitem(sys.modules, "tilewave.harness.timing",
-                            types.SimpleNamespace(StageProfiler=StageProfilerDouble))
     assert say("Hello.", "--profile", "-o", str(tmp_path / "p.wav")) == 0
     out = capsys.readouterr().out
     assert all(name in out for name in ("phonemize", *STAGES)) and "ran on" in out
@@ -138,12 +113,12 @@ def test_wav_gets_the_usual_file_permissions(tmp_path):
     import os
     import stat
 
-    from tilewave.cli_say import _write_wav
+    from tilewave.engine.wav import write_wav
 
     out = tmp_path / "perm.wav"
     umask = os.umask(0o022)
     try:
-        _write_wav(str(out), np.zeros(2400, dtype=np.float32) + 0.1, 24000)
+        write_wav(str(out), np.zeros(2400, dtype=np.float32) + 0.1, 24000)
     finally:
         os.umask(umask)
     assert stat.S_IMODE(out.stat().st_mode) == 0o644

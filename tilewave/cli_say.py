@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 import time
 
 from tilewave.engine.voices import DEFAULT_VOICE
@@ -70,24 +69,6 @@ def _check_output(path: str) -> None:
         raise InputError(f"cannot write {path!r}: it is a folder; give a file name like {os.path.join(path, 'out.wav')}")
 
 
-def _write_wav(path: str, audio, sample_rate: int) -> None:
-    """Write the whole file next to its destination, then rename it: never a partial file at `path`."""
-    from tilewave.engine.wav import wav_bytes
-
-    data = wav_bytes(audio, sample_rate)
-    fd, tmp = tempfile.mkstemp(suffix=".wav", dir=os.path.dirname(os.path.abspath(path)))
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; the WAV gets the permissions of any new file
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-
-
 def _print_profile(profiler, device) -> None:
     from tilewave.ops import placements
 
@@ -134,6 +115,7 @@ def _synthesize(args):
 
 def run(args) -> int:
     from tilewave.engine.pipeline import SAMPLE_RATE
+    from tilewave.engine.wav import write_wav
 
     try:
         audio, chunks, device, profiler, (setup_s, synth_s) = _synthesize(args)
@@ -142,7 +124,7 @@ def run(args) -> int:
         return 2 if isinstance(exc, InputError) else 1
     if args.output is not None:
         try:
-            _write_wav(args.output, audio, SAMPLE_RATE)
+            write_wav(args.output, audio, SAMPLE_RATE)
         except OSError as exc:
             print(f"error: cannot write {args.output!r}: {exc}", file=sys.stderr)
             return 1

@@ -69,12 +69,11 @@ def run(args) -> int:
         audios = [V.vocode_file(model, path, args.chunk_frames, profiler) for path in args.inputs]
         elapsed = time.perf_counter() - start
         paths = _outputs(args, [a.shape[0] for a in audios])
-        import soundfile
+        from tilewave.engine.wav import write_wav
 
         for audio, files in zip(audios, paths):
             for row, file in zip(audio.numpy(), files):
-                # libsndfile wraps out-of-range floats when converting to 16-bit; the model's output is in [-1, 1]
-                soundfile.write(str(file), row.clip(-1.0, 1.0), model.config.sampling_rate, subtype="PCM_16")
+                write_wav(file, row, model.config.sampling_rate)
         seconds = sum(a.shape[0] * a.shape[1] for a in audios) / model.config.sampling_rate
         print(f"wrote {sum(len(f) for f in paths)} file(s), {seconds:.2f} s of audio in {elapsed:.2f} s "
               f"({seconds / max(elapsed, 1e-9):.1f}x real time) on {device}", file=sys.stderr)

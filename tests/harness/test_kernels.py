@@ -1,6 +1,5 @@
 """The pytest bridge: every registered kernel case, on the interpreter (CPU) or the GPU."""
 import pytest
-import torch
 
 from tests.conftest import KERNEL_DEVICE
 from tilewave.harness.registry import REGISTRY, load_all_kernels

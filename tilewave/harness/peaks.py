@@ -18,11 +18,11 @@ def _cache_file() -> Path:
 
 def measure_peaks() -> dict[str, float]:
     """Device-to-device copy bandwidth (GB/s) and dense 8192^3 matmul rates (GFLOP/s) per precision."""
-    x = torch.empty(2 * 1024**3 // 4, device="cuda").normal_()
-    y = torch.empty_like(x)
-    t = time_cuda(lambda: y.copy_(x), warmup=3, reps=10, flush_l2=False)
-    peaks = {"copy_GBps": 2 * x.numel() * 4 / t.median_us / 1e3}
-    del x, y
+    src = torch.empty(2 * 1024**3 // 4, device="cuda").normal_()
+    dst = torch.empty_like(src)
+    t = time_cuda(lambda: dst.copy_(src), warmup=3, reps=10, flush_l2=False)
+    peaks = {"copy_GBps": 2 * src.numel() * 4 / t.median_us / 1e3}
+    src = dst = None  # free the 4 GB before the matmuls
     n = 8192
     saved = torch.backends.cuda.matmul.allow_tf32
     try:

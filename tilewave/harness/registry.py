@@ -11,7 +11,7 @@ from __future__ import annotations
 import fnmatch
 import importlib
 import pkgutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 import torch
