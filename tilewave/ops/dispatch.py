@@ -17,7 +17,7 @@ import torch
 _BACKENDS = ("auto", "torch", "triton")
 _backend: contextvars.ContextVar[str] = contextvars.ContextVar("tilewave_backend", default="auto")
 _placements: Counter = Counter()
-_PRECISIONS = ("ieee", "tf32")
+_PRECISIONS = ("ieee", "tf32x3", "tf32")
 _fp32_matmul: contextvars.ContextVar[str] = contextvars.ContextVar("tilewave_fp32_matmul", default="ieee")
 
 
@@ -35,8 +35,9 @@ def backend(name: str):
 
 @contextlib.contextmanager
 def fp32_matmul_precision(name: str):
-    """How float32 tensors meet the tensor cores in Triton kernels: 'ieee' (exact float32, the default,
-    what parity tests use) or 'tf32' (~1e-3 relative, several times faster)."""
+    """How float32 tensors meet the tensor cores in Triton kernels: 'ieee' (exact float32 on the FMA
+    units, the default, what parity tests use), 'tf32x3' (each product split into high and low tf32 parts,
+    three tensor-core MMAs: float32-class error at tensor-core speed) or 'tf32' (~1e-3 relative, fastest)."""
     if name not in _PRECISIONS:
         raise ValueError(f"unknown float32 matmul precision {name!r}; choose one of {_PRECISIONS}")
     token = _fp32_matmul.set(name)
@@ -47,7 +48,7 @@ def fp32_matmul_precision(name: str):
 
 
 def fp32_matmul() -> str:
-    """The float32 matmul precision in force ('ieee' or 'tf32'); kernels with tl.dot pass it on."""
+    """The float32 matmul precision in force ('ieee', 'tf32x3' or 'tf32'); kernels with tl.dot pass it on."""
     return _fp32_matmul.get()
 
 
