@@ -122,3 +122,14 @@ def test_wav_gets_the_usual_file_permissions(tmp_path):
     finally:
         os.umask(umask)
     assert stat.S_IMODE(out.stat().st_mode) == 0o644
+
+
+def test_precision_flag_reaches_the_model(tmp_path, monkeypatch):
+    from tests.engine.test_pipeline import PrecisionRecorder
+
+    model = PrecisionRecorder()
+    monkeypatch.setattr(engine_pipeline, "load_model", lambda weights, device: model)
+    assert say("Hello.", "--precision", "tf32x3", "-o", str(tmp_path / "p.wav"), "--device", "cpu") == 0
+    assert model.calls_precision == ["tf32x3"]
+    with pytest.raises(SystemExit):  # argparse: an unknown choice is a usage error
+        say("Hello.", "--precision", "half", "-o", str(tmp_path / "q.wav"))

@@ -44,7 +44,16 @@ def _add_synthesis_args(p) -> None:
     p.add_argument("--seed", type=int, help="seed of the voice source's random phase and noise (repeatable audio)")
     p.add_argument("--weights", metavar="PATH", help="Kokoro weights (.onnx or .pth; default: the installed int8 ONNX)")
     p.add_argument("--phonemes", action="store_true", help="TEXT is Kokoro phonemes, not English")
+    add_precision_arg(p)
     p.set_defaults(run=run)
+
+
+def add_precision_arg(p) -> None:
+    from tilewave.ops.dispatch import PRECISIONS
+
+    p.add_argument("--precision", choices=PRECISIONS, default="ieee",
+                   help="float32 products on a GPU: ieee (exact, default), tf32x3 (float32-class error on tensor "
+                        "cores, faster), tf32 (~1e-3 relative, fastest); no effect on a CPU")
 
 
 def _read_text(args) -> str:
@@ -97,7 +106,8 @@ def _synthesize(args):
 
         profiler = StageProfiler(device)
     start = time.perf_counter()
-    pipeline = Pipeline(lang=args.lang, voice=args.voice, device=device, weights=args.weights)
+    pipeline = Pipeline(lang=args.lang, voice=args.voice, device=device, weights=args.weights,
+                        precision=args.precision)
     # Calling the pipeline checks the text and loads the model; iterating it makes the audio.
     pending = pipeline(text, speed=args.speed, seed=args.seed, phonemes=args.phonemes, profile=profiler)
     if profiler is not None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import sys
 
+from tilewave.cli_say import add_precision_arg
 from tilewave.errors import InputError, TilewaveError
 from tilewave.text.espeak import LANGUAGES
 
@@ -14,6 +15,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--lang", default="en-us", choices=LANGUAGES)
     p.add_argument("--device", choices=["cpu", "cuda"], help="where the model runs (default: cuda if present)")
     p.add_argument("--weights", metavar="PATH", help="Kokoro weights (.onnx or .pth; default: the installed int8 ONNX)")
+    add_precision_arg(p)
     p.set_defaults(run=run)
 
 
@@ -23,7 +25,7 @@ def run(args) -> int:
     from tilewave.server.app import create_app
 
     try:
-        app = create_app(lang=args.lang, device=args.device, weights=args.weights)
+        app = create_app(lang=args.lang, device=args.device, weights=args.weights, precision=args.precision)
     except TilewaveError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, InputError) else 1

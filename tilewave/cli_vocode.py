@@ -11,6 +11,7 @@ from pathlib import Path
 
 import torch
 
+from tilewave.cli_say import add_precision_arg
 from tilewave.errors import InputError, TilewaveError
 
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -30,6 +31,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--checkpoint", metavar="DIR", help="folder with config.json and bigvgan_generator.pt")
     p.add_argument("--device", choices=["cpu", "cuda"], help="where the model runs (default: cuda if present)")
     p.add_argument("--dtype", choices=sorted(_DTYPES), default="float32", help="model precision (default float32)")
+    add_precision_arg(p)
     p.add_argument("--chunk-frames", type=int, default=DEFAULT_CHUNK_FRAMES, metavar="N",
                    help=f"mel frames per chunk; bounds memory on long inputs (default {DEFAULT_CHUNK_FRAMES})")
     p.add_argument("--profile", action="store_true", help="print the time per stage and op type, and where ops ran")
@@ -52,6 +54,7 @@ def _outputs(args, batch_sizes: list[int]) -> list[list[Path]]:
 
 def run(args) -> int:
     from tilewave.engine import vocode as V
+    from tilewave.ops import fp32_matmul_precision
 
     try:
         device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -66,7 +69,8 @@ def run(args) -> int:
             profiler = StageProfiler(device)
             reset_placements()
         start = time.perf_counter()
-        audios = [V.vocode_file(model, path, args.chunk_frames, profiler) for path in args.inputs]
+        with fp32_matmul_precision(args.precision):
+            audios = [V.vocode_file(model, path, args.chunk_frames, profiler) for path in args.inputs]
         elapsed = time.perf_counter() - start
         paths = _outputs(args, [a.shape[0] for a in audios])
         from tilewave.engine.wav import write_wav

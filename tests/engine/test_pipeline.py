@@ -127,3 +127,29 @@ def test_wav_encoding_clips_and_refuses_non_finite_audio():
     assert rate == 24_000 and np.allclose(audio, [0.5, 1.0, -1.0], atol=1e-4)
     with pytest.raises(ValueError, match="NaN"):
         wav_bytes(np.array([0.0, np.nan], np.float32), 24_000)
+
+
+class PrecisionRecorder(FakeKokoro):
+    """Records the float32 matmul precision in force while the model runs."""
+
+    def forward(self, *args, **kwargs):
+        from tilewave.ops import fp32_matmul
+
+        self.calls_precision = getattr(self, "calls_precision", []) + [fp32_matmul()]
+        return super().forward(*args, **kwargs)
+
+
+@pytest.mark.parametrize("precision", ["ieee", "tf32x3", "tf32"])
+def test_precision_is_in_force_while_the_model_runs(precision):
+    model = PrecisionRecorder()
+    list(Pipeline(device="cpu", model=model, precision=precision)("Hi."))
+    assert model.calls_precision == [precision]
+    from tilewave.ops import fp32_matmul
+
+    assert fp32_matmul() == "ieee"  # and only then
+
+
+@pytest.mark.parametrize("bad", ["fp16", "", None, "IEEE"])
+def test_unknown_precision_is_refused_before_any_work(bad):
+    with pytest.raises(InputError, match="precision"):
+        Pipeline(device="cpu", model=FakeKokoro(), precision=bad)

@@ -20,6 +20,7 @@ from typing import Iterator
 import numpy as np
 import torch
 
+from tilewave.ops.dispatch import PRECISIONS, fp32_matmul_precision
 from tilewave.engine.voices import DEFAULT_VOICE, load_voice, style_for
 from tilewave.errors import InputError, TilewaveError, WeightsError
 from tilewave.text import EspeakPhonemizer, TextChunk, check_language, chunk_phonemes, chunk_text, encode, has_phones, unknown_symbols
@@ -59,6 +60,14 @@ def check_seed(seed) -> int | None:
     return int(seed)
 
 
+def check_precision(precision) -> str:
+    """How float32 products meet the GPU's tensor cores (see tilewave.ops.fp32_matmul_precision)."""
+    if precision not in PRECISIONS:
+        raise InputError(f"precision {precision!r} is not one of {', '.join(PRECISIONS)}: 'ieee' is exact float32 "
+                         "(the default), 'tf32x3' float32-class error on tensor cores, 'tf32' ~1e-3 relative")
+    return precision
+
+
 def resolve_device(device: str | torch.device | None) -> torch.device:
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -96,8 +105,9 @@ class Pipeline:
     """English text (or Kokoro phonemes) -> a stream of `Chunk`s, one model call per chunk."""
 
     def __init__(self, lang: str = "en-us", voice=DEFAULT_VOICE, device: str | torch.device | None = None,
-                 model=None, weights: str | os.PathLike | None = None) -> None:
+                 model=None, weights: str | os.PathLike | None = None, precision: str = "ieee") -> None:
         self.device = resolve_device(device)
+        self.precision = check_precision(precision)
         self.lang = check_language(lang)
         self._phonemizer = None  # espeak starts on the first English text: phoneme input never needs it
         self.voice = load_voice(DEFAULT_VOICE if voice is None else voice)
@@ -154,7 +164,7 @@ class Pipeline:
         for c in chunks:
             ids = encode(c.phonemes).to(self.device)
             ref_s = style_for(pack, len(c.phonemes)).to(self.device)
-            with torch.inference_mode():
+            with torch.inference_mode(), fp32_matmul_precision(self.precision):
                 out = model.forward(ids, ref_s, speed=speed, generator=generator, profile=profile)
             audio = out.audio.detach().float().cpu().numpy().reshape(-1)
             bad = int(np.count_nonzero(~np.isfinite(audio)))
@@ -184,9 +194,10 @@ def join_chunks(audios: list[np.ndarray], crossfade: int = CROSSFADE_SAMPLES) ->
 
 def speak(text: str, voice=DEFAULT_VOICE, speed: float = 1.0, device: str | None = None, seed: int | None = None,
           lang: str = "en-us", phonemes: bool = False, weights: str | None = None, model=None,
-          profile=None) -> tuple[np.ndarray, int]:
-    """Say `text`: (audio float32 [samples], 24000)."""
+          profile=None, precision: str = "ieee") -> tuple[np.ndarray, int]:
+    """Say `text`: (audio float32 [samples], 24000). `precision`: how float32 products run on a GPU's tensor
+    cores ('ieee' exact, 'tf32x3', 'tf32'); a CPU run is exact float32 whatever it says."""
     check_speed(speed)
-    pipeline = Pipeline(lang=lang, voice=voice, device=device, model=model, weights=weights)
+    pipeline = Pipeline(lang=lang, voice=voice, device=device, model=model, weights=weights, precision=precision)
     chunks = pipeline(text, speed=speed, seed=seed, phonemes=phonemes, profile=profile)
     return join_chunks([c.audio for c in chunks]), SAMPLE_RATE

@@ -17,7 +17,7 @@ import torch
 _BACKENDS = ("auto", "torch", "triton")
 _backend: contextvars.ContextVar[str] = contextvars.ContextVar("tilewave_backend", default="auto")
 _placements: Counter = Counter()
-_PRECISIONS = ("ieee", "tf32x3", "tf32")
+PRECISIONS = ("ieee", "tf32x3", "tf32")
 _fp32_matmul: contextvars.ContextVar[str] = contextvars.ContextVar("tilewave_fp32_matmul", default="ieee")
 
 
@@ -38,8 +38,8 @@ def fp32_matmul_precision(name: str):
     """How float32 tensors meet the tensor cores in Triton kernels: 'ieee' (exact float32 on the FMA
     units, the default, what parity tests use), 'tf32x3' (each product split into high and low tf32 parts,
     three tensor-core MMAs: float32-class error at tensor-core speed) or 'tf32' (~1e-3 relative, fastest)."""
-    if name not in _PRECISIONS:
-        raise ValueError(f"unknown float32 matmul precision {name!r}; choose one of {_PRECISIONS}")
+    if name not in PRECISIONS:
+        raise ValueError(f"unknown float32 matmul precision {name!r}; choose one of {PRECISIONS}")
     token = _fp32_matmul.set(name)
     try:
         yield

@@ -30,8 +30,10 @@ class SpeechRequest(BaseModel):
     seed: int | None = None
 
 
-def create_app(lang: str = "en-us", device: str | None = None, weights: str | None = None, model=None) -> FastAPI:
-    pipeline = Pipeline(lang=lang, voice=DEFAULT_VOICE, device=device, model=model, weights=weights)
+def create_app(lang: str = "en-us", device: str | None = None, weights: str | None = None, model=None,
+               precision: str = "ieee") -> FastAPI:
+    pipeline = Pipeline(lang=lang, voice=DEFAULT_VOICE, device=device, model=model, weights=weights,
+                        precision=precision)
     pipeline.model  # load now: a weights error belongs to startup, not to the first caller
     lock = threading.Lock()
     app = FastAPI(title="tilewave", description="Kokoro-82M text to speech on Triton kernels")
