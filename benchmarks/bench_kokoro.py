@@ -1,6 +1,7 @@
 """Kokoro-82M end to end on one GPU, same weights, same inputs, same run:
 
-  tilewave on its Triton kernels, tilewave on PyTorch ops (`backend("torch")`), and the official `kokoro`
+  tilewave on its Triton kernels (float32 products exact, and with --precisions also tf32x3: float32-class
+  error on tensor cores), tilewave on PyTorch ops (`backend("torch")`), and the official `kokoro`
   0.9.4 KModel (eager fp32, TF32 off), each timed with device events (median after warm-up), plus
   tilewave's per-stage profile and its parity with the official model (durations, audio).
 
@@ -53,7 +54,7 @@ def rel_l2(a: torch.Tensor, b: torch.Tensor) -> float:
     return ((a - b).norm() / b.norm()).item()
 
 
-def run(inputs_path: str, reps: int, out_json: str | None) -> None:
+def run(inputs_path: str, reps: int, out_json: str | None, precisions: list[str]) -> None:
     import triton
 
     from tests.models.kokoro_reference import official_kmodel
@@ -61,7 +62,7 @@ def run(inputs_path: str, reps: int, out_json: str | None) -> None:
     from tilewave.harness.timing import StageProfiler, time_cuda
     from tilewave.models.kokoro import KokoroModel
     from tilewave.models.kokoro import weights as W
-    from tilewave.ops import backend, placements, reset_placements
+    from tilewave.ops import backend, fp32_matmul_precision, placements, reset_placements
     from tilewave.text.vocab import encode
 
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
@@ -100,6 +101,15 @@ def run(inputs_path: str, reps: int, out_json: str | None) -> None:
         for label, fn in (("ms_tilewave_triton", tilewave_triton), ("ms_tilewave_torch", tilewave_torch),
                           ("ms_official", official_fn)):
             row[label] = time_cuda(fn, warmup=2, reps=reps, flush_l2=False).median_us / 1e3
+        for precision in precisions:  # the same Triton path with float32 products on tensor cores
+            with fp32_matmul_precision(precision):
+                a_p = tilewave_triton()
+                row[f"ms_tilewave_triton_{precision}"] = time_cuda(tilewave_triton, warmup=2, reps=reps,
+                                                                   flush_l2=False).median_us / 1e3
+            row[f"durations_equal_triton_{precision}"] = bool(torch.equal(a_p.durations.cpu(), d_off.cpu()))
+            row[f"audio_rel_l2_triton_{precision}"] = rel_l2(a_p.audio, a_off)
+            print(f"        precision {precision}: {row[f'ms_tilewave_triton_{precision}']:.1f} ms, durations equal "
+                  f"{row[f'durations_equal_triton_{precision}']}, audio rel L2 {row[f'audio_rel_l2_triton_{precision}']:.2e}")
         prof = StageProfiler(dev)
         reset_placements()
         ours(ids, ref_s, 1.0, generator=torch.Generator(dev).manual_seed(0), profile=prof)
@@ -124,11 +134,12 @@ def main() -> None:
     p.add_argument("--inputs", default=str(ROOT / "benchmarks" / "kokoro_inputs.json"))
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--json", metavar="FILE")
+    p.add_argument("--precisions", default="tf32x3", help="comma-separated extra float32 precisions to time (or '')")
     args = p.parse_args()
     if args.make_inputs:
         make_inputs(args.make_inputs)
     else:
-        run(args.inputs, args.reps, args.json)
+        run(args.inputs, args.reps, args.json, [x for x in args.precisions.split(",") if x])
 
 
 if __name__ == "__main__":
