@@ -73,6 +73,20 @@ def resample_filter(taps: int = TAPS, device: torch.device | str = "cpu") -> tor
 # kernel
 # ---------------------------------------------------------------------------------------------------
 @triton.jit
+def _channel_params(a_ptr, b_ptr, c, HAS_BETA: tl.constexpr, LOG_SCALE: tl.constexpr):
+    """(alpha, 1 / (beta + 1e-9)) of channel c (snake: beta = alpha; log_scale: exp of both)."""
+    alpha = tl.load(a_ptr + c)
+    if HAS_BETA:
+        beta = tl.load(b_ptr + c)
+    else:
+        beta = alpha
+    if LOG_SCALE:
+        alpha = tl.exp(alpha)
+        beta = tl.exp(beta)
+    return alpha, 1.0 / (beta + 1e-9)
+
+
+@triton.jit
 def _activated_phases(x_row, q, L, fu_ptr, alpha, inv_beta, TAPS: tl.constexpr, CLAMP: tl.constexpr,
                       FAST_SIN: tl.constexpr):
     """a[2q] and a[2q + 1] for a tensor of half-rate positions q (x indices clamped when CLAMP)."""
@@ -111,16 +125,7 @@ def _act1d_kernel(x_ptr, a_ptr, b_ptr, fu_ptr, fd_ptr, y_ptr, C, L, n_tiles,
     pid = tl.program_id(0)
     row = pid // n_tiles
     p_tile = (pid % n_tiles) * (ROWS * OUT_W)
-    c = row % C
-    alpha = tl.load(a_ptr + c)
-    if HAS_BETA:
-        beta = tl.load(b_ptr + c)
-    else:
-        beta = alpha
-    if LOG_SCALE:
-        alpha = tl.exp(alpha)
-        beta = tl.exp(beta)
-    inv_beta = 1.0 / (beta + 1e-9)
+    alpha, inv_beta = _channel_params(a_ptr, b_ptr, row % C, HAS_BETA, LOG_SCALE)
     x_row = x_ptr + row.to(tl.int64) * L
 
     # window column w of tile row r holds half-rate position q; row r's outputs are p = p_r + m, m < OUT_W
@@ -153,6 +158,166 @@ def _act1d_kernel(x_ptr, a_ptr, b_ptr, fu_ptr, fd_ptr, y_ptr, C, L, n_tiles,
 
 
 # ---------------------------------------------------------------------------------------------------
+# polyphase kernel: exact float32 FMAs on the columns of a [ROWS, COLS] register tile
+# ---------------------------------------------------------------------------------------------------
+@triton.jit
+def _columns(t, COLS: tl.constexpr):
+    """The COLS columns of a [R, COLS] tile (COLS a power of 2) as a tuple of [R] tensors, in order.
+    A split halves the columns into even and odd ones; after level l slot s holds columns s + 2^l m."""
+    cols = (t,)
+    for level in tl.static_range(COLS):
+        if (1 << level) < COLS:
+            evens = ()
+            odds = ()
+            for s in tl.static_range(1 << level):
+                e, o = tl.split(tl.reshape(cols[s], [t.shape[0], (COLS >> level) // 2, 2]))
+                evens = evens + (e,)
+                odds = odds + (o,)
+            cols = evens + odds
+    out = ()
+    for s in tl.static_range(COLS):
+        out = out + (tl.reshape(cols[s], [t.shape[0]]),)
+    return out
+
+
+@triton.jit
+def _tile(cols, COLS: tl.constexpr):
+    """Inverse of _columns: a tuple of COLS [R] tensors back into one [R, COLS] tile."""
+    parts = ()
+    for s in tl.static_range(COLS):
+        parts = parts + (tl.reshape(cols[s], [cols[s].shape[0], 1]),)
+    for level in tl.static_range(COLS):
+        if (1 << level) < COLS:
+            merged = ()
+            for s in tl.static_range(COLS >> (level + 1)):
+                j = tl.join(parts[s], parts[s + (COLS >> (level + 1))])
+                merged = merged + (tl.reshape(j, [j.shape[0], 2 << level]),)
+            parts = merged
+    return parts[0]
+
+
+@triton.jit
+def _shifted(cols, prev, succ, COLS: tl.constexpr, HALO: tl.constexpr):
+    """Columns -HALO .. COLS + HALO - 1 of the tile's rows: the edges are the previous / next row's columns."""
+    out = ()
+    for i in tl.static_range(HALO):
+        out = out + (tl.gather(cols[COLS - HALO + i], prev, 0),)
+    out = out + cols
+    for i in tl.static_range(HALO):
+        out = out + (tl.gather(cols[i], succ, 0),)
+    return out
+
+
+@triton.jit
+def _act1d_poly_tile(x_row, y_row, t0, L, fu_ptr, fd_ptr, alpha, inv_beta, TAPS: tl.constexpr,
+                     ROWS: tl.constexpr, COLS: tl.constexpr, VEC: tl.constexpr, CLAMP: tl.constexpr,
+                     SIN: tl.constexpr):
+    HALO: tl.constexpr = TAPS // 4
+    PAD: tl.constexpr = TAPS // 2 - 1
+    CROP: tl.constexpr = 3 * TAPS // 2 - 3
+    # tile row r holds half-rate positions q = t0 + (r - 1) COLS + e; rows 0 and ROWS - 1 only feed their
+    # neighbours' edges (a row shift cannot reach past the tile), rows 1 .. ROWS - 2 are stored.
+    # x is loaded (and y stored) in chunks of VEC columns, one 16-byte access per thread and chunk: a chunk's
+    # columns are then registers of one thread, and splitting or joining them moves no data
+    r_idx = tl.arange(0, ROWS)
+    xc = ()
+    for v in tl.static_range(COLS // VEC):
+        qv = t0 + (r_idx[:, None] - 1) * COLS + v * VEC + tl.arange(0, VEC)[None, :]
+        if CLAMP:
+            qv = tl.minimum(tl.maximum(qv, 0), L - 1)
+        xc = xc + _columns(tl.load(x_row + qv).to(tl.float32), VEC)
+    prev = tl.maximum(r_idx - 1, 0)
+    succ = tl.minimum(r_idx + 1, ROWS - 1)
+    xs = _shifted(xc, prev, succ, COLS, HALO)
+
+    # the two phases of the upsampled signal, activated: u[2q + r] meets x[q + (r + CROP - k) / 2 - PAD]
+    # through tap k when r + CROP - k is even
+    ae = ()
+    ao = ()
+    for e in tl.static_range(COLS):
+        u_even = tl.zeros([ROWS], tl.float32)
+        u_odd = tl.zeros([ROWS], tl.float32)
+        for k in tl.static_range(TAPS):
+            if (CROP - k) % 2 == 0:
+                u_even += tl.load(fu_ptr + k) * xs[e + HALO + (CROP - k) // 2 - PAD]
+            else:
+                u_odd += tl.load(fu_ptr + k) * xs[e + HALO + (CROP + 1 - k) // 2 - PAD]
+        ae = ae + (_snake_phase(2.0 * u_even, alpha, inv_beta, SIN),)
+        ao = ao + (_snake_phase(2.0 * u_odd, alpha, inv_beta, SIN),)
+    if CLAMP:
+        # replicate padding of the activated signal: a[n < 0] = a[0], a[n >= 2L] = a[2L - 1]
+        zero = tl.zeros([1], tl.int32)
+        first, _ = _activated_phases(x_row, zero, L, fu_ptr, alpha, inv_beta, TAPS, True, SIN > 0)
+        _, last = _activated_phases(x_row, zero + (L - 1), L, fu_ptr, alpha, inv_beta, TAPS, True, SIN > 0)
+        fe = ()
+        fo = ()
+        for e in tl.static_range(COLS):
+            qe = t0 + (r_idx - 1) * COLS + e
+            fe = fe + (tl.where(qe < 0, first, tl.where(qe >= L, last, ae[e])),)
+            fo = fo + (tl.where(qe < 0, first, tl.where(qe >= L, last, ao[e])),)
+        ae = fe
+        ao = fo
+    aes = _shifted(ae, prev, succ, COLS, HALO)
+    aos = _shifted(ao, prev, succ, COLS, HALO)
+
+    # Down: tap k reads a[2p + k - PAD], phase (k - PAD) mod 2 at column floor((k - PAD) / 2) from p
+    ys = ()
+    for e in tl.static_range(COLS):
+        acc = tl.zeros([ROWS], tl.float32)
+        for k in tl.static_range(TAPS):
+            if (k - PAD) % 2 == 0:
+                acc += tl.load(fd_ptr + k) * aes[e + HALO + (k - PAD + 2 * TAPS) // 2 - TAPS]
+            else:
+                acc += tl.load(fd_ptr + k) * aos[e + HALO + (k - PAD + 2 * TAPS) // 2 - TAPS]
+        ys = ys + (acc,)
+    for v in tl.static_range(COLS // VEC):
+        yv = ()
+        for e in tl.static_range(VEC):
+            yv = yv + (ys[v * VEC + e],)
+        qv = t0 + (r_idx[:, None] - 1) * COLS + v * VEC + tl.arange(0, VEC)[None, :]
+        keep = (r_idx[:, None] >= 1) & (r_idx[:, None] < ROWS - 1) & (qv < L)
+        tl.store(y_row + qv, _tile(yv, VEC).to(y_row.dtype.element_ty), mask=keep)
+
+
+@triton.jit(do_not_specialize=["C", "L", "n_tiles"])  # one binary for every length (ROW_ALIGN says enough)
+def _act1d_poly_kernel(x_ptr, a_ptr, b_ptr, fu_ptr, fd_ptr, y_ptr, C, L, n_tiles,
+                       HAS_BETA: tl.constexpr, LOG_SCALE: tl.constexpr, TAPS: tl.constexpr, ROWS: tl.constexpr,
+                       COLS: tl.constexpr, VEC: tl.constexpr, ROW_ALIGN: tl.constexpr, SIN: tl.constexpr):
+    pid = tl.program_id(0)
+    row = pid // n_tiles
+    t0 = (pid % n_tiles) * ((ROWS - 2) * COLS)
+    alpha, inv_beta = _channel_params(a_ptr, b_ptr, row % C, HAS_BETA, LOG_SCALE)
+    # ROW_ALIGN (the launcher's word: L % ROW_ALIGN == 0) lets a row start on a 16-byte boundary
+    row_start = tl.multiple_of(row.to(tl.int64) * L, ROW_ALIGN)
+    x_row = x_ptr + row_start
+    y_row = y_ptr + row_start
+    if (t0 >= COLS) & (t0 + (ROWS - 1) * COLS <= L):
+        _act1d_poly_tile(x_row, y_row, t0, L, fu_ptr, fd_ptr, alpha, inv_beta, TAPS, ROWS, COLS, VEC, False, SIN)
+    else:
+        _act1d_poly_tile(x_row, y_row, t0, L, fu_ptr, fd_ptr, alpha, inv_beta, TAPS, ROWS, COLS, VEC, True, SIN)
+
+
+@triton.jit
+def _snake_phase(u, alpha, inv_beta, SIN: tl.constexpr):
+    """u + sin(alpha u)^2 / beta. SIN 0: tl.sin (interpreter); 1: _common.sin (floor-based reduction, then the
+    SFU); 2: reduction to [-pi, pi] by round-to-nearest through 1.5 * 2^23 (two FMA-pipe adds instead of a
+    quarter-rate floor), then the SFU; 3: the SFU's sin.approx on the raw argument (its error grows with
+    |alpha u|: ~6e-8 |alpha u|)."""
+    z = alpha * u
+    if SIN == 2:
+        k = (z * 0.15915494309189535 + 12582912.0) - 12582912.0
+        r = z - k * 6.28125 - k * 0.0019353071795864769
+        s = tl.inline_asm_elementwise("sin.approx.f32 $0, $1;", "=r,r", [r], dtype=tl.float32, is_pure=True,
+                                      pack=1)
+    elif SIN == 3:
+        s = tl.inline_asm_elementwise("sin.approx.f32 $0, $1;", "=r,r", [z], dtype=tl.float32, is_pure=True,
+                                      pack=1)
+    else:
+        s = sin(z, SIN == 1)
+    return u + inv_beta * (s * s)
+
+
+# ---------------------------------------------------------------------------------------------------
 # launcher (Triton path; tilewave.ops.resample decides when to call it)
 # ---------------------------------------------------------------------------------------------------
 WINDOW = 32  # half-rate positions per tile row; 32 - 2 * (taps / 4) of them are outputs (26 for 12 taps)
@@ -175,17 +340,25 @@ def _precision(dtype: torch.dtype) -> str:
     return "tf32x3" if dtype == torch.float32 else "tf32"
 
 
-def act1d(x: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor | None = None, log_scale: bool = False,
-          up_filter: torch.Tensor | None = None, down_filter: torch.Tensor | None = None,
-          out: torch.Tensor | None = None) -> torch.Tensor:
-    up_filter = resample_filter(device=x.device) if up_filter is None else up_filter
-    down_filter = resample_filter(device=x.device) if down_filter is None else down_filter
+def _check_args(x, alpha, beta, up_filter, down_filter):
     if not kernel_covers(x, up_filter, down_filter):
         raise ValueError(f"act1d: the kernel needs a contiguous [C, L] or [B, C, L] x and two filters of equal "
                          f"length divisible by 4 (4 to 24 taps); got x {tuple(x.shape)} strides {x.stride()}, "
                          f"filters {_taps(up_filter)} and {_taps(down_filter)} taps")
+    check_channel_params("act1d", x.shape[-2], alpha, beta)
+
+
+def _f32(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().reshape(-1).to(torch.float32).contiguous()
+
+
+def act1d_banded(x, alpha, beta=None, log_scale=False, up_filter=None, down_filter=None, out=None,
+                 precision=None):
+    """The banded-matmul kernel (tensor cores), kept beside the polyphase one for comparison."""
+    up_filter = resample_filter(device=x.device) if up_filter is None else up_filter
+    down_filter = resample_filter(device=x.device) if down_filter is None else down_filter
+    _check_args(x, alpha, beta, up_filter, down_filter)
     C, L = x.shape[-2], x.shape[-1]
-    check_channel_params("act1d", C, alpha, beta)
     out = torch.empty_like(x) if out is None else out
     rows = x.numel() // max(L, 1)
     if rows and L:
@@ -193,13 +366,45 @@ def act1d(x: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor | None = None
         out_w = WINDOW - 2 * (taps // 4)
         tile_rows = ROWS_SMALL if L <= ROWS_SMALL * out_w else ROWS_LARGE
         n_tiles = triton.cdiv(L, tile_rows * out_w)
-        f32 = lambda t: t.detach().reshape(-1).to(torch.float32).contiguous()
-        a = f32(alpha)
+        a = _f32(alpha)
         _act1d_kernel[(rows * n_tiles,)](
-            x, a, a if beta is None else f32(beta), f32(up_filter), f32(down_filter), out, C, L, n_tiles,
+            x, a, a if beta is None else _f32(beta), _f32(up_filter), _f32(down_filter), out, C, L, n_tiles,
             HAS_BETA=beta is not None, LOG_SCALE=log_scale, TAPS=taps, ROWS=tile_rows, WINDOW=WINDOW,
-            FAST_SIN=x.is_cuda, PRECISION=_precision(x.dtype), num_warps=4)
+            FAST_SIN=x.is_cuda, PRECISION=precision or _precision(x.dtype), num_warps=4)
     return out
+
+
+def poly_launch_args(x: torch.Tensor, taps: int, rows: int, cols: int, sin_mode: int):
+    """(grid, constexprs) of the polyphase kernel for x and a tile of `rows` x `cols` half-rate positions."""
+    L = x.shape[-1]
+    cols = max(cols, triton.next_power_of_2(2 * (taps // 4)))  # a row's edges come from one neighbour only
+    vec = min(cols, 16 // x.element_size())
+    n_tiles = triton.cdiv(L, (rows - 2) * cols)
+    const = dict(TAPS=taps, ROWS=rows, COLS=cols, VEC=vec, ROW_ALIGN=vec if L % vec == 0 else 1, SIN=sin_mode)
+    return (x.numel() // L * n_tiles,), n_tiles, const
+
+
+def act1d_poly(x, alpha, beta=None, log_scale=False, up_filter=None, down_filter=None, out=None, rows=128,
+               cols=16, num_warps=4, sin_mode=None):
+    """The polyphase kernel with an explicit tile (rows x cols half-rate positions, rows - 2 of them stored)."""
+    up_filter = resample_filter(device=x.device) if up_filter is None else up_filter
+    down_filter = resample_filter(device=x.device) if down_filter is None else down_filter
+    _check_args(x, alpha, beta, up_filter, down_filter)
+    out = torch.empty_like(x) if out is None else out
+    if x.numel():
+        sin_mode = (2 if x.is_cuda else 0) if sin_mode is None else sin_mode
+        grid, n_tiles, const = poly_launch_args(x, _taps(up_filter), rows, cols, sin_mode)
+        a = _f32(alpha)
+        _act1d_poly_kernel[grid](x, a, a if beta is None else _f32(beta), _f32(up_filter), _f32(down_filter), out,
+                                 x.shape[-2], x.shape[-1], n_tiles, HAS_BETA=beta is not None, LOG_SCALE=log_scale,
+                                 num_warps=num_warps, **const)
+    return out
+
+
+def act1d(x: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor | None = None, log_scale: bool = False,
+          up_filter: torch.Tensor | None = None, down_filter: torch.Tensor | None = None,
+          out: torch.Tensor | None = None) -> torch.Tensor:
+    return act1d_poly(x, alpha, beta, log_scale, up_filter, down_filter, out)
 
 
 # ---------------------------------------------------------------------------------------------------
