@@ -23,15 +23,17 @@ COPY_GBS = 4252.0
 SHAPES = [("large", (1, 128, 1 << 20)), ("v2 stage 1", (1, 768, 3752)), ("v2 last", (1, 24, 240128)),
           ("seed blk 4", (1, 96, 59520))]
 DTYPES = [torch.float32, torch.bfloat16]
-# (rows, cols, warps, sine form): 1 floor-reduced SFU sine (_common.sin), 2 rint-reduced SFU sine, 3 raw SFU sine
-POLY = [(128, 8, 4, 2), (128, 16, 4, 2), (128, 32, 4, 2), (256, 8, 4, 2), (256, 16, 4, 2), (256, 16, 8, 2),
-        (64, 16, 2, 2), (128, 16, 4, 3), (128, 16, 4, 1)]
+# (rows, cols, warps, sine form, batched edge gathers); sine forms: 1 floor-reduced SFU sine (_common.sin),
+# 2 rint-reduced SFU sine, 3 raw SFU sine
+POLY = [(128, 8, 4, 2, False), (128, 16, 4, 2, False), (128, 32, 4, 2, False), (256, 8, 4, 2, False),
+        (256, 16, 4, 2, False), (256, 16, 8, 2, False), (64, 16, 2, 2, False), (128, 16, 4, 3, False),
+        (128, 16, 4, 1, False), (128, 16, 4, 2, True)]
 TAPS = 12
 
 
 def _poly_name(cfg):
-    rows, cols, warps, sin_mode = cfg
-    return f"poly {rows}x{cols} w{warps} sin{sin_mode}"
+    rows, cols, warps, sin_mode, batch = cfg
+    return f"poly {rows}x{cols} w{warps} sin{sin_mode}" + (" batch" if batch else "")
 
 
 def _warm(task):
@@ -43,8 +45,8 @@ def _warm(task):
         C, L = shape[-2], shape[-1]
         f = torch.float32
         if kind == "poly":
-            rows, cols, warps, sin_mode = cfg
-            grid, n_tiles, const = A.poly_launch_args(x, TAPS, rows, cols, sin_mode)
+            rows, cols, warps, sin_mode, batch = cfg
+            grid, n_tiles, const = A.poly_launch_args(x, TAPS, rows, cols, sin_mode, batch)
             A._act1d_poly_kernel.warmup(dtype, f, f, f, f, dtype, C, L, n_tiles, grid=grid, HAS_BETA=True,
                                         LOG_SCALE=True, num_warps=warps, **const)
         else:
@@ -93,7 +95,8 @@ def main():
             cands = [("banded (current)", None, lambda: A.act1d_banded(x, alpha, beta, True, out=y))]
             cands += [(_poly_name(cfg), cfg,
                        lambda cfg=cfg: A.act1d_poly(x, alpha, beta, True, out=y, rows=cfg[0], cols=cfg[1],
-                                                    num_warps=cfg[2], sin_mode=cfg[3])) for cfg in POLY]
+                                                    num_warps=cfg[2], sin_mode=cfg[3], batch=cfg[4]))
+                       for cfg in POLY]
             cands.append(("eager PyTorch chain", "eager", None))
             for name, cfg, fn in cands:
                 if cfg == "eager":
@@ -113,7 +116,6 @@ def main():
                     continue
                 print(f"{str(dtype)[6:]:<9} {label:<11} {name:<26} {err:9.2e} {t:9.1f} {nbytes / t / 1e3:6.0f} "
                       f"{100 * nbytes / t / 1e3 / COPY_GBS:5.1f}% {eager / t:8.2f}")
-            del x, ref, y
             sys.stdout.flush()
     print(f"total {time.time() - t_start:.1f} s")
 

@@ -197,21 +197,43 @@ def _tile(cols, COLS: tl.constexpr):
 
 
 @triton.jit
-def _shifted(cols, prev, succ, COLS: tl.constexpr, HALO: tl.constexpr):
-    """Columns -HALO .. COLS + HALO - 1 of the tile's rows: the edges are the previous / next row's columns."""
+def _gather_columns(cols, FIRST: tl.constexpr, N: tl.constexpr, rows):
+    """Columns FIRST .. FIRST + N - 1 (N a power of 2) taken from tile rows `rows`, in one gather."""
+    part = ()
+    for i in tl.static_range(N):
+        part = part + (cols[FIRST + i],)
+    t = _tile(part, N)
+    return _columns(tl.gather(t, tl.broadcast_to(rows[:, None], t.shape), 0), N)
+
+
+@triton.jit
+def _shifted(cols, prev, succ, COLS: tl.constexpr, HALO: tl.constexpr, BATCH: tl.constexpr):
+    """Columns -HALO .. COLS + HALO - 1 of the tile's rows: the edges are the previous / next row's columns.
+    BATCH gathers each side's edge columns together (one shared-memory round trip and barrier per side)."""
+    EDGE: tl.constexpr = 1 if HALO == 1 else (2 if HALO == 2 else (4 if HALO <= 4 else (8 if HALO <= 8 else 16)))
     out = ()
-    for i in tl.static_range(HALO):
-        out = out + (tl.gather(cols[COLS - HALO + i], prev, 0),)
+    if BATCH:
+        left = _gather_columns(cols, COLS - EDGE, EDGE, prev)
+        for i in tl.static_range(HALO):
+            out = out + (left[EDGE - HALO + i],)
+    else:
+        for i in tl.static_range(HALO):
+            out = out + (tl.gather(cols[COLS - HALO + i], prev, 0),)
     out = out + cols
-    for i in tl.static_range(HALO):
-        out = out + (tl.gather(cols[i], succ, 0),)
+    if BATCH:
+        right = _gather_columns(cols, 0, EDGE, succ)
+        for i in tl.static_range(HALO):
+            out = out + (right[i],)
+    else:
+        for i in tl.static_range(HALO):
+            out = out + (tl.gather(cols[i], succ, 0),)
     return out
 
 
 @triton.jit
 def _act1d_poly_tile(x_row, y_row, t0, L, fu_ptr, fd_ptr, alpha, inv_beta, TAPS: tl.constexpr,
                      ROWS: tl.constexpr, COLS: tl.constexpr, VEC: tl.constexpr, CLAMP: tl.constexpr,
-                     SIN: tl.constexpr):
+                     SIN: tl.constexpr, BATCH: tl.constexpr):
     HALO: tl.constexpr = TAPS // 4
     PAD: tl.constexpr = TAPS // 2 - 1
     CROP: tl.constexpr = 3 * TAPS // 2 - 3
@@ -228,10 +250,13 @@ def _act1d_poly_tile(x_row, y_row, t0, L, fu_ptr, fd_ptr, alpha, inv_beta, TAPS:
         xc = xc + _columns(tl.load(x_row + qv).to(tl.float32), VEC)
     prev = tl.maximum(r_idx - 1, 0)
     succ = tl.minimum(r_idx + 1, ROWS - 1)
-    xs = _shifted(xc, prev, succ, COLS, HALO)
+    xs = _shifted(xc, prev, succ, COLS, HALO, BATCH)
 
     # the two phases of the upsampled signal, activated: u[2q + r] meets x[q + (r + CROP - k) / 2 - PAD]
-    # through tap k when r + CROP - k is even
+    # (through tap k when r + CROP - k is even); the upsampler's gain 2 goes into the taps, once per program
+    up = ()
+    for k in tl.static_range(TAPS):
+        up = up + (2.0 * tl.load(fu_ptr + k),)
     ae = ()
     ao = ()
     for e in tl.static_range(COLS):
@@ -239,11 +264,11 @@ def _act1d_poly_tile(x_row, y_row, t0, L, fu_ptr, fd_ptr, alpha, inv_beta, TAPS:
         u_odd = tl.zeros([ROWS], tl.float32)
         for k in tl.static_range(TAPS):
             if (CROP - k) % 2 == 0:
-                u_even += tl.load(fu_ptr + k) * xs[e + HALO + (CROP - k) // 2 - PAD]
+                u_even += up[k] * xs[e + HALO + (CROP - k) // 2 - PAD]
             else:
-                u_odd += tl.load(fu_ptr + k) * xs[e + HALO + (CROP + 1 - k) // 2 - PAD]
-        ae = ae + (_snake_phase(2.0 * u_even, alpha, inv_beta, SIN),)
-        ao = ao + (_snake_phase(2.0 * u_odd, alpha, inv_beta, SIN),)
+                u_odd += up[k] * xs[e + HALO + (CROP + 1 - k) // 2 - PAD]
+        ae = ae + (_snake_phase(u_even, alpha, inv_beta, SIN),)
+        ao = ao + (_snake_phase(u_odd, alpha, inv_beta, SIN),)
     if CLAMP:
         # replicate padding of the activated signal: a[n < 0] = a[0], a[n >= 2L] = a[2L - 1]
         zero = tl.zeros([1], tl.int32)
@@ -257,18 +282,21 @@ def _act1d_poly_tile(x_row, y_row, t0, L, fu_ptr, fd_ptr, alpha, inv_beta, TAPS:
             fo = fo + (tl.where(qe < 0, first, tl.where(qe >= L, last, ao[e])),)
         ae = fe
         ao = fo
-    aes = _shifted(ae, prev, succ, COLS, HALO)
-    aos = _shifted(ao, prev, succ, COLS, HALO)
+    # the activated signal a[2q + r] of each tile row as 2 COLS columns, widened by the neighbours' edges
+    a = ()
+    for e in tl.static_range(COLS):
+        a = a + (ae[e], ao[e])
+    a = _shifted(a, prev, succ, 2 * COLS, 2 * HALO, BATCH)
 
-    # Down: tap k reads a[2p + k - PAD], phase (k - PAD) mod 2 at column floor((k - PAD) / 2) from p
+    # Down: y[p] = sum_k f_d[k] a[2p + k - PAD]; column 2e + k - PAD of the row, 2 HALO >= PAD + 1 further in
+    down = ()
+    for k in tl.static_range(TAPS):
+        down = down + (tl.load(fd_ptr + k),)
     ys = ()
     for e in tl.static_range(COLS):
         acc = tl.zeros([ROWS], tl.float32)
         for k in tl.static_range(TAPS):
-            if (k - PAD) % 2 == 0:
-                acc += tl.load(fd_ptr + k) * aes[e + HALO + (k - PAD + 2 * TAPS) // 2 - TAPS]
-            else:
-                acc += tl.load(fd_ptr + k) * aos[e + HALO + (k - PAD + 2 * TAPS) // 2 - TAPS]
+            acc += down[k] * a[2 * e + k - PAD + 2 * HALO]
         ys = ys + (acc,)
     for v in tl.static_range(COLS // VEC):
         yv = ()
@@ -282,7 +310,8 @@ def _act1d_poly_tile(x_row, y_row, t0, L, fu_ptr, fd_ptr, alpha, inv_beta, TAPS:
 @triton.jit(do_not_specialize=["C", "L", "n_tiles"])  # one binary for every length (ROW_ALIGN says enough)
 def _act1d_poly_kernel(x_ptr, a_ptr, b_ptr, fu_ptr, fd_ptr, y_ptr, C, L, n_tiles,
                        HAS_BETA: tl.constexpr, LOG_SCALE: tl.constexpr, TAPS: tl.constexpr, ROWS: tl.constexpr,
-                       COLS: tl.constexpr, VEC: tl.constexpr, ROW_ALIGN: tl.constexpr, SIN: tl.constexpr):
+                       COLS: tl.constexpr, VEC: tl.constexpr, ROW_ALIGN: tl.constexpr, SIN: tl.constexpr,
+                       BATCH: tl.constexpr):
     pid = tl.program_id(0)
     row = pid // n_tiles
     t0 = (pid % n_tiles) * ((ROWS - 2) * COLS)
@@ -292,9 +321,11 @@ def _act1d_poly_kernel(x_ptr, a_ptr, b_ptr, fu_ptr, fd_ptr, y_ptr, C, L, n_tiles
     x_row = x_ptr + row_start
     y_row = y_ptr + row_start
     if (t0 >= COLS) & (t0 + (ROWS - 1) * COLS <= L):
-        _act1d_poly_tile(x_row, y_row, t0, L, fu_ptr, fd_ptr, alpha, inv_beta, TAPS, ROWS, COLS, VEC, False, SIN)
+        _act1d_poly_tile(x_row, y_row, t0, L, fu_ptr, fd_ptr, alpha, inv_beta, TAPS, ROWS, COLS, VEC, False, SIN,
+                         BATCH)
     else:
-        _act1d_poly_tile(x_row, y_row, t0, L, fu_ptr, fd_ptr, alpha, inv_beta, TAPS, ROWS, COLS, VEC, True, SIN)
+        _act1d_poly_tile(x_row, y_row, t0, L, fu_ptr, fd_ptr, alpha, inv_beta, TAPS, ROWS, COLS, VEC, True, SIN,
+                         BATCH)
 
 
 @triton.jit
@@ -374,18 +405,19 @@ def act1d_banded(x, alpha, beta=None, log_scale=False, up_filter=None, down_filt
     return out
 
 
-def poly_launch_args(x: torch.Tensor, taps: int, rows: int, cols: int, sin_mode: int):
+def poly_launch_args(x: torch.Tensor, taps: int, rows: int, cols: int, sin_mode: int, batch: bool):
     """(grid, constexprs) of the polyphase kernel for x and a tile of `rows` x `cols` half-rate positions."""
     L = x.shape[-1]
     cols = max(cols, triton.next_power_of_2(2 * (taps // 4)))  # a row's edges come from one neighbour only
     vec = min(cols, 16 // x.element_size())
     n_tiles = triton.cdiv(L, (rows - 2) * cols)
-    const = dict(TAPS=taps, ROWS=rows, COLS=cols, VEC=vec, ROW_ALIGN=vec if L % vec == 0 else 1, SIN=sin_mode)
+    const = dict(TAPS=taps, ROWS=rows, COLS=cols, VEC=vec, ROW_ALIGN=vec if L % vec == 0 else 1, SIN=sin_mode,
+                 BATCH=batch)
     return (x.numel() // L * n_tiles,), n_tiles, const
 
 
 def act1d_poly(x, alpha, beta=None, log_scale=False, up_filter=None, down_filter=None, out=None, rows=128,
-               cols=16, num_warps=4, sin_mode=None):
+               cols=16, num_warps=4, sin_mode=None, batch=True):
     """The polyphase kernel with an explicit tile (rows x cols half-rate positions, rows - 2 of them stored)."""
     up_filter = resample_filter(device=x.device) if up_filter is None else up_filter
     down_filter = resample_filter(device=x.device) if down_filter is None else down_filter
@@ -393,7 +425,7 @@ def act1d_poly(x, alpha, beta=None, log_scale=False, up_filter=None, down_filter
     out = torch.empty_like(x) if out is None else out
     if x.numel():
         sin_mode = (2 if x.is_cuda else 0) if sin_mode is None else sin_mode
-        grid, n_tiles, const = poly_launch_args(x, _taps(up_filter), rows, cols, sin_mode)
+        grid, n_tiles, const = poly_launch_args(x, _taps(up_filter), rows, cols, sin_mode, batch)
         a = _f32(alpha)
         _act1d_poly_kernel[grid](x, a, a if beta is None else _f32(beta), _f32(up_filter), _f32(down_filter), out,
                                  x.shape[-2], x.shape[-1], n_tiles, HAS_BETA=beta is not None, LOG_SCALE=log_scale,
