@@ -417,7 +417,7 @@ def poly_launch_args(x: torch.Tensor, taps: int, rows: int, cols: int, sin_mode:
 
 
 def act1d_poly(x, alpha, beta=None, log_scale=False, up_filter=None, down_filter=None, out=None, rows=128,
-               cols=16, num_warps=4, sin_mode=None, batch=True):
+               cols=16, num_warps=4, sin_mode=None, batch=False):
     """The polyphase kernel with an explicit tile (rows x cols half-rate positions, rows - 2 of them stored)."""
     up_filter = resample_filter(device=x.device) if up_filter is None else up_filter
     down_filter = resample_filter(device=x.device) if down_filter is None else down_filter
