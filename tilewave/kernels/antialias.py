@@ -197,43 +197,22 @@ def _tile(cols, COLS: tl.constexpr):
 
 
 @triton.jit
-def _gather_columns(cols, FIRST: tl.constexpr, N: tl.constexpr, rows):
-    """Columns FIRST .. FIRST + N - 1 (N a power of 2) taken from tile rows `rows`, in one gather."""
-    part = ()
-    for i in tl.static_range(N):
-        part = part + (cols[FIRST + i],)
-    t = _tile(part, N)
-    return _columns(tl.gather(t, tl.broadcast_to(rows[:, None], t.shape), 0), N)
-
-
-@triton.jit
-def _shifted(cols, prev, succ, COLS: tl.constexpr, HALO: tl.constexpr, BATCH: tl.constexpr):
-    """Columns -HALO .. COLS + HALO - 1 of the tile's rows: the edges are the previous / next row's columns.
-    BATCH gathers each side's edge columns together (one shared-memory round trip and barrier per side)."""
-    EDGE: tl.constexpr = 1 if HALO == 1 else (2 if HALO == 2 else (4 if HALO <= 4 else (8 if HALO <= 8 else 16)))
+def _shifted(cols, prev, succ, COLS: tl.constexpr, HALO: tl.constexpr):
+    """Columns -HALO .. COLS + HALO - 1 of the tile's rows: the edges are the previous / next row's columns
+    (warp shuffles when the tile is one warp, a shared-memory round trip otherwise)."""
     out = ()
-    if BATCH:
-        left = _gather_columns(cols, COLS - EDGE, EDGE, prev)
-        for i in tl.static_range(HALO):
-            out = out + (left[EDGE - HALO + i],)
-    else:
-        for i in tl.static_range(HALO):
-            out = out + (tl.gather(cols[COLS - HALO + i], prev, 0),)
+    for i in tl.static_range(HALO):
+        out = out + (tl.gather(cols[COLS - HALO + i], prev, 0),)
     out = out + cols
-    if BATCH:
-        right = _gather_columns(cols, 0, EDGE, succ)
-        for i in tl.static_range(HALO):
-            out = out + (right[i],)
-    else:
-        for i in tl.static_range(HALO):
-            out = out + (tl.gather(cols[i], succ, 0),)
+    for i in tl.static_range(HALO):
+        out = out + (tl.gather(cols[i], succ, 0),)
     return out
 
 
 @triton.jit
-def _act1d_poly_tile(x_row, y_row, t0, L, fu_ptr, fd_ptr, alpha, inv_beta, TAPS: tl.constexpr,
+def _act1d_poly_tile(x_row, y_row, t0, L, fu_ptr, up, down, alpha, inv_beta, TAPS: tl.constexpr,
                      ROWS: tl.constexpr, COLS: tl.constexpr, VEC: tl.constexpr, CLAMP: tl.constexpr,
-                     SIN: tl.constexpr, BATCH: tl.constexpr):
+                     SIN: tl.constexpr):
     HALO: tl.constexpr = TAPS // 4
     PAD: tl.constexpr = TAPS // 2 - 1
     CROP: tl.constexpr = 3 * TAPS // 2 - 3
@@ -250,13 +229,10 @@ def _act1d_poly_tile(x_row, y_row, t0, L, fu_ptr, fd_ptr, alpha, inv_beta, TAPS:
         xc = xc + _columns(tl.load(x_row + qv).to(tl.float32), VEC)
     prev = tl.maximum(r_idx - 1, 0)
     succ = tl.minimum(r_idx + 1, ROWS - 1)
-    xs = _shifted(xc, prev, succ, COLS, HALO, BATCH)
+    xs = _shifted(xc, prev, succ, COLS, HALO)
 
     # the two phases of the upsampled signal, activated: u[2q + r] meets x[q + (r + CROP - k) / 2 - PAD]
-    # (through tap k when r + CROP - k is even); the upsampler's gain 2 goes into the taps, once per program
-    up = ()
-    for k in tl.static_range(TAPS):
-        up = up + (2.0 * tl.load(fu_ptr + k),)
+    # (through tap k when r + CROP - k is even); `up` holds 2 f_u (the upsampler's gain)
     ae = ()
     ao = ()
     for e in tl.static_range(COLS):
@@ -286,12 +262,9 @@ def _act1d_poly_tile(x_row, y_row, t0, L, fu_ptr, fd_ptr, alpha, inv_beta, TAPS:
     a = ()
     for e in tl.static_range(COLS):
         a = a + (ae[e], ao[e])
-    a = _shifted(a, prev, succ, 2 * COLS, 2 * HALO, BATCH)
+    a = _shifted(a, prev, succ, 2 * COLS, 2 * HALO)
 
     # Down: y[p] = sum_k f_d[k] a[2p + k - PAD]; column 2e + k - PAD of the row, 2 HALO >= PAD + 1 further in
-    down = ()
-    for k in tl.static_range(TAPS):
-        down = down + (tl.load(fd_ptr + k),)
     ys = ()
     for e in tl.static_range(COLS):
         acc = tl.zeros([ROWS], tl.float32)
@@ -307,25 +280,35 @@ def _act1d_poly_tile(x_row, y_row, t0, L, fu_ptr, fd_ptr, alpha, inv_beta, TAPS:
         tl.store(y_row + qv, _tile(yv, VEC).to(y_row.dtype.element_ty), mask=keep)
 
 
-@triton.jit(do_not_specialize=["C", "L", "n_tiles"])  # one binary for every length (ROW_ALIGN says enough)
-def _act1d_poly_kernel(x_ptr, a_ptr, b_ptr, fu_ptr, fd_ptr, y_ptr, C, L, n_tiles,
+@triton.jit(do_not_specialize=["C", "L", "n_groups"])  # one binary for every length (ROW_ALIGN says enough)
+def _act1d_poly_kernel(x_ptr, a_ptr, b_ptr, fu_ptr, fd_ptr, y_ptr, C, L, n_groups,
                        HAS_BETA: tl.constexpr, LOG_SCALE: tl.constexpr, TAPS: tl.constexpr, ROWS: tl.constexpr,
-                       COLS: tl.constexpr, VEC: tl.constexpr, ROW_ALIGN: tl.constexpr, SIN: tl.constexpr,
-                       BATCH: tl.constexpr):
+                       COLS: tl.constexpr, VEC: tl.constexpr, ITERS: tl.constexpr, ROW_ALIGN: tl.constexpr,
+                       SIN: tl.constexpr):
+    # a program runs ITERS consecutive tiles of one row in a loop: its setup (parameters, taps) is paid once
+    # and the loop body, one tile, stays small enough for the instruction cache
+    OUT: tl.constexpr = (ROWS - 2) * COLS
     pid = tl.program_id(0)
-    row = pid // n_tiles
-    t0 = (pid % n_tiles) * ((ROWS - 2) * COLS)
+    row = pid // n_groups
+    first = (pid % n_groups) * ITERS
     alpha, inv_beta = _channel_params(a_ptr, b_ptr, row % C, HAS_BETA, LOG_SCALE)
+    up = ()
+    down = ()
+    for k in tl.static_range(TAPS):
+        up = up + (2.0 * tl.load(fu_ptr + k),)
+        down = down + (tl.load(fd_ptr + k),)
     # ROW_ALIGN (the launcher's word: L % ROW_ALIGN == 0) lets a row start on a 16-byte boundary
     row_start = tl.multiple_of(row.to(tl.int64) * L, ROW_ALIGN)
     x_row = x_ptr + row_start
     y_row = y_ptr + row_start
-    if (t0 >= COLS) & (t0 + (ROWS - 1) * COLS <= L):
-        _act1d_poly_tile(x_row, y_row, t0, L, fu_ptr, fd_ptr, alpha, inv_beta, TAPS, ROWS, COLS, VEC, False, SIN,
-                         BATCH)
-    else:
-        _act1d_poly_tile(x_row, y_row, t0, L, fu_ptr, fd_ptr, alpha, inv_beta, TAPS, ROWS, COLS, VEC, True, SIN,
-                         BATCH)
+    for i in range(ITERS):
+        t0 = (first + i) * OUT
+        if (t0 >= COLS) & (t0 + (ROWS - 1) * COLS <= L):
+            _act1d_poly_tile(x_row, y_row, t0, L, fu_ptr, up, down, alpha, inv_beta, TAPS, ROWS, COLS, VEC, False,
+                             SIN)
+        elif t0 < L:
+            _act1d_poly_tile(x_row, y_row, t0, L, fu_ptr, up, down, alpha, inv_beta, TAPS, ROWS, COLS, VEC, True,
+                             SIN)
 
 
 @triton.jit
@@ -405,19 +388,22 @@ def act1d_banded(x, alpha, beta=None, log_scale=False, up_filter=None, down_filt
     return out
 
 
-def poly_launch_args(x: torch.Tensor, taps: int, rows: int, cols: int, sin_mode: int, batch: bool):
-    """(grid, constexprs) of the polyphase kernel for x and a tile of `rows` x `cols` half-rate positions."""
+def poly_launch_args(x: torch.Tensor, taps: int, rows: int, cols: int, iters: int, sin_mode: int):
+    """(grid, n_groups, constexprs) of the polyphase kernel for x, a tile of `rows` x `cols` half-rate
+    positions and `iters` tiles per program."""
     L = x.shape[-1]
     cols = max(cols, triton.next_power_of_2(2 * (taps // 4)))  # a row's edges come from one neighbour only
     vec = min(cols, 16 // x.element_size())
     n_tiles = triton.cdiv(L, (rows - 2) * cols)
-    const = dict(TAPS=taps, ROWS=rows, COLS=cols, VEC=vec, ROW_ALIGN=vec if L % vec == 0 else 1, SIN=sin_mode,
-                 BATCH=batch)
-    return (x.numel() // L * n_tiles,), n_tiles, const
+    iters = min(iters, n_tiles)
+    n_groups = triton.cdiv(n_tiles, iters)
+    const = dict(TAPS=taps, ROWS=rows, COLS=cols, VEC=vec, ITERS=iters, ROW_ALIGN=vec if L % vec == 0 else 1,
+                 SIN=sin_mode)
+    return (x.numel() // L * n_groups,), n_groups, const
 
 
-def act1d_poly(x, alpha, beta=None, log_scale=False, up_filter=None, down_filter=None, out=None, rows=128,
-               cols=16, num_warps=4, sin_mode=None, batch=False):
+def act1d_poly(x, alpha, beta=None, log_scale=False, up_filter=None, down_filter=None, out=None, rows=32,
+               cols=8, num_warps=1, iters=4, sin_mode=None):
     """The polyphase kernel with an explicit tile (rows x cols half-rate positions, rows - 2 of them stored)."""
     up_filter = resample_filter(device=x.device) if up_filter is None else up_filter
     down_filter = resample_filter(device=x.device) if down_filter is None else down_filter
@@ -425,10 +411,10 @@ def act1d_poly(x, alpha, beta=None, log_scale=False, up_filter=None, down_filter
     out = torch.empty_like(x) if out is None else out
     if x.numel():
         sin_mode = (2 if x.is_cuda else 0) if sin_mode is None else sin_mode
-        grid, n_tiles, const = poly_launch_args(x, _taps(up_filter), rows, cols, sin_mode, batch)
+        grid, n_groups, const = poly_launch_args(x, _taps(up_filter), rows, cols, iters, sin_mode)
         a = _f32(alpha)
         _act1d_poly_kernel[grid](x, a, a if beta is None else _f32(beta), _f32(up_filter), _f32(down_filter), out,
-                                 x.shape[-2], x.shape[-1], n_tiles, HAS_BETA=beta is not None, LOG_SCALE=log_scale,
+                                 x.shape[-2], x.shape[-1], n_groups, HAS_BETA=beta is not None, LOG_SCALE=log_scale,
                                  num_warps=num_warps, **const)
     return out
 
