@@ -403,7 +403,7 @@ def poly_launch_args(x: torch.Tensor, taps: int, rows: int, cols: int, iters: in
 
 
 def act1d_poly(x, alpha, beta=None, log_scale=False, up_filter=None, down_filter=None, out=None, rows=32,
-               cols=8, num_warps=1, iters=4, sin_mode=None):
+               cols=8, num_warps=1, iters=4, sin_mode=None, num_stages=1):
     """The polyphase kernel with an explicit tile (rows x cols half-rate positions, rows - 2 of them stored)."""
     up_filter = resample_filter(device=x.device) if up_filter is None else up_filter
     down_filter = resample_filter(device=x.device) if down_filter is None else down_filter
@@ -415,7 +415,7 @@ def act1d_poly(x, alpha, beta=None, log_scale=False, up_filter=None, down_filter
         a = _f32(alpha)
         _act1d_poly_kernel[grid](x, a, a if beta is None else _f32(beta), _f32(up_filter), _f32(down_filter), out,
                                  x.shape[-2], x.shape[-1], n_groups, HAS_BETA=beta is not None, LOG_SCALE=log_scale,
-                                 num_warps=num_warps, **const)
+                                 num_warps=num_warps, num_stages=num_stages, **const)
     return out
 
 
