@@ -210,7 +210,21 @@ def _shifted(cols, prev, succ, COLS: tl.constexpr, HALO: tl.constexpr):
 
 
 @triton.jit
-def _act1d_poly_tile(x_row, y_row, t0, L, fu_ptr, up, down, alpha, inv_beta, TAPS: tl.constexpr,
+def _load_chunks(x_row, t0, L, ROWS: tl.constexpr, COLS: tl.constexpr, VEC: tl.constexpr, ROW_ALIGN: tl.constexpr):
+    """The tile's x as COLS / VEC [ROWS, VEC] chunks in x's dtype; positions outside [0, L) read as 0.
+    L rounded down to ROW_ALIGN (a no-op, L % ROW_ALIGN == 0) tells the compiler the mask is constant over a
+    chunk, so the masked loads stay 16-byte vectors."""
+    L_aligned = (L // ROW_ALIGN) * ROW_ALIGN
+    r_idx = tl.arange(0, ROWS)
+    chunks = ()
+    for v in tl.static_range(COLS // VEC):
+        qv = t0 + (r_idx[:, None] - 1) * COLS + v * VEC + tl.arange(0, VEC)[None, :]
+        chunks = chunks + (tl.load(x_row + qv, mask=(qv >= 0) & (qv < L_aligned), other=0.0),)
+    return chunks
+
+
+@triton.jit
+def _act1d_poly_tile(chunks, x_row, y_row, t0, L, fu_ptr, up, down, alpha, inv_beta, TAPS: tl.constexpr,
                      ROWS: tl.constexpr, COLS: tl.constexpr, VEC: tl.constexpr, CLAMP: tl.constexpr,
                      SIN: tl.constexpr):
     HALO: tl.constexpr = TAPS // 4
@@ -218,15 +232,21 @@ def _act1d_poly_tile(x_row, y_row, t0, L, fu_ptr, up, down, alpha, inv_beta, TAP
     CROP: tl.constexpr = 3 * TAPS // 2 - 3
     # tile row r holds half-rate positions q = t0 + (r - 1) COLS + e; rows 0 and ROWS - 1 only feed their
     # neighbours' edges (a row shift cannot reach past the tile), rows 1 .. ROWS - 2 are stored.
-    # x is loaded (and y stored) in chunks of VEC columns, one 16-byte access per thread and chunk: a chunk's
+    # x comes (and y goes) in chunks of VEC columns, one 16-byte access per thread and chunk: a chunk's
     # columns are then registers of one thread, and splitting or joining them moves no data
     r_idx = tl.arange(0, ROWS)
     xc = ()
     for v in tl.static_range(COLS // VEC):
-        qv = t0 + (r_idx[:, None] - 1) * COLS + v * VEC + tl.arange(0, VEC)[None, :]
-        if CLAMP:
-            qv = tl.minimum(tl.maximum(qv, 0), L - 1)
-        xc = xc + _columns(tl.load(x_row + qv).to(tl.float32), VEC)
+        xc = xc + _columns(chunks[v].to(tl.float32), VEC)
+    if CLAMP:
+        # replicate padding of x: positions before 0 read x[0], after L - 1 read x[L - 1]
+        x_first = tl.load(x_row).to(tl.float32)
+        x_last = tl.load(x_row + (L - 1)).to(tl.float32)
+        fx = ()
+        for e in tl.static_range(COLS):
+            qe = t0 + (r_idx - 1) * COLS + e
+            fx = fx + (tl.where(qe < 0, x_first, tl.where(qe >= L, x_last, xc[e])),)
+        xc = fx
     prev = tl.maximum(r_idx - 1, 0)
     succ = tl.minimum(r_idx + 1, ROWS - 1)
     xs = _shifted(xc, prev, succ, COLS, HALO)
@@ -301,14 +321,18 @@ def _act1d_poly_kernel(x_ptr, a_ptr, b_ptr, fu_ptr, fd_ptr, y_ptr, C, L, n_group
     row_start = tl.multiple_of(row.to(tl.int64) * L, ROW_ALIGN)
     x_row = x_ptr + row_start
     y_row = y_ptr + row_start
+    # the next tile's x is loaded before this tile's arithmetic, so its memory latency hides behind it
+    nxt = _load_chunks(x_row, first * OUT, L, ROWS, COLS, VEC, ROW_ALIGN)
     for i in range(ITERS):
         t0 = (first + i) * OUT
+        cur = nxt
+        nxt = _load_chunks(x_row, t0 + OUT, L * (i + 1 < ITERS), ROWS, COLS, VEC, ROW_ALIGN)
         if (t0 >= COLS) & (t0 + (ROWS - 1) * COLS <= L):
-            _act1d_poly_tile(x_row, y_row, t0, L, fu_ptr, up, down, alpha, inv_beta, TAPS, ROWS, COLS, VEC, False,
-                             SIN)
+            _act1d_poly_tile(cur, x_row, y_row, t0, L, fu_ptr, up, down, alpha, inv_beta, TAPS, ROWS, COLS, VEC,
+                             False, SIN)
         elif t0 < L:
-            _act1d_poly_tile(x_row, y_row, t0, L, fu_ptr, up, down, alpha, inv_beta, TAPS, ROWS, COLS, VEC, True,
-                             SIN)
+            _act1d_poly_tile(cur, x_row, y_row, t0, L, fu_ptr, up, down, alpha, inv_beta, TAPS, ROWS, COLS, VEC,
+                             True, SIN)
 
 
 @triton.jit
