@@ -9,19 +9,30 @@ With K taps (K = 12 in BigVGAN; any K divisible by 4 here), pad = K/2 - 1 and ed
   Down    y[p] = sum_k f_d[k] * a[clamp(2p + k - pad, 0, 2L - 1)],  p in [0, L)
           (replicate pad (pad, pad + 1), depthwise conv stride 2: torch's DownSample1d / LowPassFilter1d)
 
-Fused form. Write n = 2q + r. Then u[2q + r] is a K/2-tap filter over x[q - K/4 .. q + K/4], and y[p] needs
-a[2q + r] only for q in [p - K/4, p + K/4]. A program owns ROWS x (WINDOW - K/2) consecutive outputs of one
-(b, c) row, as ROWS tile rows of WINDOW (32) half-rate positions each that overlap by K/2. Per tile row it
-loads x (2K/4 + 1 shifted loads of the same cache lines: read from HBM once), forms the even and odd
-phases of u and a in registers, and applies the low-pass as a banded matmul on the tensor cores:
-y_row = a_even_row @ De + a_odd_row @ Do with De[w, m] = f_d[PAD + 2(w - m - K/4)] and Do the next tap (zero
-outside the filter). tf32x3 keeps that float32-exact for float32 storage; 16-bit storage uses tf32. Sines
-are sin.approx after a 2-constant reduction to [-pi, pi] on the GPU (~1e-6 absolute), tl.sin elsewhere.
-Tiles that touch a row end clamp x's indices (replicate padding of x) and replace a outside [0, 2L) by a[0]
-or a[2L - 1] (replicate padding of a); interior tiles skip both. HBM traffic: x read once, y written once.
+Fused form (polyphase FMAs). Write n = 2q + r. The upsampled signal's two phases are K/2-tap filters of x,
+  u[2q]     = sum_{i=-K/4}^{K/4-1} 2 f_u[CROP - 2(i + pad)] x[q + i]        (CROP = 3K/2 - 3)
+  u[2q + 1] = sum_{i=-K/4+1}^{K/4} 2 f_u[CROP + 1 - 2(i + pad)] x[q + i]
+and y[p] needs a[2q + r] for q in [p - K/4, p + K/4]. So each activated sample is computed once (two sines
+per output) and both filters are K exact float32 FMAs per output: no tensor cores, no tf32.
+A tile is ROWS x COLS half-rate positions of one (b, c) row: thread i holds tile row i, a run of COLS
+consecutive positions, as COLS separate [ROWS] column tensors (a tuple). x is loaded (y stored) in 16-byte
+chunks of VEC columns per thread, which tl.split / tl.join turn into columns and back without moving data.
+A shift along time is then a renaming of columns, except at a row's ends: the K/4 x columns and the K/2
+activated columns beyond each end come from the neighbouring tile row by tl.gather, warp shuffles when the
+tile is one warp. Rows 0 and ROWS - 1 have no neighbour inside the tile: they only feed their neighbours,
+and tiles overlap by those two rows ((ROWS - 2) COLS outputs per tile; COLS >= K/2). A program runs ITERS
+consecutive tiles of its row in a loop and loads the next tile's x before the current tile's arithmetic
+(its memory latency hides behind it). The tile stays small on purpose: the fully unrolled tile is the loop
+body, and 16- or 32-column tiles outgrew the instruction cache on the H200 (2-3x slower).
+Sines are sin.approx after a reduction to [-pi, pi] whose rounding (round-to-nearest through 1.5 * 2^23)
+stays on the FMA pipe: ~1e-6 absolute for |alpha u| < 4e5; tl.sin in the interpreter.
+Tiles that touch a row end replace x outside [0, L) by x[0] or x[L - 1] (replicate padding of x) and a
+outside [0, 2L) by a[0] or a[2L - 1] (replicate padding of a); interior tiles skip both. HBM traffic: x
+read once (plus the 2 / ROWS overlap, from L2), y written once.
 
-Launch invariants: x contiguous; grid = rows * tiles, one (b, c) row and one tile per program; x indices are
-clamped, never masked; parameters and filters are float32 (the launcher converts them); K <= 24.
+Launch invariants: x contiguous; grid = rows * ceil(tiles / ITERS), one (b, c) row per program; x loads
+are masked to [0, L), y stores to the tile's own rows; parameters and filters are float32 (the launcher
+converts them); K <= 24; ROW_ALIGN divides L (it tells the compiler that rows start on 16-byte boundaries).
 """
 from __future__ import annotations
 
@@ -113,48 +124,6 @@ def _activated_phases(x_row, q, L, fu_ptr, alpha, inv_beta, TAPS: tl.constexpr, 
     s_even = sin(alpha * u_even, FAST_SIN)
     s_odd = sin(alpha * u_odd, FAST_SIN)
     return u_even + inv_beta * (s_even * s_even), u_odd + inv_beta * (s_odd * s_odd)
-
-
-@triton.jit
-def _act1d_kernel(x_ptr, a_ptr, b_ptr, fu_ptr, fd_ptr, y_ptr, C, L, n_tiles,
-                  HAS_BETA: tl.constexpr, LOG_SCALE: tl.constexpr, TAPS: tl.constexpr, ROWS: tl.constexpr,
-                  WINDOW: tl.constexpr, FAST_SIN: tl.constexpr, PRECISION: tl.constexpr):
-    HALO: tl.constexpr = TAPS // 4
-    PAD: tl.constexpr = TAPS // 2 - 1
-    OUT_W: tl.constexpr = WINDOW - 2 * HALO
-    pid = tl.program_id(0)
-    row = pid // n_tiles
-    p_tile = (pid % n_tiles) * (ROWS * OUT_W)
-    alpha, inv_beta = _channel_params(a_ptr, b_ptr, row % C, HAS_BETA, LOG_SCALE)
-    x_row = x_ptr + row.to(tl.int64) * L
-
-    # window column w of tile row r holds half-rate position q; row r's outputs are p = p_r + m, m < OUT_W
-    r_idx = tl.arange(0, ROWS)[:, None]
-    w_idx = tl.arange(0, WINDOW)[None, :]
-    q = p_tile + r_idx * OUT_W + w_idx - HALO
-    if (p_tile >= 2 * HALO) & (p_tile + ROWS * OUT_W + 2 * HALO <= L):
-        a_even, a_odd = _activated_phases(x_row, q, L, fu_ptr, alpha, inv_beta, TAPS, False, FAST_SIN)
-    else:
-        a_even, a_odd = _activated_phases(x_row, q, L, fu_ptr, alpha, inv_beta, TAPS, True, FAST_SIN)
-        # replicate padding of the activated signal: a[n < 0] = a[0], a[n >= 2L] = a[2L - 1]
-        zero = tl.zeros([1, 1], tl.int32)
-        first, _ = _activated_phases(x_row, zero, L, fu_ptr, alpha, inv_beta, TAPS, True, FAST_SIN)
-        _, last = _activated_phases(x_row, zero + (L - 1), L, fu_ptr, alpha, inv_beta, TAPS, True, FAST_SIN)
-        a_even = tl.where(q < 0, first, tl.where(q >= L, last, a_even))
-        a_odd = tl.where(q < 0, first, tl.where(q >= L, last, a_odd))
-
-    # Down as a banded matmul within each row: y[p_r + m] = sum_w a_even[w] De[w, m] + a_odd[w] Do[w, m], where
-    # tap k reads a[2p + k - PAD], i.e. phase (k - PAD) mod 2 at column m + HALO + floor((k - PAD) / 2).
-    w_col = tl.arange(0, WINDOW)[:, None]
-    m_row = tl.arange(0, WINDOW)[None, :]
-    k_even = PAD + 2 * (w_col - m_row - HALO)
-    d_even = tl.load(fd_ptr + k_even, mask=(k_even >= 0) & (k_even < TAPS), other=0.0)
-    d_odd = tl.load(fd_ptr + k_even + 1, mask=(k_even + 1 >= 0) & (k_even + 1 < TAPS), other=0.0)
-    acc = tl.dot(a_even, d_even, input_precision=PRECISION)
-    acc = tl.dot(a_odd, d_odd, acc, input_precision=PRECISION)
-    p = p_tile + r_idx * OUT_W + m_row
-    y_row = y_ptr + row.to(tl.int64) * L
-    tl.store(y_row + p, acc.to(y_ptr.dtype.element_ty), mask=(m_row < OUT_W) & (p < L))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -358,10 +327,6 @@ def _snake_phase(u, alpha, inv_beta, SIN: tl.constexpr):
 # ---------------------------------------------------------------------------------------------------
 # launcher (Triton path; tilewave.ops.resample decides when to call it)
 # ---------------------------------------------------------------------------------------------------
-WINDOW = 32  # half-rate positions per tile row; 32 - 2 * (taps / 4) of them are outputs (26 for 12 taps)
-ROWS_SMALL, ROWS_LARGE = 16, 64  # the two tile heights the launcher picks from (each a compiled variant)
-
-
 def _taps(f: torch.Tensor) -> int:
     return f.numel()
 
@@ -371,11 +336,6 @@ def kernel_covers(x: torch.Tensor, up_filter: torch.Tensor, down_filter: torch.T
     k = _taps(up_filter)
     return (x.is_contiguous() and x.dim() in (2, 3) and k == _taps(down_filter) and k % 4 == 0
             and 4 <= k <= 24)
-
-
-def _precision(dtype: torch.dtype) -> str:
-    # the matmul sums <= 12 float32 terms; 16-bit storage tolerates tf32, float32 storage needs tf32x3
-    return "tf32x3" if dtype == torch.float32 else "tf32"
 
 
 def _check_args(x, alpha, beta, up_filter, down_filter):
@@ -388,28 +348,6 @@ def _check_args(x, alpha, beta, up_filter, down_filter):
 
 def _f32(t: torch.Tensor) -> torch.Tensor:
     return t.detach().reshape(-1).to(torch.float32).contiguous()
-
-
-def act1d_banded(x, alpha, beta=None, log_scale=False, up_filter=None, down_filter=None, out=None,
-                 precision=None):
-    """The banded-matmul kernel (tensor cores), kept beside the polyphase one for comparison."""
-    up_filter = resample_filter(device=x.device) if up_filter is None else up_filter
-    down_filter = resample_filter(device=x.device) if down_filter is None else down_filter
-    _check_args(x, alpha, beta, up_filter, down_filter)
-    C, L = x.shape[-2], x.shape[-1]
-    out = torch.empty_like(x) if out is None else out
-    rows = x.numel() // max(L, 1)
-    if rows and L:
-        taps = _taps(up_filter)
-        out_w = WINDOW - 2 * (taps // 4)
-        tile_rows = ROWS_SMALL if L <= ROWS_SMALL * out_w else ROWS_LARGE
-        n_tiles = triton.cdiv(L, tile_rows * out_w)
-        a = _f32(alpha)
-        _act1d_kernel[(rows * n_tiles,)](
-            x, a, a if beta is None else _f32(beta), _f32(up_filter), _f32(down_filter), out, C, L, n_tiles,
-            HAS_BETA=beta is not None, LOG_SCALE=log_scale, TAPS=taps, ROWS=tile_rows, WINDOW=WINDOW,
-            FAST_SIN=x.is_cuda, PRECISION=precision or _precision(x.dtype), num_warps=4)
-    return out
 
 
 def poly_launch_args(x: torch.Tensor, taps: int, rows: int, cols: int, iters: int, sin_mode: int):
@@ -443,10 +381,17 @@ def act1d_poly(x, alpha, beta=None, log_scale=False, up_filter=None, down_filter
     return out
 
 
+# The tile the launcher uses: 32 rows (one warp: row edges by shuffles) x 8 columns; tiles per program by
+# storage dtype (H200, benchmarks/RESULTS.md "act1d polyphase"). Each dtype's choice is a compiled variant.
+TILE_ROWS, TILE_COLS, TILE_WARPS = 32, 8, 1
+TILES_PER_PROGRAM = {torch.float32: 1, torch.float16: 4, torch.bfloat16: 4}
+
+
 def act1d(x: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor | None = None, log_scale: bool = False,
           up_filter: torch.Tensor | None = None, down_filter: torch.Tensor | None = None,
           out: torch.Tensor | None = None) -> torch.Tensor:
-    return act1d_poly(x, alpha, beta, log_scale, up_filter, down_filter, out)
+    return act1d_poly(x, alpha, beta, log_scale, up_filter, down_filter, out, rows=TILE_ROWS, cols=TILE_COLS,
+                      num_warps=TILE_WARPS, iters=TILES_PER_PROGRAM.get(x.dtype, 1))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -542,13 +487,20 @@ def _act1d_bench(label, shape):
 
 def _act1d_variants():
     dtypes = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
-    return [AotVariant(f"_act1d_kernel[{dt},beta={hb},log={ls},ROWS={rows}]", _act1d_kernel,
-                       {"x_ptr": f"*{dt}", "a_ptr": "*fp32", "b_ptr": "*fp32", "fu_ptr": "*fp32",
-                        "fd_ptr": "*fp32", "y_ptr": f"*{dt}", "C": "i32", "L": "i32", "n_tiles": "i32"},
-                       {"HAS_BETA": hb, "LOG_SCALE": ls, "TAPS": TAPS, "ROWS": rows, "WINDOW": WINDOW,
-                        "FAST_SIN": True, "PRECISION": _precision(dtypes[dt])},
-                       num_warps=4, expect_mma=True)
-            for dt in dtypes for hb in (False, True) for ls in (False, True) for rows in (ROWS_SMALL, ROWS_LARGE)]
+    variants = []
+    for dt, dtype in dtypes.items():
+        x = torch.empty(1, 1, 1 << 20, dtype=dtype, device="meta")
+        _, _, const = poly_launch_args(x, TAPS, TILE_ROWS, TILE_COLS, TILES_PER_PROGRAM[dtype], 2)
+        for hb in (False, True):
+            for ls in (False, True):
+                for align in (const["VEC"], 1):  # rows on 16-byte boundaries or not (L % VEC)
+                    variants.append(AotVariant(
+                        f"_act1d_poly_kernel[{dt},beta={hb},log={ls},ROW_ALIGN={align}]", _act1d_poly_kernel,
+                        {"x_ptr": f"*{dt}", "a_ptr": "*fp32", "b_ptr": "*fp32", "fu_ptr": "*fp32", "fd_ptr": "*fp32",
+                         "y_ptr": f"*{dt}", "C": "i32", "L": "i32", "n_groups": "i32"},
+                        {**const, "HAS_BETA": hb, "LOG_SCALE": ls, "ROW_ALIGN": align},
+                        num_warps=TILE_WARPS, num_stages=1))
+    return variants
 
 
 register(Kernel(
