@@ -1,4 +1,4 @@
-"""act1d on the GPU: the polyphase FMA kernel at several tiles, tiles per program and sine forms against the
+"""act1d on the GPU: the polyphase FMA kernel at several tiles and tiles per program against the
 eager PyTorch chain, float32 and bfloat16, at the large shape and BigVGAN / seed-decoder shapes. (Rounds 1-1c
 also timed the former banded-matmul kernel: 1,029 µs float32 / 601 µs bfloat16 at the large shape.)
 
@@ -24,24 +24,20 @@ COPY_GBS = 4252.0
 SHAPES = [("large", (1, 128, 1 << 20)), ("v2 stage 1", (1, 768, 3752)), ("v2 last", (1, 24, 240128)),
           ("seed blk 4", (1, 96, 59520))]
 DTYPES = [torch.float32, torch.bfloat16]
-# (rows, cols, warps, tiles per program, sine form, pipeline stages); sine forms: 1 floor-reduced SFU sine
-# (_common.sin), 2 rint-reduced SFU sine, 3 raw SFU sine. Round 1: cols 16/32 were 2-3x slower than cols 8 (the
-# unrolled tile outgrows the instruction cache). Round 1b: one-warp tiles (row edges by shuffles) were best;
-# 4 tiles per program helped bfloat16 and hurt float32 (software pipelining of the tile loop, stages 3?).
-# Every candidate and the eager chain are timed as a CUDA graph replay: the small model shapes measured
-# Python launch overhead in rounds 1 and 1b.
-# Round 1c (graph timing): one-warp 32x8 tiles, float32 best at 1 tile per program (469 µs large, 54%), bfloat16
-# at 4 (338 µs, 37%); raw sine no faster (not ALU-bound). Round 1d: the next tile's x is prefetched before the
-# current tile's arithmetic (latency hiding): tiles per program again, and the floor-reduced _common.sin.
-POLY = [(32, 8, 1, 1, 2, 1), (32, 8, 1, 2, 2, 1), (32, 8, 1, 4, 2, 1), (32, 8, 1, 8, 2, 1), (32, 8, 1, 16, 2, 1),
-        (32, 8, 1, 1, 1, 1), (32, 8, 1, 4, 1, 1), (32, 8, 1, 8, 1, 1)]
+# (rows, cols, warps, tiles per program). History, H200: round 1, cols 16/32 were 2-3x slower than cols 8 (the
+# unrolled tile outgrows the instruction cache); round 1b, one-warp tiles (row edges by shuffles) were best;
+# round 1c (CUDA-graph timing), 32x8 one-warp tiles: float32 best at 1 tile per program (469 µs large, 54% of
+# copy bandwidth), bfloat16 at 4 (338 µs, 37%); the raw SFU sine was no faster than the reduced one (not
+# ALU-bound). Since then the next tile's x is prefetched before the current tile's arithmetic: this sweep
+# re-measures tiles per program with that.
+POLY = [(32, 8, 1, 1), (32, 8, 1, 2), (32, 8, 1, 4), (32, 8, 1, 8), (32, 8, 1, 16), (64, 8, 2, 4)]
 TAPS = 12
 TIME_BUDGET_S = 110  # the lead's run stops at 150 s; what is left after this is reported as skipped
 
 
 def _poly_name(cfg):
-    rows, cols, warps, iters, sin_mode, stages = cfg
-    return f"poly {rows}x{cols} w{warps} it{iters} sin{sin_mode} s{stages}"
+    rows, cols, warps, iters = cfg
+    return f"poly {rows}x{cols} w{warps} it{iters}"
 
 
 def _warm(task):
@@ -52,10 +48,10 @@ def _warm(task):
         x = torch.empty(shape, dtype=dtype, device="meta")
         C, L = shape[-2], shape[-1]
         f = torch.float32
-        rows, cols, warps, iters, sin_mode, stages = cfg
-        grid, n_groups, const = A.poly_launch_args(x, TAPS, rows, cols, iters, sin_mode)
+        rows, cols, warps, iters = cfg
+        grid, n_groups, const = A.poly_launch_args(x, TAPS, rows, cols, iters, True)
         A._act1d_poly_kernel.warmup(dtype, f, f, f, f, dtype, C, L, n_groups, grid=grid, HAS_BETA=True,
-                                    LOG_SCALE=True, num_warps=warps, num_stages=stages, **const)
+                                    LOG_SCALE=True, num_warps=warps, num_stages=1, **const)
         return task, None, time.time() - t
     except Exception as exc:  # reported per candidate; the others still run
         return task, f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1][:160]}", time.time() - t
@@ -113,8 +109,7 @@ def main():
             y = torch.empty_like(x)
             cands = [(_poly_name(cfg), cfg,
                        lambda cfg=cfg: A.act1d_poly(x, alpha, beta, True, f, f, out=y, rows=cfg[0], cols=cfg[1],
-                                                    num_warps=cfg[2], iters=cfg[3], sin_mode=cfg[4],
-                                                    num_stages=cfg[5]))
+                                                    num_warps=cfg[2], iters=cfg[3]))
                        for cfg in POLY]
             cands.append(("eager PyTorch chain", "eager", None))
             for name, cfg, fn in cands:

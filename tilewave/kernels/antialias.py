@@ -24,8 +24,8 @@ and tiles overlap by those two rows ((ROWS - 2) COLS outputs per tile; COLS >= K
 consecutive tiles of its row in a loop and loads the next tile's x before the current tile's arithmetic
 (its memory latency hides behind it). The tile stays small on purpose: the fully unrolled tile is the loop
 body, and 16- or 32-column tiles outgrew the instruction cache on the H200 (2-3x slower).
-Sines are sin.approx after a reduction to [-pi, pi] whose rounding (round-to-nearest through 1.5 * 2^23)
-stays on the FMA pipe: ~1e-6 absolute for |alpha u| < 4e5; tl.sin in the interpreter.
+Sines are _common.sin: the SFU's sin.approx after a two-constant reduction to [-pi, pi] on the GPU (~1e-6
+absolute for |alpha u| < 4e5), tl.sin in the interpreter.
 Tiles that touch a row end replace x outside [0, L) by x[0] or x[L - 1] (replicate padding of x) and a
 outside [0, 2L) by a[0] or a[2L - 1] (replicate padding of a); interior tiles skip both. HBM traffic: x
 read once (plus the 2 / ROWS overlap, from L2), y written once.
@@ -97,35 +97,6 @@ def _channel_params(a_ptr, b_ptr, c, HAS_BETA: tl.constexpr, LOG_SCALE: tl.const
     return alpha, 1.0 / (beta + 1e-9)
 
 
-@triton.jit
-def _activated_phases(x_row, q, L, fu_ptr, alpha, inv_beta, TAPS: tl.constexpr, CLAMP: tl.constexpr,
-                      FAST_SIN: tl.constexpr):
-    """a[2q] and a[2q + 1] for a tensor of half-rate positions q (x indices clamped when CLAMP)."""
-    HALO: tl.constexpr = TAPS // 4
-    PAD: tl.constexpr = TAPS // 2 - 1
-    CROP: tl.constexpr = 3 * TAPS // 2 - 3
-    u_even = tl.zeros(q.shape, tl.float32)
-    u_odd = tl.zeros(q.shape, tl.float32)
-    for d in tl.static_range(2 * HALO + 1):
-        idx = q + (d - HALO)
-        if CLAMP:
-            idx = tl.minimum(tl.maximum(idx, 0), L - 1)
-        xd = tl.load(x_row + idx).to(tl.float32)
-        for k in tl.static_range(TAPS):
-            # u[2q + r] meets x[q + (r + CROP - k) / 2 - PAD] through tap k when r + CROP - k is even
-            if (CROP - k) % 2 == 0:
-                if (CROP - k) // 2 - PAD == d - HALO:
-                    u_even += tl.load(fu_ptr + k) * xd
-            if (CROP + 1 - k) % 2 == 0:
-                if (CROP + 1 - k) // 2 - PAD == d - HALO:
-                    u_odd += tl.load(fu_ptr + k) * xd
-    u_even = 2.0 * u_even
-    u_odd = 2.0 * u_odd
-    s_even = sin(alpha * u_even, FAST_SIN)
-    s_odd = sin(alpha * u_odd, FAST_SIN)
-    return u_even + inv_beta * (s_even * s_even), u_odd + inv_beta * (s_odd * s_odd)
-
-
 # ---------------------------------------------------------------------------------------------------
 # polyphase kernel: exact float32 FMAs on the columns of a [ROWS, COLS] register tile
 # ---------------------------------------------------------------------------------------------------
@@ -193,9 +164,9 @@ def _load_chunks(x_row, t0, L, ROWS: tl.constexpr, COLS: tl.constexpr, VEC: tl.c
 
 
 @triton.jit
-def _act1d_poly_tile(chunks, x_row, y_row, t0, L, fu_ptr, up, down, alpha, inv_beta, TAPS: tl.constexpr,
+def _act1d_poly_tile(chunks, x_row, y_row, t0, L, up, down, alpha, inv_beta, TAPS: tl.constexpr,
                      ROWS: tl.constexpr, COLS: tl.constexpr, VEC: tl.constexpr, CLAMP: tl.constexpr,
-                     SIN: tl.constexpr):
+                     FAST_SIN: tl.constexpr):
     HALO: tl.constexpr = TAPS // 4
     PAD: tl.constexpr = TAPS // 2 - 1
     CROP: tl.constexpr = 3 * TAPS // 2 - 3
@@ -232,13 +203,11 @@ def _act1d_poly_tile(chunks, x_row, y_row, t0, L, fu_ptr, up, down, alpha, inv_b
                 u_even += up[k] * xs[e + HALO + (CROP - k) // 2 - PAD]
             else:
                 u_odd += up[k] * xs[e + HALO + (CROP + 1 - k) // 2 - PAD]
-        ae = ae + (_snake_phase(u_even, alpha, inv_beta, SIN),)
-        ao = ao + (_snake_phase(u_odd, alpha, inv_beta, SIN),)
+        ae = ae + (_snake_phase(u_even, alpha, inv_beta, FAST_SIN),)
+        ao = ao + (_snake_phase(u_odd, alpha, inv_beta, FAST_SIN),)
     if CLAMP:
         # replicate padding of the activated signal: a[n < 0] = a[0], a[n >= 2L] = a[2L - 1]
-        zero = tl.zeros([1], tl.int32)
-        first, _ = _activated_phases(x_row, zero, L, fu_ptr, alpha, inv_beta, TAPS, True, SIN > 0)
-        _, last = _activated_phases(x_row, zero + (L - 1), L, fu_ptr, alpha, inv_beta, TAPS, True, SIN > 0)
+        first, last = _activated_ends(x_row, L, up, alpha, inv_beta, TAPS, FAST_SIN)
         fe = ()
         fo = ()
         for e in tl.static_range(COLS):
@@ -273,7 +242,7 @@ def _act1d_poly_tile(chunks, x_row, y_row, t0, L, fu_ptr, up, down, alpha, inv_b
 def _act1d_poly_kernel(x_ptr, a_ptr, b_ptr, fu_ptr, fd_ptr, y_ptr, C, L, n_groups,
                        HAS_BETA: tl.constexpr, LOG_SCALE: tl.constexpr, TAPS: tl.constexpr, ROWS: tl.constexpr,
                        COLS: tl.constexpr, VEC: tl.constexpr, ITERS: tl.constexpr, ROW_ALIGN: tl.constexpr,
-                       SIN: tl.constexpr):
+                       FAST_SIN: tl.constexpr):
     # a program runs ITERS consecutive tiles of one row in a loop: its setup (parameters, taps) is paid once
     # and the loop body, one tile, stays small enough for the instruction cache
     OUT: tl.constexpr = (ROWS - 2) * COLS
@@ -297,31 +266,34 @@ def _act1d_poly_kernel(x_ptr, a_ptr, b_ptr, fu_ptr, fd_ptr, y_ptr, C, L, n_group
         cur = nxt
         nxt = _load_chunks(x_row, t0 + OUT, L * (i + 1 < ITERS), ROWS, COLS, VEC, ROW_ALIGN)
         if (t0 >= COLS) & (t0 + (ROWS - 1) * COLS <= L):
-            _act1d_poly_tile(cur, x_row, y_row, t0, L, fu_ptr, up, down, alpha, inv_beta, TAPS, ROWS, COLS, VEC,
-                             False, SIN)
+            _act1d_poly_tile(cur, x_row, y_row, t0, L, up, down, alpha, inv_beta, TAPS, ROWS, COLS, VEC, False,
+                             FAST_SIN)
         elif t0 < L:
-            _act1d_poly_tile(cur, x_row, y_row, t0, L, fu_ptr, up, down, alpha, inv_beta, TAPS, ROWS, COLS, VEC,
-                             True, SIN)
+            _act1d_poly_tile(cur, x_row, y_row, t0, L, up, down, alpha, inv_beta, TAPS, ROWS, COLS, VEC, True,
+                             FAST_SIN)
 
 
 @triton.jit
-def _snake_phase(u, alpha, inv_beta, SIN: tl.constexpr):
-    """u + sin(alpha u)^2 / beta. SIN 0: tl.sin (interpreter); 1: _common.sin (floor-based reduction, then the
-    SFU); 2: reduction to [-pi, pi] by round-to-nearest through 1.5 * 2^23 (two FMA-pipe adds instead of a
-    quarter-rate floor), then the SFU; 3: the SFU's sin.approx on the raw argument (its error grows with
-    |alpha u|: ~6e-8 |alpha u|)."""
-    z = alpha * u
-    if SIN == 2:
-        k = (z * 0.15915494309189535 + 12582912.0) - 12582912.0
-        r = z - k * 6.28125 - k * 0.0019353071795864769
-        s = tl.inline_asm_elementwise("sin.approx.f32 $0, $1;", "=r,r", [r], dtype=tl.float32, is_pure=True,
-                                      pack=1)
-    elif SIN == 3:
-        s = tl.inline_asm_elementwise("sin.approx.f32 $0, $1;", "=r,r", [z], dtype=tl.float32, is_pure=True,
-                                      pack=1)
-    else:
-        s = sin(z, SIN == 1)
+def _snake_phase(u, alpha, inv_beta, FAST_SIN: tl.constexpr):
+    s = sin(alpha * u, FAST_SIN)
     return u + inv_beta * (s * s)
+
+
+@triton.jit
+def _activated_ends(x_row, L, up, alpha, inv_beta, TAPS: tl.constexpr, FAST_SIN: tl.constexpr):
+    """a[0] and a[2L - 1] as [1] tensors: the values that a is replicate-padded with (x clamped to its row)."""
+    PAD: tl.constexpr = TAPS // 2 - 1
+    CROP: tl.constexpr = 3 * TAPS // 2 - 3
+    u_first = tl.zeros([1], tl.float32)
+    u_last = tl.zeros([1], tl.float32)
+    for k in tl.static_range(TAPS):
+        if (CROP - k) % 2 == 0:  # even phase at q = 0
+            i = tl.minimum(tl.maximum((CROP - k) // 2 - PAD, 0), L - 1)
+            u_first += up[k] * tl.load(x_row + i).to(tl.float32)
+        else:  # odd phase at q = L - 1
+            i = tl.minimum(tl.maximum(L - 1 + (CROP + 1 - k) // 2 - PAD, 0), L - 1)
+            u_last += up[k] * tl.load(x_row + i).to(tl.float32)
+    return _snake_phase(u_first, alpha, inv_beta, FAST_SIN), _snake_phase(u_last, alpha, inv_beta, FAST_SIN)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -350,7 +322,7 @@ def _f32(t: torch.Tensor) -> torch.Tensor:
     return t.detach().reshape(-1).to(torch.float32).contiguous()
 
 
-def poly_launch_args(x: torch.Tensor, taps: int, rows: int, cols: int, iters: int, sin_mode: int):
+def poly_launch_args(x: torch.Tensor, taps: int, rows: int, cols: int, iters: int, fast_sin: bool):
     """(grid, n_groups, constexprs) of the polyphase kernel for x, a tile of `rows` x `cols` half-rate
     positions and `iters` tiles per program."""
     L = x.shape[-1]
@@ -360,24 +332,23 @@ def poly_launch_args(x: torch.Tensor, taps: int, rows: int, cols: int, iters: in
     iters = min(iters, n_tiles)
     n_groups = triton.cdiv(n_tiles, iters)
     const = dict(TAPS=taps, ROWS=rows, COLS=cols, VEC=vec, ITERS=iters, ROW_ALIGN=vec if L % vec == 0 else 1,
-                 SIN=sin_mode)
+                 FAST_SIN=fast_sin)
     return (x.numel() // L * n_groups,), n_groups, const
 
 
 def act1d_poly(x, alpha, beta=None, log_scale=False, up_filter=None, down_filter=None, out=None, rows=32,
-               cols=8, num_warps=1, iters=4, sin_mode=None, num_stages=1):
+               cols=8, num_warps=1, iters=4):
     """The polyphase kernel with an explicit tile (rows x cols half-rate positions, rows - 2 of them stored)."""
     up_filter = resample_filter(device=x.device) if up_filter is None else up_filter
     down_filter = resample_filter(device=x.device) if down_filter is None else down_filter
     _check_args(x, alpha, beta, up_filter, down_filter)
     out = torch.empty_like(x) if out is None else out
     if x.numel():
-        sin_mode = (2 if x.is_cuda else 0) if sin_mode is None else sin_mode
-        grid, n_groups, const = poly_launch_args(x, _taps(up_filter), rows, cols, iters, sin_mode)
+        grid, n_groups, const = poly_launch_args(x, _taps(up_filter), rows, cols, iters, x.is_cuda)
         a = _f32(alpha)
         _act1d_poly_kernel[grid](x, a, a if beta is None else _f32(beta), _f32(up_filter), _f32(down_filter), out,
                                  x.shape[-2], x.shape[-1], n_groups, HAS_BETA=beta is not None, LOG_SCALE=log_scale,
-                                 num_warps=num_warps, num_stages=num_stages, **const)
+                                 num_warps=num_warps, num_stages=1, **const)
     return out
 
 
@@ -490,7 +461,7 @@ def _act1d_variants():
     variants = []
     for dt, dtype in dtypes.items():
         x = torch.empty(1, 1, 1 << 20, dtype=dtype, device="meta")
-        _, _, const = poly_launch_args(x, TAPS, TILE_ROWS, TILE_COLS, TILES_PER_PROGRAM[dtype], 2)
+        _, _, const = poly_launch_args(x, TAPS, TILE_ROWS, TILE_COLS, TILES_PER_PROGRAM[dtype], True)
         for hb in (False, True):
             for ls in (False, True):
                 for align in (const["VEC"], 1):  # rows on 16-byte boundaries or not (L % VEC)
