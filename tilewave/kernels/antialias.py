@@ -353,7 +353,7 @@ def act1d_poly(x, alpha, beta=None, log_scale=False, up_filter=None, down_filter
 
 
 # The tile the launcher uses: 32 rows (one warp: row edges by shuffles) x 8 columns; tiles per program by
-# storage dtype (H200, benchmarks/RESULTS.md "act1d polyphase"). Each dtype's choice is a compiled variant.
+# storage dtype (H200, benchmarks/RESULTS.md "act1d polyphase"); each choice is a compiled variant.
 TILE_ROWS, TILE_COLS, TILE_WARPS = 32, 8, 1
 TILES_PER_PROGRAM = {torch.float32: 1, torch.float16: 4, torch.bfloat16: 4}
 
