@@ -259,7 +259,8 @@ def _act1d_poly_kernel(x_ptr, a_ptr, b_ptr, fu_ptr, fd_ptr, y_ptr, C, L, n_group
     row_start = tl.multiple_of(row.to(tl.int64) * L, ROW_ALIGN)
     x_row = x_ptr + row_start
     y_row = y_ptr + row_start
-    # the next tile's x is loaded before this tile's arithmetic, so its memory latency hides behind it
+    # the next tile's x is loaded before this tile's arithmetic, so its memory latency hides behind it (after
+    # the program's last tile the bound passed is 0: nothing is read)
     nxt = _load_chunks(x_row, first * OUT, L, ROWS, COLS, VEC, ROW_ALIGN)
     for i in range(ITERS):
         t0 = (first + i) * OUT
