@@ -9,19 +9,30 @@ With K taps (K = 12 in BigVGAN; any K divisible by 4 here), pad = K/2 - 1 and ed
   Down    y[p] = sum_k f_d[k] * a[clamp(2p + k - pad, 0, 2L - 1)],  p in [0, L)
           (replicate pad (pad, pad + 1), depthwise conv stride 2: torch's DownSample1d / LowPassFilter1d)
 
-Fused form. Write n = 2q + r. Then u[2q + r] is a K/2-tap filter over x[q - K/4 .. q + K/4], and y[p] needs
-a[2q + r] only for q in [p - K/4, p + K/4]. A program owns ROWS x (WINDOW - K/2) consecutive outputs of one
-(b, c) row, as ROWS tile rows of WINDOW (32) half-rate positions each that overlap by K/2. Per tile row it
-loads x (2K/4 + 1 shifted loads of the same cache lines: read from HBM once), forms the even and odd
-phases of u and a in registers, and applies the low-pass as a banded matmul on the tensor cores:
-y_row = a_even_row @ De + a_odd_row @ Do with De[w, m] = f_d[PAD + 2(w - m - K/4)] and Do the next tap (zero
-outside the filter). tf32x3 keeps that float32-exact for float32 storage; 16-bit storage uses tf32. Sines
-are sin.approx after a 2-constant reduction to [-pi, pi] on the GPU (~1e-6 absolute), tl.sin elsewhere.
-Tiles that touch a row end clamp x's indices (replicate padding of x) and replace a outside [0, 2L) by a[0]
-or a[2L - 1] (replicate padding of a); interior tiles skip both. HBM traffic: x read once, y written once.
+Fused form (polyphase FMAs). Write n = 2q + r. The upsampled signal's two phases are K/2-tap filters of x,
+  u[2q]     = sum_{i=-K/4}^{K/4-1} 2 f_u[CROP - 2(i + pad)] x[q + i]        (CROP = 3K/2 - 3)
+  u[2q + 1] = sum_{i=-K/4+1}^{K/4} 2 f_u[CROP + 1 - 2(i + pad)] x[q + i]
+and y[p] needs a[2q + r] for q in [p - K/4, p + K/4]. So each activated sample is computed once (two sines
+per output) and both filters are K exact float32 FMAs per output: no tensor cores, no tf32.
+A tile is ROWS x COLS half-rate positions of one (b, c) row: thread i holds tile row i, a run of COLS
+consecutive positions, as COLS separate [ROWS] column tensors (a tuple). x is loaded (y stored) in 16-byte
+chunks of VEC columns per thread, which tl.split / tl.join turn into columns and back without moving data.
+A shift along time is then a renaming of columns, except at a row's ends: the K/4 x columns and the K/2
+activated columns beyond each end come from the neighbouring tile row by tl.gather, warp shuffles when the
+tile is one warp. Rows 0 and ROWS - 1 have no neighbour inside the tile: they only feed their neighbours,
+and tiles overlap by those two rows ((ROWS - 2) COLS outputs per tile; COLS >= K/2). A program runs ITERS
+consecutive tiles of its row in a loop and loads the next tile's x before the current tile's arithmetic
+(its memory latency hides behind it). The tile stays small on purpose: the fully unrolled tile is the loop
+body, and 16- or 32-column tiles outgrew the instruction cache on the H200 (2-3x slower).
+Sines are _common.sin: the SFU's sin.approx after a two-constant reduction to [-pi, pi] on the GPU (~1e-6
+absolute for |alpha u| < 4e5), tl.sin in the interpreter.
+Tiles that touch a row end replace x outside [0, L) by x[0] or x[L - 1] (replicate padding of x) and a
+outside [0, 2L) by a[0] or a[2L - 1] (replicate padding of a); interior tiles skip both. HBM traffic: x
+read once (plus the 2 / ROWS overlap, from L2), y written once.
 
-Launch invariants: x contiguous; grid = rows * tiles, one (b, c) row and one tile per program; x indices are
-clamped, never masked; parameters and filters are float32 (the launcher converts them); K <= 24.
+Launch invariants: x contiguous; grid = rows * ceil(tiles / ITERS), one (b, c) row per program; x loads
+are masked to [0, L), y stores to the tile's own rows; parameters and filters are float32 (the launcher
+converts them); K <= 24; ROW_ALIGN divides L (it tells the compiler that rows start on 16-byte boundaries).
 """
 from __future__ import annotations
 
@@ -73,45 +84,8 @@ def resample_filter(taps: int = TAPS, device: torch.device | str = "cpu") -> tor
 # kernel
 # ---------------------------------------------------------------------------------------------------
 @triton.jit
-def _activated_phases(x_row, q, L, fu_ptr, alpha, inv_beta, TAPS: tl.constexpr, CLAMP: tl.constexpr,
-                      FAST_SIN: tl.constexpr):
-    """a[2q] and a[2q + 1] for a tensor of half-rate positions q (x indices clamped when CLAMP)."""
-    HALO: tl.constexpr = TAPS // 4
-    PAD: tl.constexpr = TAPS // 2 - 1
-    CROP: tl.constexpr = 3 * TAPS // 2 - 3
-    u_even = tl.zeros(q.shape, tl.float32)
-    u_odd = tl.zeros(q.shape, tl.float32)
-    for d in tl.static_range(2 * HALO + 1):
-        idx = q + (d - HALO)
-        if CLAMP:
-            idx = tl.minimum(tl.maximum(idx, 0), L - 1)
-        xd = tl.load(x_row + idx).to(tl.float32)
-        for k in tl.static_range(TAPS):
-            # u[2q + r] meets x[q + (r + CROP - k) / 2 - PAD] through tap k when r + CROP - k is even
-            if (CROP - k) % 2 == 0:
-                if (CROP - k) // 2 - PAD == d - HALO:
-                    u_even += tl.load(fu_ptr + k) * xd
-            if (CROP + 1 - k) % 2 == 0:
-                if (CROP + 1 - k) // 2 - PAD == d - HALO:
-                    u_odd += tl.load(fu_ptr + k) * xd
-    u_even = 2.0 * u_even
-    u_odd = 2.0 * u_odd
-    s_even = sin(alpha * u_even, FAST_SIN)
-    s_odd = sin(alpha * u_odd, FAST_SIN)
-    return u_even + inv_beta * (s_even * s_even), u_odd + inv_beta * (s_odd * s_odd)
-
-
-@triton.jit
-def _act1d_kernel(x_ptr, a_ptr, b_ptr, fu_ptr, fd_ptr, y_ptr, C, L, n_tiles,
-                  HAS_BETA: tl.constexpr, LOG_SCALE: tl.constexpr, TAPS: tl.constexpr, ROWS: tl.constexpr,
-                  WINDOW: tl.constexpr, FAST_SIN: tl.constexpr, PRECISION: tl.constexpr):
-    HALO: tl.constexpr = TAPS // 4
-    PAD: tl.constexpr = TAPS // 2 - 1
-    OUT_W: tl.constexpr = WINDOW - 2 * HALO
-    pid = tl.program_id(0)
-    row = pid // n_tiles
-    p_tile = (pid % n_tiles) * (ROWS * OUT_W)
-    c = row % C
+def _channel_params(a_ptr, b_ptr, c, HAS_BETA: tl.constexpr, LOG_SCALE: tl.constexpr):
+    """(alpha, 1 / (beta + 1e-9)) of channel c (snake: beta = alpha; log_scale: exp of both)."""
     alpha = tl.load(a_ptr + c)
     if HAS_BETA:
         beta = tl.load(b_ptr + c)
@@ -120,45 +94,212 @@ def _act1d_kernel(x_ptr, a_ptr, b_ptr, fu_ptr, fd_ptr, y_ptr, C, L, n_tiles,
     if LOG_SCALE:
         alpha = tl.exp(alpha)
         beta = tl.exp(beta)
-    inv_beta = 1.0 / (beta + 1e-9)
-    x_row = x_ptr + row.to(tl.int64) * L
+    return alpha, 1.0 / (beta + 1e-9)
 
-    # window column w of tile row r holds half-rate position q; row r's outputs are p = p_r + m, m < OUT_W
-    r_idx = tl.arange(0, ROWS)[:, None]
-    w_idx = tl.arange(0, WINDOW)[None, :]
-    q = p_tile + r_idx * OUT_W + w_idx - HALO
-    if (p_tile >= 2 * HALO) & (p_tile + ROWS * OUT_W + 2 * HALO <= L):
-        a_even, a_odd = _activated_phases(x_row, q, L, fu_ptr, alpha, inv_beta, TAPS, False, FAST_SIN)
-    else:
-        a_even, a_odd = _activated_phases(x_row, q, L, fu_ptr, alpha, inv_beta, TAPS, True, FAST_SIN)
+
+# ---------------------------------------------------------------------------------------------------
+# polyphase kernel: exact float32 FMAs on the columns of a [ROWS, COLS] register tile
+# ---------------------------------------------------------------------------------------------------
+@triton.jit
+def _columns(t, COLS: tl.constexpr):
+    """The COLS columns of a [R, COLS] tile (COLS a power of 2) as a tuple of [R] tensors, in order.
+    A split halves the columns into even and odd ones; after level l slot s holds columns s + 2^l m."""
+    cols = (t,)
+    for level in tl.static_range(COLS):
+        if (1 << level) < COLS:
+            evens = ()
+            odds = ()
+            for s in tl.static_range(1 << level):
+                e, o = tl.split(tl.reshape(cols[s], [t.shape[0], (COLS >> level) // 2, 2]))
+                evens = evens + (e,)
+                odds = odds + (o,)
+            cols = evens + odds
+    out = ()
+    for s in tl.static_range(COLS):
+        out = out + (tl.reshape(cols[s], [t.shape[0]]),)
+    return out
+
+
+@triton.jit
+def _tile(cols, COLS: tl.constexpr):
+    """Inverse of _columns: a tuple of COLS [R] tensors back into one [R, COLS] tile."""
+    parts = ()
+    for s in tl.static_range(COLS):
+        parts = parts + (tl.reshape(cols[s], [cols[s].shape[0], 1]),)
+    for level in tl.static_range(COLS):
+        if (1 << level) < COLS:
+            merged = ()
+            for s in tl.static_range(COLS >> (level + 1)):
+                j = tl.join(parts[s], parts[s + (COLS >> (level + 1))])
+                merged = merged + (tl.reshape(j, [j.shape[0], 2 << level]),)
+            parts = merged
+    return parts[0]
+
+
+@triton.jit
+def _shifted(cols, prev, succ, COLS: tl.constexpr, HALO: tl.constexpr):
+    """Columns -HALO .. COLS + HALO - 1 of the tile's rows: the edges are the previous / next row's columns
+    (warp shuffles when the tile is one warp, a shared-memory round trip otherwise)."""
+    out = ()
+    for i in tl.static_range(HALO):
+        out = out + (tl.gather(cols[COLS - HALO + i], prev, 0),)
+    out = out + cols
+    for i in tl.static_range(HALO):
+        out = out + (tl.gather(cols[i], succ, 0),)
+    return out
+
+
+@triton.jit
+def _load_chunks(x_row, t0, L, ROWS: tl.constexpr, COLS: tl.constexpr, VEC: tl.constexpr, ROW_ALIGN: tl.constexpr):
+    """The tile's x as COLS / VEC [ROWS, VEC] chunks in x's dtype; positions outside [0, L) read as 0.
+    L rounded down to ROW_ALIGN (a no-op, L % ROW_ALIGN == 0) tells the compiler the mask is constant over a
+    chunk, so the masked loads stay 16-byte vectors."""
+    L_aligned = (L // ROW_ALIGN) * ROW_ALIGN
+    r_idx = tl.arange(0, ROWS)
+    chunks = ()
+    for v in tl.static_range(COLS // VEC):
+        qv = t0 + (r_idx[:, None] - 1) * COLS + v * VEC + tl.arange(0, VEC)[None, :]
+        chunks = chunks + (tl.load(x_row + qv, mask=(qv >= 0) & (qv < L_aligned), other=0.0),)
+    return chunks
+
+
+@triton.jit
+def _act1d_poly_tile(chunks, x_row, y_row, t0, L, up, down, alpha, inv_beta, TAPS: tl.constexpr,
+                     ROWS: tl.constexpr, COLS: tl.constexpr, VEC: tl.constexpr, CLAMP: tl.constexpr,
+                     FAST_SIN: tl.constexpr):
+    HALO: tl.constexpr = TAPS // 4
+    PAD: tl.constexpr = TAPS // 2 - 1
+    CROP: tl.constexpr = 3 * TAPS // 2 - 3
+    # tile row r holds half-rate positions q = t0 + (r - 1) COLS + e; rows 0 and ROWS - 1 only feed their
+    # neighbours' edges (a row shift cannot reach past the tile), rows 1 .. ROWS - 2 are stored.
+    # x comes (and y goes) in chunks of VEC columns, one 16-byte access per thread and chunk: a chunk's
+    # columns are then registers of one thread, and splitting or joining them moves no data
+    r_idx = tl.arange(0, ROWS)
+    xc = ()
+    for v in tl.static_range(COLS // VEC):
+        xc = xc + _columns(chunks[v].to(tl.float32), VEC)
+    if CLAMP:
+        # replicate padding of x: positions before 0 read x[0], after L - 1 read x[L - 1]
+        x_first = tl.load(x_row).to(tl.float32)
+        x_last = tl.load(x_row + (L - 1)).to(tl.float32)
+        fx = ()
+        for e in tl.static_range(COLS):
+            qe = t0 + (r_idx - 1) * COLS + e
+            fx = fx + (tl.where(qe < 0, x_first, tl.where(qe >= L, x_last, xc[e])),)
+        xc = fx
+    prev = tl.maximum(r_idx - 1, 0)
+    succ = tl.minimum(r_idx + 1, ROWS - 1)
+    xs = _shifted(xc, prev, succ, COLS, HALO)
+
+    # the two phases of the upsampled signal, activated: u[2q + r] meets x[q + (r + CROP - k) / 2 - PAD]
+    # (through tap k when r + CROP - k is even); `up` holds 2 f_u (the upsampler's gain)
+    ae = ()
+    ao = ()
+    for e in tl.static_range(COLS):
+        u_even = tl.zeros([ROWS], tl.float32)
+        u_odd = tl.zeros([ROWS], tl.float32)
+        for k in tl.static_range(TAPS):
+            if (CROP - k) % 2 == 0:
+                u_even += up[k] * xs[e + HALO + (CROP - k) // 2 - PAD]
+            else:
+                u_odd += up[k] * xs[e + HALO + (CROP + 1 - k) // 2 - PAD]
+        ae = ae + (_snake_phase(u_even, alpha, inv_beta, FAST_SIN),)
+        ao = ao + (_snake_phase(u_odd, alpha, inv_beta, FAST_SIN),)
+    if CLAMP:
         # replicate padding of the activated signal: a[n < 0] = a[0], a[n >= 2L] = a[2L - 1]
-        zero = tl.zeros([1, 1], tl.int32)
-        first, _ = _activated_phases(x_row, zero, L, fu_ptr, alpha, inv_beta, TAPS, True, FAST_SIN)
-        _, last = _activated_phases(x_row, zero + (L - 1), L, fu_ptr, alpha, inv_beta, TAPS, True, FAST_SIN)
-        a_even = tl.where(q < 0, first, tl.where(q >= L, last, a_even))
-        a_odd = tl.where(q < 0, first, tl.where(q >= L, last, a_odd))
+        first, last = _activated_ends(x_row, L, up, alpha, inv_beta, TAPS, FAST_SIN)
+        fe = ()
+        fo = ()
+        for e in tl.static_range(COLS):
+            qe = t0 + (r_idx - 1) * COLS + e
+            fe = fe + (tl.where(qe < 0, first, tl.where(qe >= L, last, ae[e])),)
+            fo = fo + (tl.where(qe < 0, first, tl.where(qe >= L, last, ao[e])),)
+        ae = fe
+        ao = fo
+    # the activated signal a[2q + r] of each tile row as 2 COLS columns, widened by the neighbours' edges
+    a = ()
+    for e in tl.static_range(COLS):
+        a = a + (ae[e], ao[e])
+    a = _shifted(a, prev, succ, 2 * COLS, 2 * HALO)
 
-    # Down as a banded matmul within each row: y[p_r + m] = sum_w a_even[w] De[w, m] + a_odd[w] Do[w, m], where
-    # tap k reads a[2p + k - PAD], i.e. phase (k - PAD) mod 2 at column m + HALO + floor((k - PAD) / 2).
-    w_col = tl.arange(0, WINDOW)[:, None]
-    m_row = tl.arange(0, WINDOW)[None, :]
-    k_even = PAD + 2 * (w_col - m_row - HALO)
-    d_even = tl.load(fd_ptr + k_even, mask=(k_even >= 0) & (k_even < TAPS), other=0.0)
-    d_odd = tl.load(fd_ptr + k_even + 1, mask=(k_even + 1 >= 0) & (k_even + 1 < TAPS), other=0.0)
-    acc = tl.dot(a_even, d_even, input_precision=PRECISION)
-    acc = tl.dot(a_odd, d_odd, acc, input_precision=PRECISION)
-    p = p_tile + r_idx * OUT_W + m_row
-    y_row = y_ptr + row.to(tl.int64) * L
-    tl.store(y_row + p, acc.to(y_ptr.dtype.element_ty), mask=(m_row < OUT_W) & (p < L))
+    # Down: y[p] = sum_k f_d[k] a[2p + k - PAD]; column 2e + k - PAD of the row, 2 HALO >= PAD + 1 further in
+    ys = ()
+    for e in tl.static_range(COLS):
+        acc = tl.zeros([ROWS], tl.float32)
+        for k in tl.static_range(TAPS):
+            acc += down[k] * a[2 * e + k - PAD + 2 * HALO]
+        ys = ys + (acc,)
+    for v in tl.static_range(COLS // VEC):
+        yv = ()
+        for e in tl.static_range(VEC):
+            yv = yv + (ys[v * VEC + e],)
+        qv = t0 + (r_idx[:, None] - 1) * COLS + v * VEC + tl.arange(0, VEC)[None, :]
+        keep = (r_idx[:, None] >= 1) & (r_idx[:, None] < ROWS - 1) & (qv < L)
+        tl.store(y_row + qv, _tile(yv, VEC).to(y_row.dtype.element_ty), mask=keep)
+
+
+@triton.jit(do_not_specialize=["C", "L", "n_groups"])  # one binary for every length (ROW_ALIGN says enough)
+def _act1d_poly_kernel(x_ptr, a_ptr, b_ptr, fu_ptr, fd_ptr, y_ptr, C, L, n_groups,
+                       HAS_BETA: tl.constexpr, LOG_SCALE: tl.constexpr, TAPS: tl.constexpr, ROWS: tl.constexpr,
+                       COLS: tl.constexpr, VEC: tl.constexpr, ITERS: tl.constexpr, ROW_ALIGN: tl.constexpr,
+                       FAST_SIN: tl.constexpr):
+    # a program runs ITERS consecutive tiles of one row in a loop: its setup (parameters, taps) is paid once
+    # and the loop body, one tile, stays small enough for the instruction cache
+    OUT: tl.constexpr = (ROWS - 2) * COLS
+    pid = tl.program_id(0)
+    row = pid // n_groups
+    first = (pid % n_groups) * ITERS
+    alpha, inv_beta = _channel_params(a_ptr, b_ptr, row % C, HAS_BETA, LOG_SCALE)
+    up = ()
+    down = ()
+    for k in tl.static_range(TAPS):
+        up = up + (2.0 * tl.load(fu_ptr + k),)
+        down = down + (tl.load(fd_ptr + k),)
+    # ROW_ALIGN (the launcher's word: L % ROW_ALIGN == 0) lets a row start on a 16-byte boundary
+    row_start = tl.multiple_of(row.to(tl.int64) * L, ROW_ALIGN)
+    x_row = x_ptr + row_start
+    y_row = y_ptr + row_start
+    # the next tile's x is loaded before this tile's arithmetic, so its memory latency hides behind it (after
+    # the program's last tile the bound passed is 0: nothing is read)
+    nxt = _load_chunks(x_row, first * OUT, L, ROWS, COLS, VEC, ROW_ALIGN)
+    for i in range(ITERS):
+        t0 = (first + i) * OUT
+        cur = nxt
+        nxt = _load_chunks(x_row, t0 + OUT, L * (i + 1 < ITERS), ROWS, COLS, VEC, ROW_ALIGN)
+        if (t0 >= COLS) & (t0 + (ROWS - 1) * COLS <= L):
+            _act1d_poly_tile(cur, x_row, y_row, t0, L, up, down, alpha, inv_beta, TAPS, ROWS, COLS, VEC, False,
+                             FAST_SIN)
+        elif t0 < L:
+            _act1d_poly_tile(cur, x_row, y_row, t0, L, up, down, alpha, inv_beta, TAPS, ROWS, COLS, VEC, True,
+                             FAST_SIN)
+
+
+@triton.jit
+def _snake_phase(u, alpha, inv_beta, FAST_SIN: tl.constexpr):
+    s = sin(alpha * u, FAST_SIN)
+    return u + inv_beta * (s * s)
+
+
+@triton.jit
+def _activated_ends(x_row, L, up, alpha, inv_beta, TAPS: tl.constexpr, FAST_SIN: tl.constexpr):
+    """a[0] and a[2L - 1] as [1] tensors: the values that a is replicate-padded with (x clamped to its row)."""
+    PAD: tl.constexpr = TAPS // 2 - 1
+    CROP: tl.constexpr = 3 * TAPS // 2 - 3
+    u_first = tl.zeros([1], tl.float32)
+    u_last = tl.zeros([1], tl.float32)
+    for k in tl.static_range(TAPS):
+        if (CROP - k) % 2 == 0:  # even phase at q = 0
+            i = tl.minimum(tl.maximum((CROP - k) // 2 - PAD, 0), L - 1)
+            u_first += up[k] * tl.load(x_row + i).to(tl.float32)
+        else:  # odd phase at q = L - 1
+            i = tl.minimum(tl.maximum(L - 1 + (CROP + 1 - k) // 2 - PAD, 0), L - 1)
+            u_last += up[k] * tl.load(x_row + i).to(tl.float32)
+    return _snake_phase(u_first, alpha, inv_beta, FAST_SIN), _snake_phase(u_last, alpha, inv_beta, FAST_SIN)
 
 
 # ---------------------------------------------------------------------------------------------------
 # launcher (Triton path; tilewave.ops.resample decides when to call it)
 # ---------------------------------------------------------------------------------------------------
-WINDOW = 32  # half-rate positions per tile row; 32 - 2 * (taps / 4) of them are outputs (26 for 12 taps)
-ROWS_SMALL, ROWS_LARGE = 16, 64  # the two tile heights the launcher picks from (each a compiled variant)
-
-
 def _taps(f: torch.Tensor) -> int:
     return f.numel()
 
@@ -170,36 +311,59 @@ def kernel_covers(x: torch.Tensor, up_filter: torch.Tensor, down_filter: torch.T
             and 4 <= k <= 24)
 
 
-def _precision(dtype: torch.dtype) -> str:
-    # the matmul sums <= 12 float32 terms; 16-bit storage tolerates tf32, float32 storage needs tf32x3
-    return "tf32x3" if dtype == torch.float32 else "tf32"
+def _check_args(x, alpha, beta, up_filter, down_filter):
+    if not kernel_covers(x, up_filter, down_filter):
+        raise ValueError(f"act1d: the kernel needs a contiguous [C, L] or [B, C, L] x and two filters of equal "
+                         f"length divisible by 4 (4 to 24 taps); got x {tuple(x.shape)} strides {x.stride()}, "
+                         f"filters {_taps(up_filter)} and {_taps(down_filter)} taps")
+    check_channel_params("act1d", x.shape[-2], alpha, beta)
+
+
+def _f32(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().reshape(-1).to(torch.float32).contiguous()
+
+
+def poly_launch_args(x: torch.Tensor, taps: int, rows: int, cols: int, iters: int, fast_sin: bool):
+    """(grid, n_groups, constexprs) of the polyphase kernel for x, a tile of `rows` x `cols` half-rate
+    positions and `iters` tiles per program."""
+    L = x.shape[-1]
+    cols = max(cols, triton.next_power_of_2(2 * (taps // 4)))  # a row's edges come from one neighbour only
+    vec = min(cols, 16 // x.element_size())
+    n_tiles = triton.cdiv(L, (rows - 2) * cols)
+    iters = min(iters, n_tiles)
+    n_groups = triton.cdiv(n_tiles, iters)
+    const = dict(TAPS=taps, ROWS=rows, COLS=cols, VEC=vec, ITERS=iters, ROW_ALIGN=vec if L % vec == 0 else 1,
+                 FAST_SIN=fast_sin)
+    return (x.numel() // L * n_groups,), n_groups, const
+
+
+def act1d_poly(x, alpha, beta=None, log_scale=False, up_filter=None, down_filter=None, out=None, rows=32,
+               cols=8, num_warps=1, iters=4):
+    """The polyphase kernel with an explicit tile (rows x cols half-rate positions, rows - 2 of them stored)."""
+    up_filter = resample_filter(device=x.device) if up_filter is None else up_filter
+    down_filter = resample_filter(device=x.device) if down_filter is None else down_filter
+    _check_args(x, alpha, beta, up_filter, down_filter)
+    out = torch.empty_like(x) if out is None else out
+    if x.numel():
+        grid, n_groups, const = poly_launch_args(x, _taps(up_filter), rows, cols, iters, x.is_cuda)
+        a = _f32(alpha)
+        _act1d_poly_kernel[grid](x, a, a if beta is None else _f32(beta), _f32(up_filter), _f32(down_filter), out,
+                                 x.shape[-2], x.shape[-1], n_groups, HAS_BETA=beta is not None, LOG_SCALE=log_scale,
+                                 num_warps=num_warps, num_stages=1, **const)
+    return out
+
+
+# The tile the launcher uses: 32 rows (one warp: row edges by shuffles) x 8 columns; tiles per program by
+# storage dtype (H200, benchmarks/RESULTS.md "act1d polyphase"); each choice is a compiled variant.
+TILE_ROWS, TILE_COLS, TILE_WARPS = 32, 8, 1
+TILES_PER_PROGRAM = {torch.float32: 1, torch.float16: 4, torch.bfloat16: 4}
 
 
 def act1d(x: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor | None = None, log_scale: bool = False,
           up_filter: torch.Tensor | None = None, down_filter: torch.Tensor | None = None,
           out: torch.Tensor | None = None) -> torch.Tensor:
-    up_filter = resample_filter(device=x.device) if up_filter is None else up_filter
-    down_filter = resample_filter(device=x.device) if down_filter is None else down_filter
-    if not kernel_covers(x, up_filter, down_filter):
-        raise ValueError(f"act1d: the kernel needs a contiguous [C, L] or [B, C, L] x and two filters of equal "
-                         f"length divisible by 4 (4 to 24 taps); got x {tuple(x.shape)} strides {x.stride()}, "
-                         f"filters {_taps(up_filter)} and {_taps(down_filter)} taps")
-    C, L = x.shape[-2], x.shape[-1]
-    check_channel_params("act1d", C, alpha, beta)
-    out = torch.empty_like(x) if out is None else out
-    rows = x.numel() // max(L, 1)
-    if rows and L:
-        taps = _taps(up_filter)
-        out_w = WINDOW - 2 * (taps // 4)
-        tile_rows = ROWS_SMALL if L <= ROWS_SMALL * out_w else ROWS_LARGE
-        n_tiles = triton.cdiv(L, tile_rows * out_w)
-        f32 = lambda t: t.detach().reshape(-1).to(torch.float32).contiguous()
-        a = f32(alpha)
-        _act1d_kernel[(rows * n_tiles,)](
-            x, a, a if beta is None else f32(beta), f32(up_filter), f32(down_filter), out, C, L, n_tiles,
-            HAS_BETA=beta is not None, LOG_SCALE=log_scale, TAPS=taps, ROWS=tile_rows, WINDOW=WINDOW,
-            FAST_SIN=x.is_cuda, PRECISION=_precision(x.dtype), num_warps=4)
-    return out
+    return act1d_poly(x, alpha, beta, log_scale, up_filter, down_filter, out, rows=TILE_ROWS, cols=TILE_COLS,
+                      num_warps=TILE_WARPS, iters=TILES_PER_PROGRAM.get(x.dtype, 1))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -295,13 +459,20 @@ def _act1d_bench(label, shape):
 
 def _act1d_variants():
     dtypes = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
-    return [AotVariant(f"_act1d_kernel[{dt},beta={hb},log={ls},ROWS={rows}]", _act1d_kernel,
-                       {"x_ptr": f"*{dt}", "a_ptr": "*fp32", "b_ptr": "*fp32", "fu_ptr": "*fp32",
-                        "fd_ptr": "*fp32", "y_ptr": f"*{dt}", "C": "i32", "L": "i32", "n_tiles": "i32"},
-                       {"HAS_BETA": hb, "LOG_SCALE": ls, "TAPS": TAPS, "ROWS": rows, "WINDOW": WINDOW,
-                        "FAST_SIN": True, "PRECISION": _precision(dtypes[dt])},
-                       num_warps=4, expect_mma=True)
-            for dt in dtypes for hb in (False, True) for ls in (False, True) for rows in (ROWS_SMALL, ROWS_LARGE)]
+    variants = []
+    for dt, dtype in dtypes.items():
+        x = torch.empty(1, 1, 1 << 20, dtype=dtype, device="meta")
+        _, _, const = poly_launch_args(x, TAPS, TILE_ROWS, TILE_COLS, TILES_PER_PROGRAM[dtype], True)
+        for hb in (False, True):
+            for ls in (False, True):
+                for align in (const["VEC"], 1):  # rows on 16-byte boundaries or not (L % VEC)
+                    variants.append(AotVariant(
+                        f"_act1d_poly_kernel[{dt},beta={hb},log={ls},ROW_ALIGN={align}]", _act1d_poly_kernel,
+                        {"x_ptr": f"*{dt}", "a_ptr": "*fp32", "b_ptr": "*fp32", "fu_ptr": "*fp32", "fd_ptr": "*fp32",
+                         "y_ptr": f"*{dt}", "C": "i32", "L": "i32", "n_groups": "i32"},
+                        {**const, "HAS_BETA": hb, "LOG_SCALE": ls, "ROW_ALIGN": align},
+                        num_warps=TILE_WARPS, num_stages=1))
+    return variants
 
 
 register(Kernel(
