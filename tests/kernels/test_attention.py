@@ -92,6 +92,28 @@ def test_decode_does_not_depend_on_the_split_count(num_splits):
     assert scaled_max_error(out, ref) <= TOL
 
 
+def test_decode_fused_and_separate_combine_agree_and_the_counters_rearm():
+    # the fused form's last-arriving split merges and resets its counter: a second launch on the same
+    # counters must be right again, and both forms must match the oracle
+    q, kc, vc = _randn(2, 8, 32), _randn(2, 2, 70, 32, seed=1), _randn(2, 2, 70, 32, seed=2)
+    sinks = _randn(8, seed=3)
+    lens = torch.tensor([70, 45], dtype=torch.int32, device=KERNEL_DEVICE)
+    ref = K.sdpa_decode_sink_oracle(*_f64(q, kc, vc, sinks), cache_lens=lens.cpu())
+    outs = [K._launch_decode(q, kc, vc, sinks, lens, None, None, "ieee", 3, None, fused_combine=fused)
+            for fused in (True, True, False)]
+    for out in outs:
+        assert scaled_max_error(out, ref) <= TOL
+    assert (K._arrival_counters_for(q.device, 4)[:4] == 0).all()
+
+
+def test_precisions_are_checked_and_tf32x3_runs():
+    q, k, v = _randn(1, 2, 20, 16), _randn(1, 2, 20, 16, seed=1), _randn(1, 2, 20, 16, seed=2)
+    out = K.sdpa_bidirectional(q, k, v, precision="tf32x3")
+    assert scaled_max_error(out, K.sdpa_oracle(*_f64(q, k, v))) <= TOL
+    with pytest.raises(ValueError, match="'tf33'.*ieee"):
+        K.sdpa_bidirectional(q, k, v, precision="tf33")
+
+
 def test_decode_groups_larger_than_one_tile():
     # 20 query heads per KV head: two 16-row head tiles per group
     q, kc, vc = _randn(1, 40, 16), _randn(1, 2, 20, 16, seed=1), _randn(1, 2, 20, 16, seed=2)
