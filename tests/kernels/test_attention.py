@@ -114,6 +114,15 @@ def test_precisions_are_checked_and_tf32x3_runs():
         K.sdpa_bidirectional(q, k, v, precision="tf33")
 
 
+@pytest.mark.parametrize("scale", [0.7, -0.7])
+def test_whole_key_blocks_with_either_sign_of_scale(scale):
+    # 32 keys fill whole blocks: a positive scale takes the unmasked form with the scale folded into the
+    # FMA, a negative one (max(s)·scale is then not the max) the general form; both match the oracle
+    q, k, v = _randn(1, 2, 24, 16), _randn(1, 2, 32, 16, seed=1), _randn(1, 2, 32, 16, seed=2)
+    out = K.sdpa_bidirectional(q, k, v, scale=scale)
+    assert scaled_max_error(out, K.sdpa_oracle(*_f64(q, k, v), scale=scale)) <= TOL
+
+
 def test_decode_groups_larger_than_one_tile():
     # 20 query heads per KV head: two 16-row head tiles per group
     q, kc, vc = _randn(1, 40, 16), _randn(1, 2, 20, 16, seed=1), _randn(1, 2, 20, 16, seed=2)

@@ -19,16 +19,22 @@ sdpa_decode_sink             one query per (batch, head): o = Σ_j p_j v_j with 
                              plus a virtual key whose logit is sinks[h] (same units as scale·q·k) and whose value
                              is 0: the sink joins the max and the denominator only. q [B, H, D] (or [B, H, 1, D]),
                              KV cache [B, H_kv, T, D], sinks [H], optional cache_lens [B] int32 (keys [0, len)),
-                             optional window W (keys [len − W, len)). Split-K (flash-decoding): pass 1 spreads
-                             the keys of every (batch, KV head) over `num_splits` programs, each handling up to 16
+                             optional window W (keys [len − W, len)). Split-K (flash-decoding): the keys of
+                             every (batch, KV head) are spread over `num_splits` programs, each handling up to 16
                              query heads of the GQA group with one tl.dot per key tile (so the cache is read once
-                             per group); pass 2 merges the partial (max, sum, accumulator) triples with the sink.
+                             per group); the partial (max, sum, accumulator) triples are then merged with the
+                             sink, by default in the same launch by the split of a head tile that finishes last
+                             (an arrival counter per tile), else by a second, combine launch.
                              A sink of -inf means no sink.
 
 A query whose keys are all masked (padding, an empty window, an empty cache) outputs 0, not NaN.
 Softmax runs in the log2 domain (scale·log2 e folded into the scores, exp2); accumulation is float32 for
 every storage dtype (float32, float16, bfloat16). tl.dot takes the storage dtype's operands; float32 storage
-passes input_precision explicitly ('ieee' exact, 'tf32' fast; the ops take it from dispatch.fp32_matmul()).
+passes input_precision explicitly, taken by the ops from dispatch.fp32_matmul(): 'ieee' (exact, FMA units),
+'tf32x3' (high and low tf32 parts, three tensor-core MMAs: float32-class error) or 'tf32' (~1e-3).
+PyTorch's float32 F.scaled_dot_product_attention on sm_80+ runs the memory-efficient CUTLASS kernel, whose
+float32 GEMMs are 3xTF32 (mem_eff_attention/gemm_kernel_utils.h: DefaultGemmType<sm80+, float> uses
+OpMultiplyAddFastF32) whatever torch.backends.cuda.matmul.allow_tf32 says: tf32x3 is the like-for-like peer.
 Launch invariants: the last (D) dimension of every tensor is contiguous (other strides are free); D <= 128
 (D is padded inside the block and masked: to 64 or 128 on the GPU, so D = 80 runs in a 128-wide block);
 every tl.dot dimension is >= 16.
@@ -50,7 +56,7 @@ LOG2E = 1.4426950408889634
 MAX_HEAD_DIM = 128
 GPU_HEAD_BLOCKS = (64, 128)  # D <= 64 pads to 64 on the GPU (D = 16/32 heads are rare; fewer compiled forms)
 COMBINE_BLOCK_S = 32  # splits merged per step of the separate decode combine pass
-_MERGE_ELEMS = 4096  # partial accumulator elements a fused decode merge step holds (~32 registers a thread)
+_MERGE_ELEMS = 2048  # partial accumulator elements a fused decode merge step holds (more spills at head block 64)
 
 # (BLOCK_M, BLOCK_N, num_warps, num_stages). The CPU interpreter runs one program at a time, so its tiles
 # are the smallest that tl.dot accepts on the GPU too (16). GPU tiles, per dot form (16-bit operands,
@@ -71,8 +77,8 @@ _REL_CPU = (16, 4, 1)
 _REL_GPU = {"16bit": (32, 4, 2), "tf32": (32, 4, 2), "tf32x3": {64: (32, 4, 2), 128: (16, 4, 2)}, "ieee": (16, 8, 1)}
 # Decode: (BLOCK_N, num_warps, num_stages); programs per SM the split heuristic aims for.
 _DEC_CPU = (16, 4, 1)
-# Exact float32 forms take 8 warps: at 4 the fused merge after the key loop spills at head block 128.
-_DEC_GPU = {"16bit": (64, 4, 3), "tf32": (64, 4, 2), "tf32x3": (64, 8, 2), "ieee": (16, 8, 2)}
+# 8 warps: at 4 the fused merge after the key loop spills at head block 128.
+_DEC_GPU = {"16bit": (64, 8, 3), "tf32": (64, 8, 2), "tf32x3": (32, 8, 2), "ieee": (16, 8, 2)}
 DECODE_BLOCK_G = 16  # query heads per decode tile: a GQA group of <= 16 in one tile, larger groups in several
 _DEC_PROGRAMS_PER_SM = 2
 _DEC_FUSED_COMBINE = True  # the last split of a tile merges (one launch) instead of a second combine launch
@@ -103,6 +109,18 @@ def _online_softmax_step(s, m_i, l_i, acc, v, PRECISION: tl.constexpr):
 
 
 @triton.jit
+def _online_softmax_step_unmasked(s_raw, qk_scale, m_i, l_i, acc, v, PRECISION: tl.constexpr):
+    # Every score finite and qk_scale > 0: max(s)·scale is the scaled max, so the scale folds into one FMA
+    # per score (s·scale − m) and the running max never stays -inf.
+    m_new = tl.maximum(m_i, tl.max(s_raw, 1) * qk_scale)
+    p = tl.exp2(s_raw * qk_scale - m_new[:, None])
+    alpha = tl.exp2(m_i - m_new)
+    l_i = l_i * alpha + tl.sum(p, 1)
+    acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PRECISION)
+    return m_new, l_i, acc
+
+
+@triton.jit
 def _load_rows(base, rows, stride, d, row_ok, d_ok):
     # [rows, BLOCK_D] tile of a [T, D] matrix with unit D stride; masked rows and padded dims read 0.
     return tl.load(base + rows[:, None] * stride + d[None, :], mask=row_ok[:, None] & d_ok[None, :], other=0.0)
@@ -123,8 +141,9 @@ def _sdpa_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, kpm_ptr, seg_start_ptr, seg_len
                      HAS_KPM: tl.constexpr, WINDOWED: tl.constexpr, EVEN_K: tl.constexpr, BLOCK_M: tl.constexpr,
                      BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, PRECISION: tl.constexpr):
     # grid: (cdiv(Tq, BLOCK_M), B*H); one block of queries of one (batch, head) per program.
-    # EVEN_K (no mask, Tk a multiple of BLOCK_N): no score select at all. On the tensor-core forms the
-    # softmax's elementwise work costs as much as the two dots, so the select is worth a compiled form.
+    # EVEN_K (no mask, Tk a multiple of BLOCK_N, scale > 0): no score select, and the scale folds into the
+    # exp2's FMA. On the tensor-core forms the softmax's elementwise work costs as much as the two dots, so
+    # this is worth a compiled form.
     pid_m = tl.program_id(0)
     pid_bh = tl.program_id(1)
     b = (pid_bh // H).to(tl.int64)
@@ -154,17 +173,19 @@ def _sdpa_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, kpm_ptr, seg_start_ptr, seg_len
         keys = start + cols
         key_ok = keys < Tk
         k = _load_rows(k_base, keys, skt, d, key_ok, d_ok)
-        s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * qk_scale
-        if not EVEN_K:
+        s = tl.dot(q, tl.trans(k), input_precision=PRECISION)
+        v = _load_rows(v_base, keys, svt, d, key_ok, d_ok)
+        if EVEN_K:
+            m_i, l_i, acc = _online_softmax_step_unmasked(s, qk_scale, m_i, l_i, acc, v, PRECISION)
+        else:
             valid = key_ok[None, :]
             if HAS_KPM:
                 keep = tl.load(kpm_ptr + b * skpm + keys, mask=key_ok, other=0)
                 valid = valid & (keep != 0)[None, :]
             if WINDOWED:
                 valid = valid & (keys[None, :] >= seg_lo[:, None]) & (keys[None, :] < seg_hi[:, None])
-            s = tl.where(valid, s, float("-inf"))
-        v = _load_rows(v_base, keys, svt, d, key_ok, d_ok)
-        m_i, l_i, acc = _online_softmax_step(s, m_i, l_i, acc, v, PRECISION)
+            s = tl.where(valid, s * qk_scale, float("-inf"))
+            m_i, l_i, acc = _online_softmax_step(s, m_i, l_i, acc, v, PRECISION)
     _store_normalized(o_ptr + b * sob + h * soh, rows, sot, d, row_ok, d_ok, acc, l_i)
 
 
@@ -229,14 +250,17 @@ def _merge_splits(part_ptr, sink_ptr, heads, g_ok, d, d_ok, parts_per_head, firs
         row = first_part + heads[:, None] * parts_per_head + sp[None, :]
         m_s = tl.load(part_ptr + m_off + row, mask=ok, other=float("-inf"), cache_modifier=".cg")
         l_s = tl.load(part_ptr + l_off + row, mask=ok, other=0.0, cache_modifier=".cg")
-        a_s = tl.load(part_ptr + acc_off + row[:, :, None] * D + d[None, None, :],
-                      mask=ok[:, :, None] & d_ok[None, None, :], other=0.0, cache_modifier=".cg")
+        # the (head, split) pairs as the rows of one 2D tile: a 3D load takes ~twice the registers
+        pairs = tl.reshape(row, [ROWS * BLOCK_S])
+        a_s = tl.load(part_ptr + acc_off + pairs[:, None] * D + d[None, :],
+                      mask=tl.reshape(ok, [ROWS * BLOCK_S])[:, None] & d_ok[None, :], other=0.0, cache_modifier=".cg")
         m_new = tl.maximum(m, tl.max(m_s, 1))
         m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
         alpha = tl.exp2(m - m_safe)
         w = tl.exp2(m_s - m_safe[:, None])
         l = l * alpha + tl.sum(l_s * w, 1)
-        acc = acc * alpha[:, None] + tl.sum(a_s * w[:, :, None], 1)
+        weighted = a_s * tl.reshape(w, [ROWS * BLOCK_S])[:, None]
+        acc = acc * alpha[:, None] + tl.sum(tl.reshape(weighted, [ROWS, BLOCK_S, BLOCK_D]), 1)
         m = m_new
     return acc / tl.where(l == 0.0, 1.0, l)[:, None]
 
@@ -330,7 +354,7 @@ def _head_block(D: int, op: str, device: torch.device) -> int:
     """The padded head dim: a power of two; on the GPU 64 or 128 only, so two compiled forms cover every D."""
     if not 1 <= D <= MAX_HEAD_DIM:
         raise ValueError(f"{op}: head dim must be in [1, {MAX_HEAD_DIM}], got {D}")
-    return max(16 if device.type == "cpu" else GPU_HEAD_BLOCKS[0], triton.next_power_of_2(D))
+    return max(16 if device.type == "cpu" else GPU_HEAD_BLOCKS[0], _next_pow2(D))
 
 
 def _check_qkv(op: str, q, k, v, expect_dims: int = 4) -> None:
@@ -373,6 +397,15 @@ def _config(device: torch.device, dtype: torch.dtype, precision: str, block_d: i
     return cpu if device.type == "cpu" else _pick(gpu, _dot_form(dtype, precision), block_d)
 
 
+def _cdiv(a: int, b: int) -> int:
+    # triton.cdiv is a jit function: ~10 µs a host call, and the decode launcher makes several
+    return -(-a // b)
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << max(n - 1, 0).bit_length()
+
+
 @functools.lru_cache(maxsize=None)
 def _sm_count(device_index: int) -> int:
     return torch.cuda.get_device_properties(device_index).multi_processor_count
@@ -384,7 +417,7 @@ def _fwd_config(device: torch.device, dtype: torch.dtype, precision: str, block_
         return _FWD_CPU
     form = _dot_form(dtype, precision)
     wide = None if masked else _FWD_GPU_WIDE.get(form)
-    if wide and BH * triton.cdiv(Tq, wide[0]) >= _FWD_WIDE_MIN_PROGRAMS * _sm_count(device.index or 0):
+    if wide and BH * _cdiv(Tq, wide[0]) >= _FWD_WIDE_MIN_PROGRAMS * _sm_count(device.index or 0):
         return wide
     return _pick(_FWD_GPU, form, block_d)
 
@@ -419,15 +452,16 @@ def _launch_fwd(q, k, v, key_padding_mask, seg_start, seg_len, scale, precision,
     windowed = seg_start is not None
     if not windowed:
         seg_start = seg_len = q
-    BLOCK_M, BLOCK_N, warps, stages = config or _fwd_config(q.device, q.dtype, precision, BLOCK_D, Tq, B * H,
-                                                          key_padding_mask is not None or seg_start is not None)
+    qk_scale = _scale(scale, D)
+    masked = key_padding_mask is not None or windowed
+    BLOCK_M, BLOCK_N, warps, stages = config or _fwd_config(q.device, q.dtype, precision, BLOCK_D, Tq, B * H, masked)
     if B * H and Tq:
-        _sdpa_fwd_kernel[(triton.cdiv(Tq, BLOCK_M), B * H)](
+        _sdpa_fwd_kernel[(_cdiv(Tq, BLOCK_M), B * H)](
             q, k, v, out, kpm, seg_start, seg_len,
             *q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *out.stride()[:3], kpm.stride(0),
-            H, Tq, Tk, D, _scale(scale, D),
+            H, Tq, Tk, D, qk_scale,
             HAS_KPM=key_padding_mask is not None, WINDOWED=windowed,
-            EVEN_K=key_padding_mask is None and not windowed and Tk % BLOCK_N == 0, BLOCK_M=BLOCK_M,
+            EVEN_K=not masked and Tk % BLOCK_N == 0 and qk_scale > 0, BLOCK_M=BLOCK_M,
             BLOCK_N=BLOCK_N, BLOCK_D=BLOCK_D, PRECISION=_dot_precision(q.dtype, precision),
             num_warps=warps, num_stages=stages)
     return out
@@ -483,7 +517,7 @@ def _launch_rel_pos(q, k, v, rel_emb, pos_bias_u, pos_bias_v, rel_zero, scale, p
     out = _out(q, out)
     BLOCK, warps, stages = config or _config(q.device, q.dtype, precision, BLOCK_D, _REL_CPU, _REL_GPU)
     if B * H and Tq:
-        _sdpa_rel_pos_kernel[(triton.cdiv(Tq, BLOCK), B * H)](
+        _sdpa_rel_pos_kernel[(_cdiv(Tq, BLOCK), B * H)](
             q, k, v, out, rel_emb, pos_bias_u.contiguous(), pos_bias_v.contiguous(),
             *q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *out.stride()[:3], *rel_emb.stride()[:2],
             H, group, Tq, Tk, D, rel_emb.shape[0], rel_zero, _scale(scale, D),
@@ -500,10 +534,10 @@ def _decode_splits(span: int, programs: int, device: torch.device, block_n: int,
             target = _DEC_CPU_PROGRAMS
         else:
             target = _DEC_PROGRAMS_PER_SM * _sm_count(device.index or 0)
-        num_splits = triton.cdiv(target, programs)
-    num_splits = max(1, min(int(num_splits), triton.cdiv(max(span, 1), block_n), 65535))  # grid axis 1 limit
-    chunk = triton.cdiv(triton.cdiv(max(span, 1), num_splits), block_n) * block_n
-    return triton.cdiv(max(span, 1), chunk), chunk
+        num_splits = _cdiv(target, programs)
+    num_splits = max(1, min(int(num_splits), _cdiv(max(span, 1), block_n), 65535))  # grid axis 1 limit
+    chunk = _cdiv(_cdiv(max(span, 1), num_splits), block_n) * block_n
+    return _cdiv(max(span, 1), chunk), chunk
 
 
 _arrival_counters: dict[tuple, torch.Tensor] = {}
@@ -511,7 +545,11 @@ _arrival_counters: dict[tuple, torch.Tensor] = {}
 
 def _arrival_counters_for(device: torch.device, n: int) -> torch.Tensor:
     """Zeroed int32 counters for the fused decode combine, one buffer per (device, stream): each launch
-    leaves them zero again, so launches on one stream reuse them in order and streams never share one."""
+    leaves them zero again, so launches on one stream reuse them in order and streams never share one.
+    Under CUDA graph capture the graph gets its own (its zeroing is captured with it): a cached buffer
+    from the graph's memory pool would dangle once the graph is freed."""
+    if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+        return torch.zeros(n, dtype=torch.int32, device=device)
     stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
     key = (device, stream)
     buf = _arrival_counters.get(key)
@@ -553,7 +591,7 @@ def _launch_decode(q, k_cache, v_cache, sinks, cache_lens, window, scale, precis
     if window is not None and window < 1:
         raise ValueError(f"{op}: window must be >= 1 key (or None for no window), got {window}")
     BLOCK_D = _head_block(D, op, q.device)
-    g_tiles = triton.cdiv(group, DECODE_BLOCK_G)
+    g_tiles = _cdiv(group, DECODE_BLOCK_G)
     out = _out(q, out)
     out3 = out[:, :, 0] if out.dim() == 4 else out
     BLOCK_N, warps, stages = config or _config(q.device, q.dtype, precision, BLOCK_D, _DEC_CPU, _DEC_GPU)
