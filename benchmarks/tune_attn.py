@@ -276,9 +276,12 @@ def main() -> None:
             if key not in seen:
                 seen.add(key)
                 keys.append(i)
-        with ctx.Pool(WORKERS) as pool:
-            pool.map(_compile_worker, [keys[w::WORKERS] for w in range(WORKERS)])
-        print(f"# compiled {len(keys)} kernels in {time.time() - t_start:.1f} s", flush=True)
+        try:
+            with ctx.Pool(WORKERS) as pool:
+                pool.map(_compile_worker, [keys[w::WORKERS] for w in range(WORKERS)])
+            print(f"# compiled {len(keys)} kernels in {time.time() - t_start:.1f} s", flush=True)
+        except Exception as exc:  # compile what is missing in this process instead
+            print(f"# parallel compile failed ({type(exc).__name__}: {exc}); compiling serially", flush=True)
 
     peers: dict = {}
     best: dict = {}
