@@ -36,6 +36,18 @@ def test_all_keys_padded_outputs_zero_and_other_rows_are_exact():
     assert scaled_max_error(out[2], v[2, :, :1].expand(2, 20, 32)) <= TOL
 
 
+def test_padding_before_and_after_the_attended_keys_is_skipped_exactly():
+    # the kernel visits only the key blocks between a sequence's first and last attended key
+    q, k, v = _randn(2, 1, 9, 16), _randn(2, 1, 80, 16, seed=1), _randn(2, 1, 80, 16, seed=2)
+    mask = torch.zeros(2, 80, dtype=torch.bool)
+    mask[0, 37:50] = True
+    mask[0, 41] = False
+    mask[1, 79] = True
+    mask = mask.to(KERNEL_DEVICE)
+    out = K.sdpa_bidirectional(q, k, v, mask)
+    assert scaled_max_error(out, K.sdpa_oracle(*_f64(q, k, v, mask))) <= TOL
+
+
 def test_empty_window_outputs_zero():
     T = 40
     q, k, v = _randn(1, 2, T, 16), _randn(1, 2, T, 16, seed=1), _randn(1, 2, T, 16, seed=2)

@@ -56,6 +56,7 @@ LOG2E = 1.4426950408889634
 MAX_HEAD_DIM = 128
 GPU_HEAD_BLOCKS = (64, 128)  # D <= 64 pads to 64 on the GPU (D = 16/32 heads are rare; fewer compiled forms)
 COMBINE_BLOCK_S = 32  # splits merged per step of the separate decode combine pass
+_KPM_SCAN: tl.constexpr = tl.constexpr(1024)  # key-padding mask bytes a forward program scans per step
 _MERGE_ELEMS = 2048  # partial accumulator elements a fused decode merge step holds (more spills at head block 64)
 
 # (BLOCK_M, BLOCK_N, num_warps, num_stages). The CPU interpreter runs one program at a time, so its tiles
@@ -163,6 +164,17 @@ def _sdpa_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, kpm_ptr, seg_start_ptr, seg_len
         live = row_ok & (seg_hi > seg_lo)
         lo = tl.maximum(tl.min(tl.where(live, seg_lo, Tk), 0), 0)
         hi = tl.minimum(tl.max(tl.where(live, seg_hi, 0), 0), Tk)
+        lo = (lo // BLOCK_N) * BLOCK_N
+    elif HAS_KPM:
+        # visit only the key blocks from the first to the last attended key of this sequence: a padded
+        # ragged batch skips its padding (one pass over the mask bytes, _KPM_SCAN at a time)
+        lo = Tk
+        hi = 0
+        for c0 in range(0, Tk, _KPM_SCAN):
+            kk = c0 + tl.arange(0, _KPM_SCAN)
+            keep = tl.load(kpm_ptr + b * skpm + kk, mask=kk < Tk, other=0) != 0
+            lo = tl.minimum(lo, tl.min(tl.where(keep, kk, Tk), 0))
+            hi = tl.maximum(hi, tl.max(tl.where(keep, kk + 1, 0), 0))
         lo = (lo // BLOCK_N) * BLOCK_N
     else:
         lo = 0
