@@ -759,7 +759,7 @@ def sdpa_decode_sink_oracle(q, k_cache, v_cache, sinks, cache_lens=None, window=
     B, H_kv, T, D = k_cache.shape
     G = q.shape[1] // H_kv
     scores = q.reshape(B, H_kv, G, D) @ k_cache.transpose(-1, -2) * _default_scale(scale, D)
-    scores = scores.masked_fill(~decode_attend_mask(cache_lens, window, B, T)[:, None, None], float("-inf"))
+    scores = scores.masked_fill(~decode_attend_mask(cache_lens, window, B, T, k_cache.device)[:, None, None], float("-inf"))
     scores = torch.cat([scores, sinks.reshape(1, H_kv, G, 1).expand(B, -1, -1, -1)], -1)
     v_ext = torch.cat([v_cache, v_cache.new_zeros(B, H_kv, 1, D)], 2)
     return _softmax_attend(scores, v_ext).reshape(q.shape)
