@@ -66,8 +66,9 @@ _MERGE_ELEMS = 2048  # partial accumulator elements a fused decode merge step ho
 _FWD_CPU = (16, 16, 4, 1)
 # tf32x3 holds high and low tf32 parts of each operand: at head block 128 only 16-row tiles fit without
 # spills, so its entry is per head block.
-_FWD_GPU = {"16bit": (64, 64, 4, 3), "tf32": (64, 32, 4, 2), "tf32x3": {64: (64, 32, 4, 2), 128: (16, 32, 4, 2)},
+_FWD_GPU = {"16bit": (64, 64, 4, 3), "tf32": (64, 32, 4, 2), "tf32x3": {64: (64, 64, 4, 2), 128: (16, 32, 4, 2)},
             "ieee": (32, 16, 4, 1)}
+_FWD_GPU_KPM = {"tf32x3": {64: (64, 32, 4, 2), 128: (16, 32, 4, 2)}}  # the mask scan's registers: a narrower key block
 # Unmasked calls with enough query blocks to fill the GPU twice over at BLOCK_M = 128: the larger tile
 # halves the K/V traffic per query and keeps two warpgroups on the tensor cores. (With a mask it spills at
 # head block 128.)
@@ -75,7 +76,7 @@ _FWD_GPU_WIDE = {"16bit": (128, 64, 8, 3)}
 _FWD_WIDE_MIN_PROGRAMS = 2  # programs per SM at the wide tile for it to be picked
 # The relative-position kernel also holds a [BLOCK, 2·BLOCK] window of rel_emb per key block: (BLOCK, warps, stages).
 _REL_CPU = (16, 4, 1)
-_REL_GPU = {"16bit": (32, 4, 2), "tf32": (32, 4, 2), "tf32x3": {64: (32, 4, 2), 128: (16, 4, 2)}, "ieee": (16, 8, 1)}
+_REL_GPU = {"16bit": (32, 4, 3), "tf32": (32, 4, 2), "tf32x3": {64: (32, 4, 2), 128: (16, 4, 2)}, "ieee": (16, 8, 1)}
 # Decode: (BLOCK_N, num_warps, num_stages); programs per SM the split heuristic aims for.
 _DEC_CPU = (16, 4, 1)
 # 8 warps: at 4 the fused merge after the key loop spills at head block 128.
@@ -424,14 +425,14 @@ def _sm_count(device_index: int) -> int:
 
 
 def _fwd_config(device: torch.device, dtype: torch.dtype, precision: str, block_d: int, Tq: int, BH: int,
-                masked: bool):
+                masked: bool, has_kpm: bool):
     if device.type == "cpu":
         return _FWD_CPU
     form = _dot_form(dtype, precision)
     wide = None if masked else _FWD_GPU_WIDE.get(form)
     if wide and BH * _cdiv(Tq, wide[0]) >= _FWD_WIDE_MIN_PROGRAMS * _sm_count(device.index or 0):
         return wide
-    return _pick(_FWD_GPU, form, block_d)
+    return _pick(_FWD_GPU_KPM if has_kpm and form in _FWD_GPU_KPM else _FWD_GPU, form, block_d)
 
 
 def _out(q: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
@@ -466,7 +467,8 @@ def _launch_fwd(q, k, v, key_padding_mask, seg_start, seg_len, scale, precision,
         seg_start = seg_len = q
     qk_scale = _scale(scale, D)
     masked = key_padding_mask is not None or windowed
-    BLOCK_M, BLOCK_N, warps, stages = config or _fwd_config(q.device, q.dtype, precision, BLOCK_D, Tq, B * H, masked)
+    BLOCK_M, BLOCK_N, warps, stages = config or _fwd_config(q.device, q.dtype, precision, BLOCK_D, Tq, B * H, masked,
+                                                          key_padding_mask is not None)
     if B * H and Tq:
         _sdpa_fwd_kernel[(_cdiv(Tq, BLOCK_M), B * H)](
             q, k, v, out, kpm, seg_start, seg_len,
@@ -904,8 +906,12 @@ def _dot_variants(fn, tables: tuple[dict, ...], tile_names: tuple[str, ...], mod
 def _fwd_variants(modes):
     pointers = {"kpm_ptr": "*u8", "seg_start_ptr": "*i32", "seg_len_ptr": "*i32"}
     unmasked = [{"HAS_KPM": False, "WINDOWED": False, "EVEN_K": even} for even in (False, True)]
-    masked = [{"HAS_KPM": kpm, "WINDOWED": win, "EVEN_K": False} for kpm, win in modes if kpm or win]
-    out = _dot_variants(_sdpa_fwd_kernel, (_FWD_GPU,), ("BLOCK_M", "BLOCK_N"), masked, pointers)
+    out = []
+    for kpm, win in modes:
+        if kpm or win:
+            tables = ({**_FWD_GPU, **_FWD_GPU_KPM},) if kpm else (_FWD_GPU,)
+            out += _dot_variants(_sdpa_fwd_kernel, tables, ("BLOCK_M", "BLOCK_N"),
+                                 [{"HAS_KPM": kpm, "WINDOWED": win, "EVEN_K": False}], pointers)
     if (False, False) in modes:
         out += _dot_variants(_sdpa_fwd_kernel, (_FWD_GPU, _FWD_GPU_WIDE), ("BLOCK_M", "BLOCK_N"), unmasked, pointers)
     return out
