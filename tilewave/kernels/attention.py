@@ -68,7 +68,7 @@ _FWD_CPU = (16, 16, 4, 1)
 # spills, so its entry is per head block.
 _FWD_GPU = {"16bit": (64, 64, 4, 3), "tf32": (64, 32, 4, 2), "tf32x3": {64: (64, 64, 4, 2), 128: (16, 32, 4, 2)},
             "ieee": (32, 16, 4, 1)}
-_FWD_GPU_KPM = {"tf32x3": {64: (64, 32, 4, 2), 128: (16, 32, 4, 2)}}  # the mask scan's registers: a narrower key block
+_FWD_GPU_KPM = {"tf32x3": {64: (64, 32, 4, 2), 128: (16, 16, 4, 2)}}  # the mask scan's registers: a narrower key block
 # Unmasked calls with enough query blocks to fill the GPU twice over at BLOCK_M = 128: the larger tile
 # halves the K/V traffic per query and keeps two warpgroups on the tensor cores. (With a mask it spills at
 # head block 128.)
@@ -761,7 +761,8 @@ def sdpa_decode_sink_oracle(q, k_cache, v_cache, sinks, cache_lens=None, window=
     B, H_kv, T, D = k_cache.shape
     G = q.shape[1] // H_kv
     scores = q.reshape(B, H_kv, G, D) @ k_cache.transpose(-1, -2) * _default_scale(scale, D)
-    scores = scores.masked_fill(~decode_attend_mask(cache_lens, window, B, T, k_cache.device)[:, None, None], float("-inf"))
+    attend = decode_attend_mask(cache_lens, window, B, T, k_cache.device)
+    scores = scores.masked_fill(~attend[:, None, None], float("-inf"))
     scores = torch.cat([scores, sinks.reshape(1, H_kv, G, 1).expand(B, -1, -1, -1)], -1)
     v_ext = torch.cat([v_cache, v_cache.new_zeros(B, H_kv, 1, D)], 2)
     return _softmax_attend(scores, v_ext).reshape(q.shape)
