@@ -42,18 +42,23 @@ FULL = {  # name: (B, H, T, D, ragged lengths or None)
 }
 # round 1 (H200): 16-bit (64, 128, 4, 3) / (64, 64, 4, 3) best at the model shapes, tf32x3 (64, 64, 4, 2) at head
 # dim 64 and (16, 32, 4, 2) at 128; the rest lost everywhere and is dropped
-FWD_16BIT = [(64, 64, 4, 3), (64, 128, 4, 3), (128, 64, 8, 3), (64, 128, 8, 3)]
-FWD_TF32X3 = {64: [(64, 64, 4, 2), (32, 32, 4, 2), (32, 64, 4, 2), (64, 32, 4, 2)],
+# round 1b: the 16-bit ragged/SigLIP rows ran 2-3x slow with their peers slow too (a busy GPU?): measured again
+FWD_16BIT = [(64, 64, 4, 3), (64, 128, 4, 3), (128, 64, 8, 3)]
+FWD_TF32X3 = {64: [(32, 64, 4, 2), (64, 64, 4, 2), (64, 32, 4, 2), (32, 32, 4, 2)],
               128: [(16, 32, 4, 2), (16, 64, 4, 2)]}  # by head dim
 FWD_IEEE = [(32, 16, 4, 1)]
 REL = {"conformer [1,8(2),1500,128]": (1, 8, 2, 1500, 128)}
 REL_16BIT = [(32, 4, 3), (32, 4, 2), (64, 8, 2)]
-REL_TF32X3 = [(16, 4, 2), (16, 4, 3), (16, 2, 3), (32, 4, 2)]  # (32, 4, 2) spills at head dim 128: reference
+REL_TF32X3 = [(16, 4, 2), (32, 4, 2)]  # (32, 4, 2) spills at head dim 128: reference
 REL_IEEE = [(16, 8, 1)]
 DEC = {"decode 4k h64": (4096, 64), "decode 32k h64": (32768, 64), "decode 32k h128": (32768, 128)}
-DEC_16BIT = [(64, 8, 3), (64, 4, 3), (32, 4, 3), (128, 8, 3), (64, 8, 4)]
-DEC_TF32X3 = [(32, 8, 2), (64, 8, 2)]
-DEC_IEEE = [(16, 8, 2)]
+# round 1b (CUDA-graph device times): the fused merge adds ~10 µs (one program per head tile merges all
+# splits); the key loop is latency-bound at 16-32 KB a step (h128 reaches 64% of bandwidth, h64 49%), so
+# larger key blocks. By head dim:
+DEC_16BIT = {64: [(256, 8, 3), (256, 8, 2), (128, 8, 3), (128, 4, 3), (64, 8, 3)],
+             128: [(128, 8, 3), (128, 8, 2), (64, 8, 3), (32, 4, 3)]}
+DEC_TF32X3 = {64: [(128, 8, 2), (64, 8, 2)], 128: [(32, 8, 2), (64, 8, 2)]}
+DEC_IEEE = [(16, 8, 2), (32, 8, 2)]
 DEC_PPS = (1, 2, 4)  # programs per SM the split count aims for
 
 # TUNE_DRY=1 TRITON_INTERPRET=1: a smoke run of this script's logic on the CPU interpreter at tiny shapes
@@ -64,7 +69,8 @@ if DRY:
             "large tiny [1,2,70,128]": (1, 2, 70, 128, None)}
     REL = {"tiny rel": (1, 4, 2, 33, 32)}
     DEC = {"tiny decode": (100, 64)}
-    FWD_16BIT, REL_16BIT, DEC_16BIT, DEC_PPS = FWD_16BIT[:1], REL_16BIT[:1], DEC_16BIT[:1], (2,)
+    FWD_16BIT, REL_16BIT, DEC_PPS = FWD_16BIT[:1], REL_16BIT[:1], (2,)
+    DEC_16BIT = {64: DEC_16BIT[64][:1], 128: DEC_16BIT[128][:1]}
     FWD_TF32X3 = {64: FWD_TF32X3[64][:1], 128: FWD_TF32X3[128][:1]}
     WORKERS = 1
 
@@ -90,10 +96,11 @@ def candidates() -> list[dict]:
             for cfg in cfgs:
                 out.append({"kind": "rel", "shape": shape, "dt": dt, "prec": prec, "cfg": cfg})
     for shape in DEC:
-        for dt, prec, cfgs in (("fp16", "tf32", DEC_16BIT), ("bf16", "tf32", DEC_16BIT[:2]),
-                               ("fp32", "tf32x3", DEC_TF32X3), ("fp32", "ieee", DEC_IEEE)):
+        D = DEC[shape][1]
+        for dt, prec, cfgs in (("fp16", "tf32", DEC_16BIT[D]), ("bf16", "tf32", DEC_16BIT[D][:2]),
+                               ("fp32", "tf32x3", DEC_TF32X3[D]), ("fp32", "ieee", DEC_IEEE)):
             for cfg in cfgs:
-                for fused in ((True, False) if dt == "fp16" else (True,)):
+                for fused in ((True, False) if dt == "fp16" else (False,)):
                     for pps in DEC_PPS:
                         out.append({"kind": "dec", "shape": shape, "dt": dt, "prec": prec, "cfg": cfg,
                                     "fused": fused, "pps": pps})
@@ -249,7 +256,8 @@ def stress_fused_decode(launches: int = 300) -> None:
     """The fused combine depends on cross-program memory ordering: repeat it and compare bit for bit."""
     for shape in list(DEC)[1:]:
         p = problem("dec", shape, "fp16")
-        c = {"kind": "dec", "shape": shape, "dt": "fp16", "prec": "tf32", "cfg": DEC_16BIT[0], "fused": True, "pps": 4}
+        c = {"kind": "dec", "shape": shape, "dt": "fp16", "prec": "tf32", "cfg": DEC_16BIT[DEC[shape][1]][0],
+             "fused": True, "pps": 2}
         fn = launcher(c)
         fn()
         sync()
@@ -339,7 +347,7 @@ def main() -> None:
         if not err <= tol:
             print(f"   {tag:<44} WRONG err {err:.2e} > {tol:.0e}", flush=True)
             continue
-        us = timed(fn)
+        us = min(timed(fn), timed(fn))  # the better of two medians: other jobs may share the GPU
         peer_us = peers[group][0]
         extra = ""
         if c["kind"] == "dec":

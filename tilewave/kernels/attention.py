@@ -79,11 +79,15 @@ _REL_CPU = (16, 4, 1)
 _REL_GPU = {"16bit": (32, 4, 3), "tf32": (32, 4, 2), "tf32x3": {64: (32, 4, 2), 128: (16, 4, 2)}, "ieee": (16, 8, 1)}
 # Decode: (BLOCK_N, num_warps, num_stages); programs per SM the split heuristic aims for.
 _DEC_CPU = (16, 4, 1)
-# 8 warps: at 4 the fused merge after the key loop spills at head block 128.
-_DEC_GPU = {"16bit": (64, 8, 3), "tf32": (64, 8, 2), "tf32x3": (32, 8, 2), "ieee": (16, 8, 2)}
+# The key loop is latency-bound per step (load, two small dots, two row reductions), so key blocks are
+# as large as fit without spills (H200, CUDA-graph device times, benchmarks/tune_attn.py).
+_DEC_GPU = {"16bit": (128, 8, 3), "tf32": (64, 8, 2), "tf32x3": {64: (64, 8, 2), 128: (32, 8, 2)}, "ieee": (16, 8, 2)}
 DECODE_BLOCK_G = 16  # query heads per decode tile: a GQA group of <= 16 in one tile, larger groups in several
 _DEC_PROGRAMS_PER_SM = 2
-_DEC_FUSED_COMBINE = True  # the last split of a tile merges (one launch) instead of a second combine launch
+# The last split of a head tile merging (one launch) costs ~10 µs more device time at 32k keys than the
+# combine launch (one program merges every split of up to 16 heads, the combine kernel one program per
+# head): measured on the H200, so off by default.
+_DEC_FUSED_COMBINE = False
 _DEC_CPU_PROGRAMS = 16  # enough splits on the interpreter that tests cross split boundaries
 
 
