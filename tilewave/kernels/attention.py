@@ -23,8 +23,10 @@ sdpa_decode_sink             one query per (batch, head): o = Σ_j p_j v_j with 
                              every (batch, KV head) are spread over `num_splits` programs, each handling up to 16
                              query heads of the GQA group with one tl.dot per key tile (so the cache is read once
                              per group); the partial (max, sum, accumulator) triples are then merged with the
-                             sink, by default in the same launch by the split of a head tile that finishes last
-                             (an arrival counter per tile), else by a second, combine launch.
+                             sink by a second, combine launch (one program per head), or, with _launch_decode's
+                             fused_combine, in the same launch by the split of a head tile that arrives last (an
+                             arrival counter per tile): one launch less, but one program merges every split of
+                             the tile, which measured ~10 µs slower on the H200 at 32k keys.
                              A sink of -inf means no sink.
 
 A query whose keys are all masked (padding, an empty window, an empty cache) outputs 0, not NaN.
