@@ -23,10 +23,10 @@ sdpa_decode_sink             one query per (batch, head): o = Σ_j p_j v_j with 
                              every (batch, KV head) are spread over `num_splits` programs, each handling up to 16
                              query heads of the GQA group with one tl.dot per key tile (so the cache is read once
                              per group); the partial (max, sum, accumulator) triples are then merged with the
-                             sink by a second, combine launch (one program per head), or, with _launch_decode's
-                             fused_combine, in the same launch by the split of a head tile that arrives last (an
-                             arrival counter per tile): one launch less, but one program merges every split of
-                             the tile, which measured ~10 µs slower on the H200 at 32k keys.
+                             sink, up to 8k keys in the same launch by the split of a head tile that arrives
+                             last (an arrival counter per tile; one launch less), beyond by a second, combine
+                             launch (one program per head: at 32k keys one program merging every split of a
+                             tile measured slower than the extra launch).
                              A sink of -inf means no sink.
 
 A query whose keys are all masked (padding, an empty window, an empty cache) outputs 0, not NaN.
@@ -67,15 +67,12 @@ _MERGE_ELEMS = 2048  # partial accumulator elements a fused decode merge step ho
 # far more registers), are the largest that compile for sm_90 without register spills at head dim 128.
 _FWD_CPU = (16, 16, 4, 1)
 # tf32x3 holds high and low tf32 parts of each operand: at head block 128 only 16-row tiles fit without
-# spills, so its entry is per head block.
-_FWD_GPU = {"16bit": (64, 64, 4, 3), "tf32": (64, 32, 4, 2), "tf32x3": {64: (64, 64, 4, 2), 128: (16, 32, 4, 2)},
+# spills, so its entry is per head block. Measured on the H200 (benchmarks/tune_attn.py): 16-bit 128-row
+# tiles with 8 warps gain < 1% even at [4, 16, 4096, 128] and lose at the model shapes.
+_FWD_GPU = {"16bit": (64, 64, 4, 3), "tf32": (64, 32, 4, 2), "tf32x3": {64: (32, 32, 4, 2), 128: (16, 32, 4, 2)},
             "ieee": (32, 16, 4, 1)}
-_FWD_GPU_KPM = {"tf32x3": {64: (64, 32, 4, 2), 128: (16, 16, 4, 2)}}  # the mask scan's registers: a narrower key block
-# Unmasked calls with enough query blocks to fill the GPU twice over at BLOCK_M = 128: the larger tile
-# halves the K/V traffic per query and keeps two warpgroups on the tensor cores. (With a mask it spills at
-# head block 128.)
-_FWD_GPU_WIDE = {"16bit": (128, 64, 8, 3)}
-_FWD_WIDE_MIN_PROGRAMS = 2  # programs per SM at the wide tile for it to be picked
+# with a key-padding mask (its scan takes registers): the tf32x3 tiles that do not spill
+_FWD_GPU_KPM = {"tf32x3": {64: (64, 32, 4, 2), 128: (16, 16, 4, 2)}}
 # The relative-position kernel also holds a [BLOCK, 2·BLOCK] window of rel_emb per key block: (BLOCK, warps, stages).
 _REL_CPU = (16, 4, 1)
 _REL_GPU = {"16bit": (32, 4, 3), "tf32": (32, 4, 2), "tf32x3": {64: (32, 4, 2), 128: (16, 4, 2)}, "ieee": (16, 8, 1)}
@@ -83,13 +80,15 @@ _REL_GPU = {"16bit": (32, 4, 3), "tf32": (32, 4, 2), "tf32x3": {64: (32, 4, 2), 
 _DEC_CPU = (16, 4, 1)
 # The key loop is latency-bound per step (load, two small dots, two row reductions), so key blocks are
 # as large as fit without spills (H200, CUDA-graph device times, benchmarks/tune_attn.py).
-_DEC_GPU = {"16bit": (128, 8, 3), "tf32": (64, 8, 2), "tf32x3": {64: (64, 8, 2), 128: (32, 8, 2)}, "ieee": (16, 8, 2)}
+_DEC_GPU = {"16bit": {64: (128, 8, 3), 128: (128, 8, 2)}, "tf32": (64, 8, 2), "tf32x3": {64: (64, 8, 2), 128: (32, 8, 2)},
+            "ieee": (32, 8, 2)}
 DECODE_BLOCK_G = 16  # query heads per decode tile: a GQA group of <= 16 in one tile, larger groups in several
 _DEC_PROGRAMS_PER_SM = 2
-# The last split of a head tile merging (one launch) costs ~10 µs more device time at 32k keys than the
-# combine launch (one program merges every split of up to 16 heads, the combine kernel one program per
-# head): measured on the H200, so off by default.
-_DEC_FUSED_COMBINE = False
+# The last split of a head tile merging (one launch) against a second, combine launch, measured on the H200:
+# at 4k keys the launch saved wins (23 against 36 µs a call, host time included); at 32k keys one program
+# merging every split of up to 16 heads costs ~6 µs more device time than the combine kernel (one program per
+# head). So fused up to this many keys per (batch, KV head):
+_DEC_FUSED_MAX_KEYS = 8192
 _DEC_CPU_PROGRAMS = 16  # enough splits on the interpreter that tests cross split boundaries
 
 
@@ -430,14 +429,10 @@ def _sm_count(device_index: int) -> int:
     return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
-def _fwd_config(device: torch.device, dtype: torch.dtype, precision: str, block_d: int, Tq: int, BH: int,
-                masked: bool, has_kpm: bool):
+def _fwd_config(device: torch.device, dtype: torch.dtype, precision: str, block_d: int, has_kpm: bool):
     if device.type == "cpu":
         return _FWD_CPU
     form = _dot_form(dtype, precision)
-    wide = None if masked else _FWD_GPU_WIDE.get(form)
-    if wide and BH * _cdiv(Tq, wide[0]) >= _FWD_WIDE_MIN_PROGRAMS * _sm_count(device.index or 0):
-        return wide
     return _pick(_FWD_GPU_KPM if has_kpm and form in _FWD_GPU_KPM else _FWD_GPU, form, block_d)
 
 
@@ -473,7 +468,7 @@ def _launch_fwd(q, k, v, key_padding_mask, seg_start, seg_len, scale, precision,
         seg_start = seg_len = q
     qk_scale = _scale(scale, D)
     masked = key_padding_mask is not None or windowed
-    BLOCK_M, BLOCK_N, warps, stages = config or _fwd_config(q.device, q.dtype, precision, BLOCK_D, Tq, B * H, masked,
+    BLOCK_M, BLOCK_N, warps, stages = config or _fwd_config(q.device, q.dtype, precision, BLOCK_D,
                                                           key_padding_mask is not None)
     if B * H and Tq:
         _sdpa_fwd_kernel[(_cdiv(Tq, BLOCK_M), B * H)](
@@ -620,7 +615,7 @@ def _launch_decode(q, k_cache, v_cache, sinks, cache_lens, window, scale, precis
     splits, chunk = _decode_splits(window, tiles, q.device, BLOCK_N, num_splits)
     if B * H == 0:
         return out
-    fused = _DEC_FUSED_COMBINE if fused_combine is None else bool(fused_combine)
+    fused = window <= _DEC_FUSED_MAX_KEYS if fused_combine is None else bool(fused_combine)
     parts = torch.empty(B * H * splits * (D + 2), device=q.device, dtype=torch.float32)
     counters = _arrival_counters_for(q.device, tiles) if fused else parts
     lens = q3 if cache_lens is None else cache_lens
@@ -920,7 +915,7 @@ def _fwd_variants(modes):
             out += _dot_variants(_sdpa_fwd_kernel, tables, ("BLOCK_M", "BLOCK_N"),
                                  [{"HAS_KPM": kpm, "WINDOWED": win, "EVEN_K": False}], pointers)
     if (False, False) in modes:
-        out += _dot_variants(_sdpa_fwd_kernel, (_FWD_GPU, _FWD_GPU_WIDE), ("BLOCK_M", "BLOCK_N"), unmasked, pointers)
+        out += _dot_variants(_sdpa_fwd_kernel, (_FWD_GPU,), ("BLOCK_M", "BLOCK_N"), unmasked, pointers)
     return out
 
 
@@ -967,7 +962,7 @@ register(Kernel(
         Case({"B": 1, "H": 16, "T": 576, "D": 64, **_TF32X3}, _GPU, _FP32),
         Case({"B": 1, "H": 4, "T": 1024, "D": 128, **_TF32X3}, _GPU, _FP32),
         Case({"B": 1, "H": 3, "Tq": 300, "Tk": 999, "D": 128, "holes": True, **_TF32X3}, _GPU, _FP32),
-        # enough query blocks for the wide 16-bit tile (>= 2 per SM), keys a whole number of blocks or not
+        # many programs at head dim 128, keys a whole number of blocks or not
         Case({"B": 4, "H": 33, "T": 256, "D": 128}, _GPU, ("float16", "bfloat16")),
         Case({"B": 2, "H": 85, "T": 200, "D": 128}, _GPU, ("float16", "bfloat16")),
         Case({"B": 2, "H": 3, "Tq": 200, "Tk": 333, "D": 48, "holes": True}, _GPU),
