@@ -75,7 +75,8 @@ _FWD_GPU = {"16bit": (64, 64, 4, 3), "tf32": (64, 32, 4, 2), "tf32x3": {64: (32,
 _FWD_GPU_KPM = {"tf32x3": {64: (64, 32, 4, 2), 128: (16, 16, 4, 2)}}
 # The relative-position kernel also holds a [BLOCK, 2·BLOCK] window of rel_emb per key block: (BLOCK, warps, stages).
 _REL_CPU = (16, 4, 1)
-_REL_GPU = {"16bit": (32, 4, 3), "tf32": (32, 4, 2), "tf32x3": {64: (32, 4, 2), 128: (16, 4, 2)}, "ieee": (16, 8, 1)}
+_REL_SPLIT_D_FORMS = ("tf32x3",)
+_REL_GPU = {"16bit": (32, 4, 3), "tf32": (32, 4, 2), "tf32x3": {64: (32, 4, 2), 128: (32, 8, 2)}, "ieee": (16, 8, 1)}
 # Decode: (BLOCK_N, num_warps, num_stages); programs per SM the split heuristic aims for.
 _DEC_CPU = (16, 4, 1)
 # The key loop is latency-bound per step (load, two small dots, two row reductions), so key blocks are
@@ -208,10 +209,32 @@ def _sdpa_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, kpm_ptr, seg_start_ptr, seg_len
 
 
 @triton.jit
+def _biased_queries(q_base, rows, sqt, d, row_ok, d_ok, bias_u_ptr, bias_v_ptr):
+    # (q + u_h, q + v_h) in q's dtype for the columns d
+    q = _load_rows(q_base, rows, sqt, d, row_ok, d_ok)
+    bias_u = tl.load(bias_u_ptr + d, mask=d_ok, other=0.0).to(tl.float32)
+    bias_v = tl.load(bias_v_ptr + d, mask=d_ok, other=0.0).to(tl.float32)
+    return (q.to(tl.float32) + bias_u[None, :]).to(q.dtype), (q.to(tl.float32) + bias_v[None, :]).to(q.dtype)
+
+
+@triton.jit
+def _dot_halves(a0, a1, base, rows, stride, dh, row_ok, d0_ok, d1_ok, DH: tl.constexpr, PRECISION: tl.constexpr):
+    # a·B^T for B = rows of a [T, D] matrix, as two products over the halves [0, DH) and [DH, 2·DH) of D:
+    # each B half is loaded just before its product, so only half of B is live at a time
+    b0 = _load_rows(base, rows, stride, dh, row_ok, d0_ok)
+    out = tl.dot(a0, tl.trans(b0), input_precision=PRECISION)
+    b1 = _load_rows(base + DH, rows, stride, dh, row_ok, d1_ok)
+    return tl.dot(a1, tl.trans(b1), out, input_precision=PRECISION)
+
+
+@triton.jit
 def _sdpa_rel_pos_kernel(q_ptr, k_ptr, v_ptr, o_ptr, rel_ptr, bias_u_ptr, bias_v_ptr,
                          sqb, sqh, sqt, skb, skh, skt, svb, svh, svt, sob, soh, sot, srr, srh,
                          H, GROUP, Tq, Tk, D, rel_len, rel_zero, qk_scale,
-                         BLOCK: tl.constexpr, BLOCK_D: tl.constexpr, PRECISION: tl.constexpr):
+                         BLOCK: tl.constexpr, BLOCK_D: tl.constexpr, PRECISION: tl.constexpr,
+                         SPLIT_D: tl.constexpr):
+    # SPLIT_D: the score products go over the two halves of D (_dot_halves), which keeps the tf32x3 form
+    # (high and low parts of every operand) within the registers at 32-row tiles.
     # grid: (cdiv(Tq, BLOCK), B*H). For a BLOCK x BLOCK tile the offsets j - i span 2·BLOCK - 1 values, so
     # one [BLOCK, 2·BLOCK] product (q + v_h)·rel_emb[window]^T holds every positional score of the tile;
     # tl.gather then picks column (j - n0) - (i - m0) + BLOCK - 1 for element (i, j). Clamping the window's
@@ -228,11 +251,17 @@ def _sdpa_rel_pos_kernel(q_ptr, k_ptr, v_ptr, o_ptr, rel_ptr, bias_u_ptr, bias_v
     win = tl.arange(0, 2 * BLOCK)
     row_ok = rows < Tq
     d_ok = d < D
-    q = _load_rows(q_ptr + b * sqb + h * sqh, rows, sqt, d, row_ok, d_ok)
-    bias_u = tl.load(bias_u_ptr + h * D + d, mask=d_ok, other=0.0).to(tl.float32)
-    bias_v = tl.load(bias_v_ptr + h * D + d, mask=d_ok, other=0.0).to(tl.float32)
-    q_u = (q.to(tl.float32) + bias_u[None, :]).to(q.dtype)
-    q_v = (q.to(tl.float32) + bias_v[None, :]).to(q.dtype)
+    q_base = q_ptr + b * sqb + h * sqh
+    if SPLIT_D:
+        DH: tl.constexpr = BLOCK_D // 2
+        dh = tl.arange(0, DH)
+        d0_ok = dh < D
+        d1_ok = dh + DH < D
+        q_u0, q_v0 = _biased_queries(q_base, rows, sqt, dh, row_ok, d0_ok, bias_u_ptr + h * D, bias_v_ptr + h * D)
+        q_u1, q_v1 = _biased_queries(q_base + DH, rows, sqt, dh, row_ok, d1_ok, bias_u_ptr + h * D + DH,
+                                     bias_v_ptr + h * D + DH)
+    else:
+        q_u, q_v = _biased_queries(q_base, rows, sqt, d, row_ok, d_ok, bias_u_ptr + h * D, bias_v_ptr + h * D)
     k_base = k_ptr + b * skb + hk * skh
     v_base = v_ptr + b * svb + hk * svh
     rel_base = rel_ptr + h * srh
@@ -242,10 +271,14 @@ def _sdpa_rel_pos_kernel(q_ptr, k_ptr, v_ptr, o_ptr, rel_ptr, bias_u_ptr, bias_v
     for start in range(0, Tk, BLOCK):
         keys = start + cols
         key_ok = keys < Tk
-        content = tl.dot(q_u, tl.trans(_load_rows(k_base, keys, skt, d, key_ok, d_ok)), input_precision=PRECISION)
-        rel_rows = tl.minimum(tl.maximum(start - m0 - (BLOCK - 1) + rel_zero + win, 0), rel_len - 1)
-        rel = _load_rows(rel_base, rel_rows.to(tl.int64), srr, d, rel_rows >= 0, d_ok)
-        pos = tl.dot(q_v, tl.trans(rel), input_precision=PRECISION)
+        rel_rows = tl.minimum(tl.maximum(start - m0 - (BLOCK - 1) + rel_zero + win, 0), rel_len - 1).to(tl.int64)
+        if SPLIT_D:
+            content = _dot_halves(q_u0, q_u1, k_base, keys, skt, dh, key_ok, d0_ok, d1_ok, DH, PRECISION)
+            pos = _dot_halves(q_v0, q_v1, rel_base, rel_rows, srr, dh, rel_rows >= 0, d0_ok, d1_ok, DH, PRECISION)
+        else:
+            content = tl.dot(q_u, tl.trans(_load_rows(k_base, keys, skt, d, key_ok, d_ok)), input_precision=PRECISION)
+            rel = _load_rows(rel_base, rel_rows, srr, d, rel_rows >= 0, d_ok)
+            pos = tl.dot(q_v, tl.trans(rel), input_precision=PRECISION)
         s = tl.where(key_ok[None, :], (content + tl.gather(pos, pick, 1)) * qk_scale, float("-inf"))
         v = _load_rows(v_base, keys, svt, d, key_ok, d_ok)
         m_i, l_i, acc = _online_softmax_step(s, m_i, l_i, acc, v, PRECISION)
@@ -537,6 +570,7 @@ def _launch_rel_pos(q, k, v, rel_emb, pos_bias_u, pos_bias_v, rel_zero, scale, p
             *q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *out.stride()[:3], *rel_emb.stride()[:2],
             H, group, Tq, Tk, D, rel_emb.shape[0], rel_zero, _scale(scale, D),
             BLOCK=BLOCK, BLOCK_D=BLOCK_D, PRECISION=_dot_precision(q.dtype, precision),
+            SPLIT_D=_dot_form(q.dtype, precision) in _REL_SPLIT_D_FORMS,
             num_warps=warps, num_stages=stages)
     return out
 
@@ -887,7 +921,7 @@ def _signature(fn, dt: str, pointer_types: dict[str, str], floats=("qk_scale",))
 
 
 def _dot_variants(fn, tables: tuple[dict, ...], tile_names: tuple[str, ...], modes: list[dict],
-                  pointer_types: dict[str, str], per_head_block=lambda BLOCK_D: {}):
+                  pointer_types: dict[str, str], per_head_block=lambda BLOCK_D: {}, per_form=lambda form: {}):
     """Every (dot form, tile config, mode, head block) of a tl.dot kernel: each config of `tables` the
     launcher can pick for the form."""
     out = []
@@ -899,7 +933,7 @@ def _dot_variants(fn, tables: tuple[dict, ...], tile_names: tuple[str, ...], mod
                 for mode in modes:
                     tag = ",".join([dt, prec, *map(str, cfg), *(f"{k}={v}" for k, v in mode.items()), f"D={BLOCK_D}"])
                     constexprs = {**dict(zip(tile_names, tiles)), **mode, "BLOCK_D": BLOCK_D, "PRECISION": prec,
-                                  **per_head_block(BLOCK_D)}
+                                  **per_head_block(BLOCK_D), **per_form(form)}
                     out.append(AotVariant(f"{fn.__name__}[{tag}]", fn, _signature(fn, dt, pointer_types),
                                           constexprs, num_warps=warps, num_stages=stages, expect_mma=mma))
     return out
@@ -920,7 +954,8 @@ def _fwd_variants(modes):
 
 
 def _rel_pos_variants():
-    return _dot_variants(_sdpa_rel_pos_kernel, (_REL_GPU,), ("BLOCK",), [{}], {})
+    return _dot_variants(_sdpa_rel_pos_kernel, (_REL_GPU,), ("BLOCK",), [{}], {},
+                         per_form=lambda form: {"SPLIT_D": form in _REL_SPLIT_D_FORMS})
 
 
 _PARTIALS = {"part_ptr": "*fp32", "sink_ptr": "*fp32"}
