@@ -36,6 +36,18 @@ def test_all_keys_padded_outputs_zero_and_other_rows_are_exact():
     assert scaled_max_error(out[2], v[2, :, :1].expand(2, 20, 32)) <= TOL
 
 
+def test_padding_before_and_after_the_attended_keys_is_skipped_exactly():
+    # the kernel visits only the key blocks between a sequence's first and last attended key
+    q, k, v = _randn(2, 1, 9, 16), _randn(2, 1, 80, 16, seed=1), _randn(2, 1, 80, 16, seed=2)
+    mask = torch.zeros(2, 80, dtype=torch.bool)
+    mask[0, 37:50] = True
+    mask[0, 41] = False
+    mask[1, 79] = True
+    mask = mask.to(KERNEL_DEVICE)
+    out = K.sdpa_bidirectional(q, k, v, mask)
+    assert scaled_max_error(out, K.sdpa_oracle(*_f64(q, k, v, mask))) <= TOL
+
+
 def test_empty_window_outputs_zero():
     T = 40
     q, k, v = _randn(1, 2, T, 16), _randn(1, 2, T, 16, seed=1), _randn(1, 2, T, 16, seed=2)
@@ -90,6 +102,37 @@ def test_decode_does_not_depend_on_the_split_count(num_splits):
     out = K.sdpa_decode_sink(q, kc, vc, sinks, window=41, num_splits=num_splits)
     ref = K.sdpa_decode_sink_oracle(*_f64(q, kc, vc, sinks), window=41)
     assert scaled_max_error(out, ref) <= TOL
+
+
+def test_decode_fused_and_separate_combine_agree_and_the_counters_rearm():
+    # the fused form's last-arriving split merges and resets its counter: a second launch on the same
+    # counters must be right again, and both forms must match the oracle
+    q, kc, vc = _randn(2, 8, 32), _randn(2, 2, 70, 32, seed=1), _randn(2, 2, 70, 32, seed=2)
+    sinks = _randn(8, seed=3)
+    lens = torch.tensor([70, 45], dtype=torch.int32, device=KERNEL_DEVICE)
+    ref = K.sdpa_decode_sink_oracle(*_f64(q, kc, vc, sinks), cache_lens=lens.cpu())
+    outs = [K._launch_decode(q, kc, vc, sinks, lens, None, None, "ieee", 3, None, fused_combine=fused)
+            for fused in (True, True, False)]
+    for out in outs:
+        assert scaled_max_error(out, ref) <= TOL
+    assert (K._arrival_counters_for(q.device, 4)[:4] == 0).all()
+
+
+def test_precisions_are_checked_and_tf32x3_runs():
+    q, k, v = _randn(1, 2, 20, 16), _randn(1, 2, 20, 16, seed=1), _randn(1, 2, 20, 16, seed=2)
+    out = K.sdpa_bidirectional(q, k, v, precision="tf32x3")
+    assert scaled_max_error(out, K.sdpa_oracle(*_f64(q, k, v))) <= TOL
+    with pytest.raises(ValueError, match="'tf33'.*ieee"):
+        K.sdpa_bidirectional(q, k, v, precision="tf33")
+
+
+@pytest.mark.parametrize("scale", [0.7, -0.7])
+def test_whole_key_blocks_with_either_sign_of_scale(scale):
+    # 32 keys fill whole blocks: a positive scale takes the unmasked form with the scale folded into the
+    # FMA, a negative one (max(s)·scale is then not the max) the general form; both match the oracle
+    q, k, v = _randn(1, 2, 24, 16), _randn(1, 2, 32, 16, seed=1), _randn(1, 2, 32, 16, seed=2)
+    out = K.sdpa_bidirectional(q, k, v, scale=scale)
+    assert scaled_max_error(out, K.sdpa_oracle(*_f64(q, k, v), scale=scale)) <= TOL
 
 
 def test_decode_groups_larger_than_one_tile():

@@ -19,22 +19,31 @@ sdpa_decode_sink             one query per (batch, head): o = Σ_j p_j v_j with 
                              plus a virtual key whose logit is sinks[h] (same units as scale·q·k) and whose value
                              is 0: the sink joins the max and the denominator only. q [B, H, D] (or [B, H, 1, D]),
                              KV cache [B, H_kv, T, D], sinks [H], optional cache_lens [B] int32 (keys [0, len)),
-                             optional window W (keys [len − W, len)). Split-K (flash-decoding): pass 1 spreads
-                             the keys of every (batch, KV head) over `num_splits` programs, each handling up to 16
+                             optional window W (keys [len − W, len)). Split-K (flash-decoding): the keys of
+                             every (batch, KV head) are spread over `num_splits` programs, each handling up to 16
                              query heads of the GQA group with one tl.dot per key tile (so the cache is read once
-                             per group); pass 2 merges the partial (max, sum, accumulator) triples with the sink.
+                             per group); the partial (max, sum, accumulator) triples are then merged with the
+                             sink, up to 8k keys in the same launch by the split of a head tile that arrives
+                             last (an arrival counter per tile; one launch less), beyond by a second, combine
+                             launch (one program per head: at 32k keys one program merging every split of a
+                             tile measured slower than the extra launch).
                              A sink of -inf means no sink.
 
 A query whose keys are all masked (padding, an empty window, an empty cache) outputs 0, not NaN.
 Softmax runs in the log2 domain (scale·log2 e folded into the scores, exp2); accumulation is float32 for
 every storage dtype (float32, float16, bfloat16). tl.dot takes the storage dtype's operands; float32 storage
-passes input_precision explicitly ('ieee' exact, 'tf32' fast; the ops take it from dispatch.fp32_matmul()).
+passes input_precision explicitly, taken by the ops from dispatch.fp32_matmul(): 'ieee' (exact, FMA units),
+'tf32x3' (high and low tf32 parts, three tensor-core MMAs: float32-class error) or 'tf32' (~1e-3).
+PyTorch's float32 F.scaled_dot_product_attention on sm_80+ runs the memory-efficient CUTLASS kernel, whose
+float32 GEMMs are 3xTF32 (mem_eff_attention/gemm_kernel_utils.h: DefaultGemmType<sm80+, float> uses
+OpMultiplyAddFastF32) whatever torch.backends.cuda.matmul.allow_tf32 says: tf32x3 is the like-for-like peer.
 Launch invariants: the last (D) dimension of every tensor is contiguous (other strides are free); D <= 128
 (D is padded inside the block and masked: to 64 or 128 on the GPU, so D = 80 runs in a 128-wide block);
 every tl.dot dimension is >= 16.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -48,22 +57,39 @@ from tilewave.kernels._common import randn
 LOG2E = 1.4426950408889634
 MAX_HEAD_DIM = 128
 GPU_HEAD_BLOCKS = (64, 128)  # D <= 64 pads to 64 on the GPU (D = 16/32 heads are rare; fewer compiled forms)
-COMBINE_BLOCK_S = 32  # splits merged per step of the decode combine pass
+COMBINE_BLOCK_S = 32  # splits merged per step of the separate decode combine pass
+_KPM_SCAN: tl.constexpr = tl.constexpr(1024)  # key-padding mask bytes a forward program scans per step
+_MERGE_ELEMS = 2048  # partial accumulator elements a fused decode merge step holds (more spills at head block 64)
 
 # (BLOCK_M, BLOCK_N, num_warps, num_stages). The CPU interpreter runs one program at a time, so its tiles
 # are the smallest that tl.dot accepts on the GPU too (16). GPU tiles, per dot form (16-bit operands,
-# tf32, or exact float32 'ieee' which runs on FMA units and needs far more registers), are the largest
-# that compile for sm_90 without register spills at head dim 128.
+# tf32, tf32x3 = three tf32 MMAs per product, or exact float32 'ieee' which runs on FMA units and needs
+# far more registers), are the largest that compile for sm_90 without register spills at head dim 128.
 _FWD_CPU = (16, 16, 4, 1)
-_FWD_GPU = {"16bit": (64, 64, 4, 3), "tf32": (64, 32, 4, 2), "ieee": (32, 16, 4, 1)}
+# tf32x3 holds high and low tf32 parts of each operand: at head block 128 only 16-row tiles fit without
+# spills, so its entry is per head block. Measured on the H200 (benchmarks/tune_attn.py): 16-bit 128-row
+# tiles with 8 warps gain < 1% even at [4, 16, 4096, 128] and lose at the model shapes.
+_FWD_GPU = {"16bit": (64, 64, 4, 3), "tf32": (64, 32, 4, 2), "tf32x3": {64: (32, 32, 4, 2), 128: (16, 32, 4, 2)},
+            "ieee": (32, 16, 4, 1)}
+# with a key-padding mask (its scan takes registers): the tf32x3 tiles that do not spill
+_FWD_GPU_KPM = {"tf32x3": {64: (64, 32, 4, 2), 128: (16, 16, 4, 2)}}
 # The relative-position kernel also holds a [BLOCK, 2·BLOCK] window of rel_emb per key block: (BLOCK, warps, stages).
 _REL_CPU = (16, 4, 1)
-_REL_GPU = {"16bit": (32, 4, 2), "tf32": (32, 4, 2), "ieee": (16, 8, 1)}
+_REL_SPLIT_D_FORMS = ("tf32x3",)
+_REL_GPU = {"16bit": (32, 4, 3), "tf32": (32, 4, 2), "tf32x3": {64: (32, 4, 2), 128: (32, 8, 2)}, "ieee": (16, 8, 1)}
 # Decode: (BLOCK_N, num_warps, num_stages); programs per SM the split heuristic aims for.
 _DEC_CPU = (16, 4, 1)
-_DEC_GPU = {"16bit": (64, 4, 3), "tf32": (64, 4, 2), "ieee": (16, 4, 2)}
+# The key loop is latency-bound per step (load, two small dots, two row reductions), so key blocks are
+# as large as fit without spills (H200, CUDA-graph device times, benchmarks/tune_attn.py).
+_DEC_GPU = {"16bit": {64: (128, 8, 3), 128: (128, 8, 2)}, "tf32": (64, 8, 2), "tf32x3": {64: (64, 8, 2), 128: (32, 8, 2)},
+            "ieee": (32, 8, 2)}
 DECODE_BLOCK_G = 16  # query heads per decode tile: a GQA group of <= 16 in one tile, larger groups in several
-_DEC_PROGRAMS_PER_SM = 4
+_DEC_PROGRAMS_PER_SM = 2
+# The last split of a head tile merging (one launch) against a second, combine launch, measured on the H200:
+# at 4k keys the launch saved wins (23 against 36 µs a call, host time included); at 32k keys one program
+# merging every split of up to 16 heads costs ~6 µs more device time than the combine kernel (one program per
+# head). So fused up to this many keys per (batch, KV head):
+_DEC_FUSED_MAX_KEYS = 8192
 _DEC_CPU_PROGRAMS = 16  # enough splits on the interpreter that tests cross split boundaries
 
 
@@ -91,6 +117,18 @@ def _online_softmax_step(s, m_i, l_i, acc, v, PRECISION: tl.constexpr):
 
 
 @triton.jit
+def _online_softmax_step_unmasked(s_raw, qk_scale, m_i, l_i, acc, v, PRECISION: tl.constexpr):
+    # Every score finite and qk_scale > 0: max(s)·scale is the scaled max, so the scale folds into one FMA
+    # per score (s·scale − m) and the running max never stays -inf.
+    m_new = tl.maximum(m_i, tl.max(s_raw, 1) * qk_scale)
+    p = tl.exp2(s_raw * qk_scale - m_new[:, None])
+    alpha = tl.exp2(m_i - m_new)
+    l_i = l_i * alpha + tl.sum(p, 1)
+    acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PRECISION)
+    return m_new, l_i, acc
+
+
+@triton.jit
 def _load_rows(base, rows, stride, d, row_ok, d_ok):
     # [rows, BLOCK_D] tile of a [T, D] matrix with unit D stride; masked rows and padded dims read 0.
     return tl.load(base + rows[:, None] * stride + d[None, :], mask=row_ok[:, None] & d_ok[None, :], other=0.0)
@@ -108,9 +146,12 @@ def _store_normalized(base, rows, stride, d, row_ok, d_ok, acc, l_i):
 def _sdpa_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, kpm_ptr, seg_start_ptr, seg_len_ptr,
                      sqb, sqh, sqt, skb, skh, skt, svb, svh, svt, sob, soh, sot, skpm,
                      H, Tq, Tk, D, qk_scale,
-                     HAS_KPM: tl.constexpr, WINDOWED: tl.constexpr, BLOCK_M: tl.constexpr,
+                     HAS_KPM: tl.constexpr, WINDOWED: tl.constexpr, EVEN_K: tl.constexpr, BLOCK_M: tl.constexpr,
                      BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, PRECISION: tl.constexpr):
     # grid: (cdiv(Tq, BLOCK_M), B*H); one block of queries of one (batch, head) per program.
+    # EVEN_K (no mask, Tk a multiple of BLOCK_N, scale > 0): no score select, and the scale folds into the
+    # exp2's FMA. On the tensor-core forms the softmax's elementwise work costs as much as the two dots, so
+    # this is worth a compiled form.
     pid_m = tl.program_id(0)
     pid_bh = tl.program_id(1)
     b = (pid_bh // H).to(tl.int64)
@@ -131,6 +172,17 @@ def _sdpa_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, kpm_ptr, seg_start_ptr, seg_len
         lo = tl.maximum(tl.min(tl.where(live, seg_lo, Tk), 0), 0)
         hi = tl.minimum(tl.max(tl.where(live, seg_hi, 0), 0), Tk)
         lo = (lo // BLOCK_N) * BLOCK_N
+    elif HAS_KPM:
+        # visit only the key blocks from the first to the last attended key of this sequence: a padded
+        # ragged batch skips its padding (one pass over the mask bytes, _KPM_SCAN at a time)
+        lo = Tk
+        hi = 0
+        for c0 in range(0, Tk, _KPM_SCAN):
+            kk = c0 + tl.arange(0, _KPM_SCAN)
+            keep = tl.load(kpm_ptr + b * skpm + kk, mask=kk < Tk, other=0) != 0
+            lo = tl.minimum(lo, tl.min(tl.where(keep, kk, Tk), 0))
+            hi = tl.maximum(hi, tl.max(tl.where(keep, kk + 1, 0), 0))
+        lo = (lo // BLOCK_N) * BLOCK_N
     else:
         lo = 0
         hi = Tk
@@ -140,24 +192,49 @@ def _sdpa_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, kpm_ptr, seg_start_ptr, seg_len
         keys = start + cols
         key_ok = keys < Tk
         k = _load_rows(k_base, keys, skt, d, key_ok, d_ok)
-        s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * qk_scale
-        valid = key_ok[None, :]
-        if HAS_KPM:
-            keep = tl.load(kpm_ptr + b * skpm + keys, mask=key_ok, other=0)
-            valid = valid & (keep != 0)[None, :]
-        if WINDOWED:
-            valid = valid & (keys[None, :] >= seg_lo[:, None]) & (keys[None, :] < seg_hi[:, None])
-        s = tl.where(valid, s, float("-inf"))
+        s = tl.dot(q, tl.trans(k), input_precision=PRECISION)
         v = _load_rows(v_base, keys, svt, d, key_ok, d_ok)
-        m_i, l_i, acc = _online_softmax_step(s, m_i, l_i, acc, v, PRECISION)
+        if EVEN_K:
+            m_i, l_i, acc = _online_softmax_step_unmasked(s, qk_scale, m_i, l_i, acc, v, PRECISION)
+        else:
+            valid = key_ok[None, :]
+            if HAS_KPM:
+                keep = tl.load(kpm_ptr + b * skpm + keys, mask=key_ok, other=0)
+                valid = valid & (keep != 0)[None, :]
+            if WINDOWED:
+                valid = valid & (keys[None, :] >= seg_lo[:, None]) & (keys[None, :] < seg_hi[:, None])
+            s = tl.where(valid, s * qk_scale, float("-inf"))
+            m_i, l_i, acc = _online_softmax_step(s, m_i, l_i, acc, v, PRECISION)
     _store_normalized(o_ptr + b * sob + h * soh, rows, sot, d, row_ok, d_ok, acc, l_i)
+
+
+@triton.jit
+def _biased_queries(q_base, rows, sqt, d, row_ok, d_ok, bias_u_ptr, bias_v_ptr):
+    # (q + u_h, q + v_h) in q's dtype for the columns d
+    q = _load_rows(q_base, rows, sqt, d, row_ok, d_ok)
+    bias_u = tl.load(bias_u_ptr + d, mask=d_ok, other=0.0).to(tl.float32)
+    bias_v = tl.load(bias_v_ptr + d, mask=d_ok, other=0.0).to(tl.float32)
+    return (q.to(tl.float32) + bias_u[None, :]).to(q.dtype), (q.to(tl.float32) + bias_v[None, :]).to(q.dtype)
+
+
+@triton.jit
+def _dot_halves(a0, a1, base, rows, stride, dh, row_ok, d0_ok, d1_ok, DH: tl.constexpr, PRECISION: tl.constexpr):
+    # a·B^T for B = rows of a [T, D] matrix, as two products over the halves [0, DH) and [DH, 2·DH) of D:
+    # each B half is loaded just before its product, so only half of B is live at a time
+    b0 = _load_rows(base, rows, stride, dh, row_ok, d0_ok)
+    out = tl.dot(a0, tl.trans(b0), input_precision=PRECISION)
+    b1 = _load_rows(base + DH, rows, stride, dh, row_ok, d1_ok)
+    return tl.dot(a1, tl.trans(b1), out, input_precision=PRECISION)
 
 
 @triton.jit
 def _sdpa_rel_pos_kernel(q_ptr, k_ptr, v_ptr, o_ptr, rel_ptr, bias_u_ptr, bias_v_ptr,
                          sqb, sqh, sqt, skb, skh, skt, svb, svh, svt, sob, soh, sot, srr, srh,
                          H, GROUP, Tq, Tk, D, rel_len, rel_zero, qk_scale,
-                         BLOCK: tl.constexpr, BLOCK_D: tl.constexpr, PRECISION: tl.constexpr):
+                         BLOCK: tl.constexpr, BLOCK_D: tl.constexpr, PRECISION: tl.constexpr,
+                         SPLIT_D: tl.constexpr):
+    # SPLIT_D: the score products go over the two halves of D (_dot_halves), which keeps the tf32x3 form
+    # (high and low parts of every operand) within the registers at 32-row tiles.
     # grid: (cdiv(Tq, BLOCK), B*H). For a BLOCK x BLOCK tile the offsets j - i span 2·BLOCK - 1 values, so
     # one [BLOCK, 2·BLOCK] product (q + v_h)·rel_emb[window]^T holds every positional score of the tile;
     # tl.gather then picks column (j - n0) - (i - m0) + BLOCK - 1 for element (i, j). Clamping the window's
@@ -174,11 +251,17 @@ def _sdpa_rel_pos_kernel(q_ptr, k_ptr, v_ptr, o_ptr, rel_ptr, bias_u_ptr, bias_v
     win = tl.arange(0, 2 * BLOCK)
     row_ok = rows < Tq
     d_ok = d < D
-    q = _load_rows(q_ptr + b * sqb + h * sqh, rows, sqt, d, row_ok, d_ok)
-    bias_u = tl.load(bias_u_ptr + h * D + d, mask=d_ok, other=0.0).to(tl.float32)
-    bias_v = tl.load(bias_v_ptr + h * D + d, mask=d_ok, other=0.0).to(tl.float32)
-    q_u = (q.to(tl.float32) + bias_u[None, :]).to(q.dtype)
-    q_v = (q.to(tl.float32) + bias_v[None, :]).to(q.dtype)
+    q_base = q_ptr + b * sqb + h * sqh
+    if SPLIT_D:
+        DH: tl.constexpr = BLOCK_D // 2
+        dh = tl.arange(0, DH)
+        d0_ok = dh < D
+        d1_ok = dh + DH < D
+        q_u0, q_v0 = _biased_queries(q_base, rows, sqt, dh, row_ok, d0_ok, bias_u_ptr + h * D, bias_v_ptr + h * D)
+        q_u1, q_v1 = _biased_queries(q_base + DH, rows, sqt, dh, row_ok, d1_ok, bias_u_ptr + h * D + DH,
+                                     bias_v_ptr + h * D + DH)
+    else:
+        q_u, q_v = _biased_queries(q_base, rows, sqt, d, row_ok, d_ok, bias_u_ptr + h * D, bias_v_ptr + h * D)
     k_base = k_ptr + b * skb + hk * skh
     v_base = v_ptr + b * svb + hk * svh
     rel_base = rel_ptr + h * srh
@@ -188,10 +271,14 @@ def _sdpa_rel_pos_kernel(q_ptr, k_ptr, v_ptr, o_ptr, rel_ptr, bias_u_ptr, bias_v
     for start in range(0, Tk, BLOCK):
         keys = start + cols
         key_ok = keys < Tk
-        content = tl.dot(q_u, tl.trans(_load_rows(k_base, keys, skt, d, key_ok, d_ok)), input_precision=PRECISION)
-        rel_rows = tl.minimum(tl.maximum(start - m0 - (BLOCK - 1) + rel_zero + win, 0), rel_len - 1)
-        rel = _load_rows(rel_base, rel_rows.to(tl.int64), srr, d, rel_rows >= 0, d_ok)
-        pos = tl.dot(q_v, tl.trans(rel), input_precision=PRECISION)
+        rel_rows = tl.minimum(tl.maximum(start - m0 - (BLOCK - 1) + rel_zero + win, 0), rel_len - 1).to(tl.int64)
+        if SPLIT_D:
+            content = _dot_halves(q_u0, q_u1, k_base, keys, skt, dh, key_ok, d0_ok, d1_ok, DH, PRECISION)
+            pos = _dot_halves(q_v0, q_v1, rel_base, rel_rows, srr, dh, rel_rows >= 0, d0_ok, d1_ok, DH, PRECISION)
+        else:
+            content = tl.dot(q_u, tl.trans(_load_rows(k_base, keys, skt, d, key_ok, d_ok)), input_precision=PRECISION)
+            rel = _load_rows(rel_base, rel_rows, srr, d, rel_rows >= 0, d_ok)
+            pos = tl.dot(q_v, tl.trans(rel), input_precision=PRECISION)
         s = tl.where(key_ok[None, :], (content + tl.gather(pos, pick, 1)) * qk_scale, float("-inf"))
         v = _load_rows(v_base, keys, svt, d, key_ok, d_ok)
         m_i, l_i, acc = _online_softmax_step(s, m_i, l_i, acc, v, PRECISION)
@@ -199,14 +286,49 @@ def _sdpa_rel_pos_kernel(q_ptr, k_ptr, v_ptr, o_ptr, rel_ptr, bias_u_ptr, bias_v
 
 
 @triton.jit
-def _decode_split_kernel(q_ptr, k_ptr, v_ptr, lens_ptr, acc_ptr, m_ptr, l_ptr,
-                         sqb, sqh, skb, skh, skt, svb, svh, svt,
-                         H, H_kv, GROUP, G_TILES, T, D, window, chunk, num_splits, qk_scale,
-                         HAS_LENS: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr,
-                         BLOCK_D: tl.constexpr, PRECISION: tl.constexpr):
+def _merge_splits(part_ptr, sink_ptr, heads, g_ok, d, d_ok, parts_per_head, first_part, num_splits, D,
+                  acc_off, m_off, l_off, ROWS: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr):
+    # Folds the splits' (max, sum, acc) triples of the heads `heads` [G] into normalized outputs [G, BLOCK_D],
+    # starting from the sink (max = sink, sum = exp2(0) = 1, value 0); a -inf sink means no sink. Partials of
+    # head h, split s sit at row first_part + h·parts_per_head + s. Loads bypass L1 (.cg): in the fused form
+    # other programs wrote them during this launch.
+    m = tl.load(sink_ptr + heads, mask=g_ok, other=float("-inf")).to(tl.float32) * 1.4426950408889634
+    l = (m > float("-inf")).to(tl.float32)
+    acc = tl.zeros([ROWS, BLOCK_D], tl.float32)
+    for s0 in range(0, num_splits, BLOCK_S):
+        sp = s0 + tl.arange(0, BLOCK_S)
+        ok = g_ok[:, None] & (sp < num_splits)[None, :]
+        row = first_part + heads[:, None] * parts_per_head + sp[None, :]
+        m_s = tl.load(part_ptr + m_off + row, mask=ok, other=float("-inf"), cache_modifier=".cg")
+        l_s = tl.load(part_ptr + l_off + row, mask=ok, other=0.0, cache_modifier=".cg")
+        # the (head, split) pairs as the rows of one 2D tile: a 3D load takes ~twice the registers
+        pairs = tl.reshape(row, [ROWS * BLOCK_S])
+        a_s = tl.load(part_ptr + acc_off + pairs[:, None] * D + d[None, :],
+                      mask=tl.reshape(ok, [ROWS * BLOCK_S])[:, None] & d_ok[None, :], other=0.0, cache_modifier=".cg")
+        m_new = tl.maximum(m, tl.max(m_s, 1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        alpha = tl.exp2(m - m_safe)
+        w = tl.exp2(m_s - m_safe[:, None])
+        l = l * alpha + tl.sum(l_s * w, 1)
+        weighted = a_s * tl.reshape(w, [ROWS * BLOCK_S])[:, None]
+        acc = acc * alpha[:, None] + tl.sum(tl.reshape(weighted, [ROWS, BLOCK_S, BLOCK_D]), 1)
+        m = m_new
+    return acc / tl.where(l == 0.0, 1.0, l)[:, None]
+
+
+@triton.jit
+def _decode_split_kernel(q_ptr, k_ptr, v_ptr, lens_ptr, sink_ptr, o_ptr, part_ptr, counter_ptr,
+                         sqb, sqh, skb, skh, skt, svb, svh, svt, sob, soh,
+                         B, H, H_kv, GROUP, G_TILES, T, D, window, chunk, num_splits, qk_scale,
+                         HAS_LENS: tl.constexpr, FUSED_COMBINE: tl.constexpr, BLOCK_G: tl.constexpr,
+                         BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_S: tl.constexpr,
+                         PRECISION: tl.constexpr):
     # grid: (B*H_kv*G_TILES, num_splits). Rows of the tile are query heads of one GQA group (padded to
     # BLOCK_G >= 16 for tl.dot), so each K/V tile is read once for up to BLOCK_G heads.
-    # Partials go to [B, H, num_splits, ...].
+    # part_ptr: float32 partials of [B·H, num_splits] rows: acc [.., D], then max, then sum.
+    # FUSED_COMBINE: the program of a (batch, KV head, head tile) that finishes last (a counter per tile,
+    # counter_ptr, zero before the launch and reset to zero by that program) merges the partials and writes
+    # the output, so one launch does the whole step; otherwise _decode_combine_kernel runs after.
     pid = tl.program_id(0)
     split = tl.program_id(1)
     g_tile = pid % G_TILES
@@ -239,41 +361,41 @@ def _decode_split_kernel(q_ptr, k_ptr, v_ptr, lens_ptr, acc_ptr, m_ptr, l_ptr,
         v = _load_rows(v_base, keys, svt, d, key_ok, d_ok)
         m_i, l_i, acc = _online_softmax_step(s, m_i, l_i, acc, v, PRECISION)
 
+    rows_total = (B * H * num_splits).to(tl.int64)
+    acc_off = 0
+    m_off = rows_total * D
+    l_off = m_off + rows_total
     part = (b * H + heads) * num_splits + split
-    tl.store(m_ptr + part, m_i, mask=g_ok)
-    tl.store(l_ptr + part, l_i, mask=g_ok)
-    tl.store(acc_ptr + part[:, None] * D + d[None, :], acc, mask=g_ok[:, None] & d_ok[None, :])
+    tl.store(part_ptr + m_off + part, m_i, mask=g_ok)
+    tl.store(part_ptr + l_off + part, l_i, mask=g_ok)
+    tl.store(part_ptr + acc_off + part[:, None] * D + d[None, :], acc, mask=g_ok[:, None] & d_ok[None, :])
+    if FUSED_COMBINE:
+        # every thread's partial stores are issued before the (gpu-scope, acq_rel) count; the program that
+        # sees num_splits - 1 knows all others have published theirs
+        tl.debug_barrier()
+        arrived = tl.atomic_add(counter_ptr + pid, 1, sem="acq_rel", scope="gpu")
+        if arrived == num_splits - 1:
+            out = _merge_splits(part_ptr, sink_ptr, heads, g_ok, d, d_ok, num_splits, b * H * num_splits,
+                                num_splits, D, acc_off, m_off, l_off, BLOCK_G, BLOCK_S, BLOCK_D)
+            tl.store(o_ptr + b * sob + heads[:, None] * soh + d[None, :], out.to(o_ptr.dtype.element_ty),
+                     mask=g_ok[:, None] & d_ok[None, :])
+            tl.atomic_xchg(counter_ptr + pid, 0, sem="relaxed", scope="gpu")
 
 
 @triton.jit
-def _decode_combine_kernel(acc_ptr, m_ptr, l_ptr, sink_ptr, o_ptr, sob, soh, H, D, num_splits,
+def _decode_combine_kernel(part_ptr, sink_ptr, o_ptr, sob, soh, B, H, D, num_splits,
                            BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr):
-    # grid: (B*H,). Starts from the sink (max = sink, sum = exp2(0) = 1, value 0) and folds in the
-    # splits' (max, sum, acc) triples; a -inf sink means no sink.
+    # grid: (B*H,): the partials of one (batch, head), as _decode_split_kernel laid them out.
     pid = tl.program_id(0)
     b = (pid // H).to(tl.int64)
     h = (pid % H).to(tl.int64)
     d = tl.arange(0, BLOCK_D)
     d_ok = d < D
-    m = tl.load(sink_ptr + h).to(tl.float32) * 1.4426950408889634
-    l = (m > float("-inf")).to(tl.float32)
-    acc = tl.zeros([BLOCK_D], tl.float32)
-    base = (b * H + h) * num_splits
-    for s0 in range(0, num_splits, BLOCK_S):
-        sp = s0 + tl.arange(0, BLOCK_S)
-        s_ok = sp < num_splits
-        m_s = tl.load(m_ptr + base + sp, mask=s_ok, other=float("-inf"))
-        l_s = tl.load(l_ptr + base + sp, mask=s_ok, other=0.0)
-        a_s = tl.load(acc_ptr + (base + sp)[:, None] * D + d[None, :], mask=s_ok[:, None] & d_ok[None, :], other=0.0)
-        m_new = tl.maximum(m, tl.max(m_s, 0))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        alpha = tl.exp2(m - m_safe)
-        w = tl.exp2(m_s - m_safe)
-        l = l * alpha + tl.sum(l_s * w, 0)
-        acc = acc * alpha + tl.sum(a_s * w[:, None], 0)
-        m = m_new
-    out = acc / tl.where(l == 0.0, 1.0, l)
-    tl.store(o_ptr + b * sob + h * soh + d, out.to(o_ptr.dtype.element_ty), mask=d_ok)
+    rows_total = (B * H * num_splits).to(tl.int64)
+    heads = h + tl.arange(0, 1)
+    out = _merge_splits(part_ptr, sink_ptr, heads, heads >= 0, d, d_ok, num_splits, b * H * num_splits,
+                        num_splits, D, 0, rows_total * D, rows_total * (D + 1), 1, BLOCK_S, BLOCK_D)
+    tl.store(o_ptr + b * sob + h * soh + d[None, :], out.to(o_ptr.dtype.element_ty), mask=d_ok[None, :])
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -283,7 +405,7 @@ def _head_block(D: int, op: str, device: torch.device) -> int:
     """The padded head dim: a power of two; on the GPU 64 or 128 only, so two compiled forms cover every D."""
     if not 1 <= D <= MAX_HEAD_DIM:
         raise ValueError(f"{op}: head dim must be in [1, {MAX_HEAD_DIM}], got {D}")
-    return max(16 if device.type == "cpu" else GPU_HEAD_BLOCKS[0], triton.next_power_of_2(D))
+    return max(16 if device.type == "cpu" else GPU_HEAD_BLOCKS[0], _next_pow2(D))
 
 
 def _check_qkv(op: str, q, k, v, expect_dims: int = 4) -> None:
@@ -302,9 +424,12 @@ def _check_qkv(op: str, q, k, v, expect_dims: int = 4) -> None:
         raise ValueError(f"{op}: q and k head dims differ: {q.shape[-1]} vs {k.shape[-1]}")
 
 
+FP32_PRECISIONS = ("ieee", "tf32x3", "tf32")
+
+
 def _dot_precision(dtype: torch.dtype, precision: str) -> str:
-    if precision not in ("ieee", "tf32"):
-        raise ValueError(f"unknown matmul precision {precision!r}; choose 'ieee' or 'tf32'")
+    if precision not in FP32_PRECISIONS:
+        raise ValueError(f"unknown matmul precision {precision!r}; choose one of {FP32_PRECISIONS}")
     # 16-bit operands always run on the tensor cores; the setting only means something for float32.
     return precision if dtype == torch.float32 else "tf32"
 
@@ -313,8 +438,35 @@ def _dot_form(dtype: torch.dtype, precision: str) -> str:
     return _dot_precision(dtype, precision) if dtype == torch.float32 else "16bit"
 
 
-def _config(device: torch.device, dtype: torch.dtype, precision: str, cpu, gpu: dict):
-    return cpu if device.type == "cpu" else gpu[_dot_form(dtype, precision)]
+def _pick(table: dict, form: str, block_d: int):
+    """A table's config for a dot form: one tuple, or a dict of tuples by head block."""
+    cfg = table[form]
+    return cfg[block_d] if isinstance(cfg, dict) else cfg
+
+
+def _config(device: torch.device, dtype: torch.dtype, precision: str, block_d: int, cpu, gpu: dict):
+    return cpu if device.type == "cpu" else _pick(gpu, _dot_form(dtype, precision), block_d)
+
+
+def _cdiv(a: int, b: int) -> int:
+    # triton.cdiv is a jit function: ~10 µs a host call, and the decode launcher makes several
+    return -(-a // b)
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << max(n - 1, 0).bit_length()
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_count(device_index: int) -> int:
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+def _fwd_config(device: torch.device, dtype: torch.dtype, precision: str, block_d: int, has_kpm: bool):
+    if device.type == "cpu":
+        return _FWD_CPU
+    form = _dot_form(dtype, precision)
+    return _pick(_FWD_GPU_KPM if has_kpm and form in _FWD_GPU_KPM else _FWD_GPU, form, block_d)
 
 
 def _out(q: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
@@ -330,7 +482,7 @@ def _scale(scale: float | None, D: int) -> float:
     return (1.0 / math.sqrt(D) if scale is None else float(scale)) * LOG2E
 
 
-def _launch_fwd(q, k, v, key_padding_mask, seg_start, seg_len, scale, precision, out, op):
+def _launch_fwd(q, k, v, key_padding_mask, seg_start, seg_len, scale, precision, out, op, config=None):
     _check_qkv(op, q, k, v)
     B, H, Tq, D = q.shape
     Tk = k.shape[2]
@@ -347,13 +499,17 @@ def _launch_fwd(q, k, v, key_padding_mask, seg_start, seg_len, scale, precision,
     windowed = seg_start is not None
     if not windowed:
         seg_start = seg_len = q
-    BLOCK_M, BLOCK_N, warps, stages = _config(q.device, q.dtype, precision, _FWD_CPU, _FWD_GPU)
+    qk_scale = _scale(scale, D)
+    masked = key_padding_mask is not None or windowed
+    BLOCK_M, BLOCK_N, warps, stages = config or _fwd_config(q.device, q.dtype, precision, BLOCK_D,
+                                                          key_padding_mask is not None)
     if B * H and Tq:
-        _sdpa_fwd_kernel[(triton.cdiv(Tq, BLOCK_M), B * H)](
+        _sdpa_fwd_kernel[(_cdiv(Tq, BLOCK_M), B * H)](
             q, k, v, out, kpm, seg_start, seg_len,
             *q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *out.stride()[:3], kpm.stride(0),
-            H, Tq, Tk, D, _scale(scale, D),
-            HAS_KPM=key_padding_mask is not None, WINDOWED=windowed, BLOCK_M=BLOCK_M,
+            H, Tq, Tk, D, qk_scale,
+            HAS_KPM=key_padding_mask is not None, WINDOWED=windowed,
+            EVEN_K=not masked and Tk % BLOCK_N == 0 and qk_scale > 0, BLOCK_M=BLOCK_M,
             BLOCK_N=BLOCK_N, BLOCK_D=BLOCK_D, PRECISION=_dot_precision(q.dtype, precision),
             num_warps=warps, num_stages=stages)
     return out
@@ -386,6 +542,11 @@ def _gqa_group(op: str, H: int, H_kv: int) -> int:
 
 def sdpa_rel_pos_conformer(q, k, v, rel_emb, pos_bias_u, pos_bias_v, rel_zero=None, scale=None,
                            precision="ieee", out=None):
+    return _launch_rel_pos(q, k, v, rel_emb, pos_bias_u, pos_bias_v, rel_zero, scale, precision, out)
+
+
+def _launch_rel_pos(q, k, v, rel_emb, pos_bias_u, pos_bias_v, rel_zero, scale, precision, out, config=None):
+    """config: (BLOCK, num_warps, num_stages) instead of the table's pick (benchmarks/tune_attn.py)."""
     op = "sdpa_rel_pos_conformer"
     _check_qkv(op, q, k, v)
     B, H, Tq, D = q.shape
@@ -402,13 +563,14 @@ def sdpa_rel_pos_conformer(q, k, v, rel_emb, pos_bias_u, pos_bias_v, rel_zero=No
         raise ValueError(f"{op}: rel_emb must have q's dtype {q.dtype}, got {rel_emb.dtype}")
     BLOCK_D = _head_block(D, op, q.device)
     out = _out(q, out)
-    BLOCK, warps, stages = _config(q.device, q.dtype, precision, _REL_CPU, _REL_GPU)
+    BLOCK, warps, stages = config or _config(q.device, q.dtype, precision, BLOCK_D, _REL_CPU, _REL_GPU)
     if B * H and Tq:
-        _sdpa_rel_pos_kernel[(triton.cdiv(Tq, BLOCK), B * H)](
+        _sdpa_rel_pos_kernel[(_cdiv(Tq, BLOCK), B * H)](
             q, k, v, out, rel_emb, pos_bias_u.contiguous(), pos_bias_v.contiguous(),
             *q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *out.stride()[:3], *rel_emb.stride()[:2],
             H, group, Tq, Tk, D, rel_emb.shape[0], rel_zero, _scale(scale, D),
             BLOCK=BLOCK, BLOCK_D=BLOCK_D, PRECISION=_dot_precision(q.dtype, precision),
+            SPLIT_D=_dot_form(q.dtype, precision) in _REL_SPLIT_D_FORMS,
             num_warps=warps, num_stages=stages)
     return out
 
@@ -420,15 +582,41 @@ def _decode_splits(span: int, programs: int, device: torch.device, block_n: int,
         if device.type == "cpu":
             target = _DEC_CPU_PROGRAMS
         else:
-            target = _DEC_PROGRAMS_PER_SM * torch.cuda.get_device_properties(device).multi_processor_count
-        num_splits = triton.cdiv(target, programs)
-    num_splits = max(1, min(int(num_splits), triton.cdiv(max(span, 1), block_n), 65535))  # grid axis 1 limit
-    chunk = triton.cdiv(triton.cdiv(max(span, 1), num_splits), block_n) * block_n
-    return triton.cdiv(max(span, 1), chunk), chunk
+            target = _DEC_PROGRAMS_PER_SM * _sm_count(device.index or 0)
+        num_splits = _cdiv(target, programs)
+    num_splits = max(1, min(int(num_splits), _cdiv(max(span, 1), block_n), 65535))  # grid axis 1 limit
+    chunk = _cdiv(_cdiv(max(span, 1), num_splits), block_n) * block_n
+    return _cdiv(max(span, 1), chunk), chunk
+
+
+_arrival_counters: dict[tuple, torch.Tensor] = {}
+
+
+def _arrival_counters_for(device: torch.device, n: int) -> torch.Tensor:
+    """Zeroed int32 counters for the fused decode combine, one buffer per (device, stream): each launch
+    leaves them zero again, so launches on one stream reuse them in order and streams never share one.
+    Under CUDA graph capture the graph gets its own (its zeroing is captured with it): a cached buffer
+    from the graph's memory pool would dangle once the graph is freed."""
+    if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+        return torch.zeros(n, dtype=torch.int32, device=device)
+    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    key = (device, stream)
+    buf = _arrival_counters.get(key)
+    if buf is None or buf.numel() < n:
+        buf = torch.zeros(max(n, 1024), dtype=torch.int32, device=device)
+        _arrival_counters[key] = buf
+    return buf
 
 
 def sdpa_decode_sink(q, k_cache, v_cache, sinks, cache_lens=None, window=None, scale=None, precision="ieee",
                      num_splits=None, out=None):
+    return _launch_decode(q, k_cache, v_cache, sinks, cache_lens, window, scale, precision, num_splits, out)
+
+
+def _launch_decode(q, k_cache, v_cache, sinks, cache_lens, window, scale, precision, num_splits, out,
+                   config=None, fused_combine=None):
+    """config: (BLOCK_N, num_warps, num_stages), fused_combine: True/False instead of the module's picks
+    (benchmarks/tune_attn.py)."""
     op = "sdpa_decode_sink"
     if q.dim() == 4 and q.shape[2] == 1:
         q3 = q[:, :, 0]
@@ -452,28 +640,34 @@ def sdpa_decode_sink(q, k_cache, v_cache, sinks, cache_lens=None, window=None, s
     if window is not None and window < 1:
         raise ValueError(f"{op}: window must be >= 1 key (or None for no window), got {window}")
     BLOCK_D = _head_block(D, op, q.device)
-    g_tiles = triton.cdiv(group, DECODE_BLOCK_G)
+    g_tiles = _cdiv(group, DECODE_BLOCK_G)
     out = _out(q, out)
     out3 = out[:, :, 0] if out.dim() == 4 else out
-    BLOCK_N, warps, stages = _config(q.device, q.dtype, precision, _DEC_CPU, _DEC_GPU)
+    BLOCK_N, warps, stages = config or _config(q.device, q.dtype, precision, BLOCK_D, _DEC_CPU, _DEC_GPU)
     window = T if window is None else min(int(window), T)
-    splits, chunk = _decode_splits(window, B * H_kv * g_tiles, q.device, BLOCK_N, num_splits)
+    tiles = B * H_kv * g_tiles
+    splits, chunk = _decode_splits(window, tiles, q.device, BLOCK_N, num_splits)
     if B * H == 0:
         return out
-    f32 = dict(device=q.device, dtype=torch.float32)
-    acc = torch.empty((B, H, splits, D), **f32)
-    m = torch.empty((B, H, splits), **f32)
-    l = torch.empty((B, H, splits), **f32)
+    fused = window <= _DEC_FUSED_MAX_KEYS if fused_combine is None else bool(fused_combine)
+    parts = torch.empty(B * H * splits * (D + 2), device=q.device, dtype=torch.float32)
+    counters = _arrival_counters_for(q.device, tiles) if fused else parts
     lens = q3 if cache_lens is None else cache_lens
-    _decode_split_kernel[(B * H_kv * g_tiles, splits)](
-        q3, k_cache, v_cache, lens, acc, m, l,
-        *q3.stride()[:2], *k_cache.stride()[:3], *v_cache.stride()[:3],
-        H, H_kv, group, g_tiles, T, D, window, chunk, splits, _scale(scale, D),
-        HAS_LENS=cache_lens is not None, BLOCK_G=DECODE_BLOCK_G, BLOCK_N=BLOCK_N, BLOCK_D=BLOCK_D,
+    _decode_split_kernel[(tiles, splits)](
+        q3, k_cache, v_cache, lens, sinks, out3, parts, counters,
+        *q3.stride()[:2], *k_cache.stride()[:3], *v_cache.stride()[:3], *out3.stride()[:2],
+        B, H, H_kv, group, g_tiles, T, D, window, chunk, splits, _scale(scale, D),
+        HAS_LENS=cache_lens is not None, FUSED_COMBINE=fused, BLOCK_G=DECODE_BLOCK_G, BLOCK_N=BLOCK_N,
+        BLOCK_D=BLOCK_D, BLOCK_S=_merge_block(DECODE_BLOCK_G, BLOCK_D),
         PRECISION=_dot_precision(q.dtype, precision), num_warps=warps, num_stages=stages)
-    _decode_combine_kernel[(B * H,)](acc, m, l, sinks, out3, *out3.stride()[:2], H, D, splits,
-                                     BLOCK_S=COMBINE_BLOCK_S, BLOCK_D=BLOCK_D, num_warps=4)
+    if not fused:
+        _decode_combine_kernel[(B * H,)](parts, sinks, out3, *out3.stride()[:2], B, H, D, splits,
+                                         BLOCK_S=COMBINE_BLOCK_S, BLOCK_D=BLOCK_D, num_warps=4)
     return out
+
+
+def _merge_block(rows: int, block_d: int) -> int:
+    return max(1, min(COMBINE_BLOCK_S, _MERGE_ELEMS // (rows * block_d)))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -602,7 +796,8 @@ def sdpa_decode_sink_oracle(q, k_cache, v_cache, sinks, cache_lens=None, window=
     B, H_kv, T, D = k_cache.shape
     G = q.shape[1] // H_kv
     scores = q.reshape(B, H_kv, G, D) @ k_cache.transpose(-1, -2) * _default_scale(scale, D)
-    scores = scores.masked_fill(~decode_attend_mask(cache_lens, window, B, T)[:, None, None], float("-inf"))
+    attend = decode_attend_mask(cache_lens, window, B, T, k_cache.device)
+    scores = scores.masked_fill(~attend[:, None, None], float("-inf"))
     scores = torch.cat([scores, sinks.reshape(1, H_kv, G, 1).expand(B, -1, -1, -1)], -1)
     v_ext = torch.cat([v_cache, v_cache.new_zeros(B, H_kv, 1, D)], 2)
     return _softmax_attend(scores, v_ext).reshape(q.shape)
@@ -683,6 +878,16 @@ _CPU = ("cpu", "cuda")
 _GPU = ("cuda",)
 _INTERPRETABLE = ("float32", "float16")  # bf16 tl.dot gives garbage in the interpreter; bf16 runs on the GPU
 _TF32 = {"precision": "tf32"}
+_TF32X3 = {"precision": "tf32x3"}
+_FP32 = ("float32",)
+
+
+def _bench_rows(label: str, params: dict, flops, nbytes) -> list[BenchShape]:
+    """A shape in 16-bit, and in float32 at both exact precisions, each row labelled with its precision:
+    tf32x3 is what PyTorch's float32 SDPA (memory-efficient CUTLASS kernel, 3xTF32 on sm_80+) computes."""
+    return [BenchShape(label, params, flops, nbytes, dtypes=("float16", "bfloat16")),
+            BenchShape(f"{label}, fp32 tf32x3", {**params, **_TF32X3}, flops, nbytes, dtypes=_FP32),
+            BenchShape(f"{label}, fp32 ieee", params, flops, nbytes, dtypes=_FP32)]
 
 
 def _attention_bytes(p, itemsize, Tq=None, Tk=None):
@@ -699,7 +904,8 @@ def _full_flops(p):
 
 # Variant helpers: one compiled form per storage dtype and float32 precision ('ieee' runs on FMA units,
 # so only the 16-bit and tf32 forms must use the tensor cores).
-_DOT_FORMS = (("fp32", "ieee", False), ("fp32", "tf32", True), ("fp16", "tf32", True), ("bf16", "tf32", True))
+_DOT_FORMS = (("fp32", "ieee", False), ("fp32", "tf32x3", True), ("fp32", "tf32", True), ("fp16", "tf32", True),
+              ("bf16", "tf32", True))
 
 
 def _signature(fn, dt: str, pointer_types: dict[str, str], floats=("qk_scale",)) -> dict[str, str]:
@@ -714,46 +920,58 @@ def _signature(fn, dt: str, pointer_types: dict[str, str], floats=("qk_scale",))
     return sig
 
 
-def _gpu_config(dt: str, precision: str, table: dict):
-    return table[precision if dt == "fp32" else "16bit"]
-
-
-def _dot_variants(fn, table: dict, tile_names: tuple[str, ...], modes: list[dict], pointer_types: dict[str, str]):
-    """Every (dot form, mode, head block) of a tl.dot kernel, with the GPU tiles the launcher picks for it."""
+def _dot_variants(fn, tables: tuple[dict, ...], tile_names: tuple[str, ...], modes: list[dict],
+                  pointer_types: dict[str, str], per_head_block=lambda BLOCK_D: {}, per_form=lambda form: {}):
+    """Every (dot form, tile config, mode, head block) of a tl.dot kernel: each config of `tables` the
+    launcher can pick for the form."""
     out = []
     for dt, prec, mma in _DOT_FORMS:
-        *tiles, warps, stages = _gpu_config(dt, prec, table)
-        for mode in modes:
-            for BLOCK_D in GPU_HEAD_BLOCKS:
-                tag = ",".join([dt, prec, *(f"{k}={v}" for k, v in mode.items()), f"D={BLOCK_D}"])
-                constexprs = {**dict(zip(tile_names, tiles)), **mode, "BLOCK_D": BLOCK_D, "PRECISION": prec}
-                out.append(AotVariant(f"{fn.__name__}[{tag}]", fn, _signature(fn, dt, pointer_types), constexprs,
-                                      num_warps=warps, num_stages=stages, expect_mma=mma))
+        form = prec if dt == "fp32" else "16bit"
+        for BLOCK_D in GPU_HEAD_BLOCKS:
+            for cfg in dict.fromkeys(_pick(t, form, BLOCK_D) for t in tables if form in t):
+                *tiles, warps, stages = cfg
+                for mode in modes:
+                    tag = ",".join([dt, prec, *map(str, cfg), *(f"{k}={v}" for k, v in mode.items()), f"D={BLOCK_D}"])
+                    constexprs = {**dict(zip(tile_names, tiles)), **mode, "BLOCK_D": BLOCK_D, "PRECISION": prec,
+                                  **per_head_block(BLOCK_D), **per_form(form)}
+                    out.append(AotVariant(f"{fn.__name__}[{tag}]", fn, _signature(fn, dt, pointer_types),
+                                          constexprs, num_warps=warps, num_stages=stages, expect_mma=mma))
     return out
 
 
 def _fwd_variants(modes):
-    return _dot_variants(_sdpa_fwd_kernel, _FWD_GPU, ("BLOCK_M", "BLOCK_N"),
-                         [{"HAS_KPM": kpm, "WINDOWED": win} for kpm, win in modes],
-                         {"kpm_ptr": "*u8", "seg_start_ptr": "*i32", "seg_len_ptr": "*i32"})
+    pointers = {"kpm_ptr": "*u8", "seg_start_ptr": "*i32", "seg_len_ptr": "*i32"}
+    unmasked = [{"HAS_KPM": False, "WINDOWED": False, "EVEN_K": even} for even in (False, True)]
+    out = []
+    for kpm, win in modes:
+        if kpm or win:
+            tables = ({**_FWD_GPU, **_FWD_GPU_KPM},) if kpm else (_FWD_GPU,)
+            out += _dot_variants(_sdpa_fwd_kernel, tables, ("BLOCK_M", "BLOCK_N"),
+                                 [{"HAS_KPM": kpm, "WINDOWED": win, "EVEN_K": False}], pointers)
+    if (False, False) in modes:
+        out += _dot_variants(_sdpa_fwd_kernel, (_FWD_GPU,), ("BLOCK_M", "BLOCK_N"), unmasked, pointers)
+    return out
 
 
 def _rel_pos_variants():
-    return _dot_variants(_sdpa_rel_pos_kernel, _REL_GPU, ("BLOCK",), [{}], {})
+    return _dot_variants(_sdpa_rel_pos_kernel, (_REL_GPU,), ("BLOCK",), [{}], {},
+                         per_form=lambda form: {"SPLIT_D": form in _REL_SPLIT_D_FORMS})
 
 
-_PARTIALS = {"acc_ptr": "*fp32", "m_ptr": "*fp32", "l_ptr": "*fp32"}
+_PARTIALS = {"part_ptr": "*fp32", "sink_ptr": "*fp32"}
 
 
 def _decode_variants():
-    out = _dot_variants(_decode_split_kernel, _DEC_GPU, ("BLOCK_N",),
-                        [{"HAS_LENS": lens, "BLOCK_G": DECODE_BLOCK_G} for lens in (False, True)],
-                        {"lens_ptr": "*i32", **_PARTIALS})
+    out = _dot_variants(_decode_split_kernel, (_DEC_GPU,), ("BLOCK_N",),
+                        [{"HAS_LENS": lens, "FUSED_COMBINE": fused, "BLOCK_G": DECODE_BLOCK_G}
+                         for lens in (False, True) for fused in (True, False)],
+                        {"lens_ptr": "*i32", "counter_ptr": "*i32", **_PARTIALS},
+                        per_head_block=lambda BLOCK_D: {"BLOCK_S": _merge_block(DECODE_BLOCK_G, BLOCK_D)})
     for dt in ("fp32", "fp16", "bf16"):
         for BLOCK_D in GPU_HEAD_BLOCKS:
             out.append(AotVariant(
                 f"_decode_combine_kernel[{dt},D={BLOCK_D}]", _decode_combine_kernel,
-                _signature(_decode_combine_kernel, dt, {**_PARTIALS, "sink_ptr": "*fp32"}),
+                _signature(_decode_combine_kernel, dt, _PARTIALS),
                 {"BLOCK_S": COMBINE_BLOCK_S, "BLOCK_D": BLOCK_D}, num_warps=4))
     return out
 
@@ -768,23 +986,32 @@ register(Kernel(
         Case({"B": 3, "H": 1, "T": 45, "D": 32, "lengths": (45, 29, 1)}, _CPU, _INTERPRETABLE),
         Case({"B": 1, "H": 2, "Tq": 20, "Tk": 64, "D": 64, "holes": True}, _CPU, _INTERPRETABLE),
         Case({"B": 2, "H": 1, "T": 33, "D": 32, "lengths": (33, 17), **_TF32}, _CPU, ("float32",)),
+        Case({"B": 1, "H": 2, "T": 35, "D": 16, "lengths": (30,), **_TF32X3}, _CPU, _FP32),
+        Case({"B": 1, "H": 1, "T": 32, "D": 16, **_TF32X3}, _CPU, _FP32),  # EVEN_K: keys a whole number of blocks
         # a SigLIP-style vision encoder: 576 tokens (24 x 24 patches), 16 heads x 64.
         Case({"B": 1, "H": 16, "T": 576, "D": 64}, _GPU),
         # ALBERT (Kokoro's PL-BERT): 12 heads x 64, up to 512 tokens, a ragged batch of utterances.
         Case({"B": 4, "H": 12, "T": 512, "D": 64, "lengths": (512, 377, 130, 19)}, _GPU),
         Case({"B": 4, "H": 12, "T": 512, "D": 64, "lengths": (512, 377, 130, 19), **_TF32}, _GPU, ("float32",)),
+        Case({"B": 4, "H": 12, "T": 512, "D": 64, "lengths": (512, 377, 130, 19), **_TF32X3}, _GPU, _FP32),
+        Case({"B": 1, "H": 16, "T": 576, "D": 64, **_TF32X3}, _GPU, _FP32),
+        Case({"B": 1, "H": 4, "T": 1024, "D": 128, **_TF32X3}, _GPU, _FP32),
+        Case({"B": 1, "H": 3, "Tq": 300, "Tk": 999, "D": 128, "holes": True, **_TF32X3}, _GPU, _FP32),
+        # many programs at head dim 128, keys a whole number of blocks or not
+        Case({"B": 4, "H": 33, "T": 256, "D": 128}, _GPU, ("float16", "bfloat16")),
+        Case({"B": 2, "H": 85, "T": 200, "D": 128}, _GPU, ("float16", "bfloat16")),
         Case({"B": 2, "H": 3, "Tq": 200, "Tk": 333, "D": 48, "holes": True}, _GPU),
     ],
     bench=[
-        BenchShape("ALBERT 512 tokens [1, 12, 512, 64]", {"B": 1, "H": 12, "T": 512, "D": 64},
-                   flops=_full_flops, bytes=_attention_bytes),
-        BenchShape("ALBERT ragged batch [4, 12, 512, 64] with key padding",
-                   {"B": 4, "H": 12, "T": 512, "D": 64, "lengths": (512, 377, 130, 19)},
-                   flops=_full_flops, bytes=_attention_bytes),
-        BenchShape("SigLIP 576 tokens [1, 16, 576, 64]", {"B": 1, "H": 16, "T": 576, "D": 64},
-                   flops=_full_flops, bytes=_attention_bytes),
-        BenchShape("large [4, 16, 4096, 128]", {"B": 4, "H": 16, "T": 4096, "D": 128},
-                   flops=_full_flops, bytes=_attention_bytes),
+        *_bench_rows("ALBERT 512 tokens [1, 12, 512, 64]", {"B": 1, "H": 12, "T": 512, "D": 64},
+                     _full_flops, _attention_bytes),
+        *_bench_rows("ALBERT ragged batch [4, 12, 512, 64] with key padding",
+                     {"B": 4, "H": 12, "T": 512, "D": 64, "lengths": (512, 377, 130, 19)},
+                     _full_flops, _attention_bytes),
+        *_bench_rows("SigLIP 576 tokens [1, 16, 576, 64]", {"B": 1, "H": 16, "T": 576, "D": 64},
+                     _full_flops, _attention_bytes),
+        *_bench_rows("large [4, 16, 4096, 128]", {"B": 4, "H": 16, "T": 4096, "D": 128},
+                     _full_flops, _attention_bytes),
     ],
     tol_kind="reduction", variants=lambda: _fwd_variants(((False, False), (True, False))),
 ))
@@ -792,6 +1019,10 @@ register(Kernel(
 
 def _windowed_flops(p):
     return 4 * p["B"] * p["H"] * p["D"] * sum(n * n for n in p["windows"])
+
+
+def _windowed_bytes(p, itemsize):
+    return _attention_bytes(p, itemsize, sum(p["windows"]), sum(p["windows"]))
 
 
 _QWEN_WINDOWS = ragged_windows(1000, 64, seed=7)  # a Qwen2.5-VL image after window reordering, 64-token windows
@@ -808,17 +1039,21 @@ register(Kernel(
         *[Case({"B": 1, "H": 16, "D": D, "windows": _QWEN_WINDOWS}, _GPU) for D in (64, 80, 128)],
         Case({"B": 2, "H": 4, "D": 80, "windows": ragged_windows(777, 100, seed=3)}, _GPU),
         Case({"B": 1, "H": 16, "D": 80, "windows": _QWEN_WINDOWS, **_TF32}, _GPU, ("float32",)),
+        Case({"B": 1, "H": 16, "D": 80, "windows": _QWEN_WINDOWS, **_TF32X3}, _GPU, _FP32),
+        Case({"B": 1, "H": 2, "D": 32, "windows": (5, 30, 12), **_TF32X3}, _CPU, _FP32),
     ],
     bench=[
-        BenchShape("Qwen2.5-VL 1000 tokens in 64-token windows, 16 x 80",
-                   {"B": 1, "H": 16, "D": 80, "windows": _QWEN_WINDOWS},
-                   flops=_windowed_flops, bytes=lambda p, isz: _attention_bytes(p, isz, sum(p["windows"]), sum(p["windows"]))),
-        BenchShape("large: 16384 tokens in 64-token windows, 16 x 80",
-                   {"B": 1, "H": 16, "D": 80, "windows": (64,) * 256},
-                   flops=_windowed_flops, bytes=lambda p, isz: _attention_bytes(p, isz, sum(p["windows"]), sum(p["windows"]))),
+        *_bench_rows("Qwen2.5-VL 1000 tokens in 64-token windows, 16 x 80",
+                     {"B": 1, "H": 16, "D": 80, "windows": _QWEN_WINDOWS}, _windowed_flops, _windowed_bytes),
+        *_bench_rows("large: 16384 tokens in 64-token windows, 16 x 80",
+                     {"B": 1, "H": 16, "D": 80, "windows": (64,) * 256}, _windowed_flops, _windowed_bytes),
     ],
     tol_kind="reduction", variants=lambda: _fwd_variants(((False, True),)),
 ))
+
+
+def _rel_pos_flops(p):
+    return _full_flops(p) * 3 // 2
 
 
 def _rel_pos_bytes(p, itemsize):
@@ -839,12 +1074,15 @@ register(Kernel(
         Case({"B": 1, "H": 8, "H_kv": 2, "T": 1500, "D": 128}, _GPU),
         Case({"B": 2, "H": 8, "H_kv": 8, "T": 333, "D": 64, "rel_len": 129, "rel_zero": 64, "zero_bias": True}, _GPU),
         Case({"B": 1, "H": 8, "H_kv": 2, "T": 1500, "D": 128, **_TF32}, _GPU, ("float32",)),
+        Case({"B": 1, "H": 8, "H_kv": 2, "T": 1500, "D": 128, **_TF32X3}, _GPU, _FP32),
+        Case({"B": 1, "H": 4, "H_kv": 4, "T": 200, "D": 64, **_TF32X3}, _GPU, _FP32),
+        Case({"B": 1, "H": 2, "H_kv": 1, "T": 21, "D": 32, **_TF32X3}, _CPU, _FP32),
     ],
     bench=[
-        BenchShape("conformer 1500 frames, 8 x 128, GQA 8/2", {"B": 1, "H": 8, "H_kv": 2, "T": 1500, "D": 128},
-                   flops=lambda p: _full_flops(p) * 3 // 2, bytes=_rel_pos_bytes),
-        BenchShape("large: 4 x 4000 frames, 8 x 128, GQA 8/2", {"B": 4, "H": 8, "H_kv": 2, "T": 4000, "D": 128},
-                   flops=lambda p: _full_flops(p) * 3 // 2, bytes=_rel_pos_bytes),
+        *_bench_rows("conformer 1500 frames, 8 x 128, GQA 8/2", {"B": 1, "H": 8, "H_kv": 2, "T": 1500, "D": 128},
+                     _rel_pos_flops, _rel_pos_bytes),
+        *_bench_rows("large: 4 x 4000 frames, 8 x 128, GQA 8/2", {"B": 4, "H": 8, "H_kv": 2, "T": 4000, "D": 128},
+                     _rel_pos_flops, _rel_pos_bytes),
     ],
     tol_kind="reduction", variants=_rel_pos_variants,
 ))
@@ -880,9 +1118,13 @@ register(Kernel(
         Case({**_DECODE_MODEL, "T": 32768, "D": 128, "window": 128}, _GPU),
         Case({"B": 4, "H": 64, "H_kv": 8, "T": 4100, "D": 64, "lens": (4100, 3001, 17, 1), "window": 1000}, _GPU),
         Case({**_DECODE_MODEL, "T": 4096, "D": 128, **_TF32}, _GPU, ("float32",)),
+        *[Case({**_DECODE_MODEL, "T": 32768, "D": D, **_TF32X3}, _GPU, _FP32) for D in (64, 128)],
+        Case({"B": 2, "H": 64, "H_kv": 8, "T": 4100, "D": 64, "lens": (4100, 77), "window": 1000, **_TF32X3},
+             _GPU, _FP32),
+        Case({"B": 1, "H": 4, "H_kv": 2, "T": 40, "D": 32, "lens": (33,), **_TF32X3}, _CPU, _FP32),
     ],
-    bench=[BenchShape(f"{T} cached keys, 64 q / 8 kv heads x {D}" + (f", window {w}" if w else ""),
-                      {**_DECODE_MODEL, "T": T, "D": D, "window": w}, flops=_decode_flops, bytes=_decode_bytes)
-           for T, D, w in ((4096, 64, None), (32768, 64, None), (32768, 128, None), (32768, 64, 128))],
+    bench=[row for T, D, w in ((4096, 64, None), (32768, 64, None), (32768, 128, None), (32768, 64, 128))
+           for row in _bench_rows(f"{T} cached keys, 64 q / 8 kv heads x {D}" + (f", window {w}" if w else ""),
+                                  {**_DECODE_MODEL, "T": T, "D": D, "window": w}, _decode_flops, _decode_bytes)],
     tol_kind="reduction", variants=_decode_variants,
 ))

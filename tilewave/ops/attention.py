@@ -2,6 +2,9 @@
 
 A query with no key to attend (all keys padded, an empty window, an empty cache without a sink) outputs 0
 on both paths. Layouts and the exact formulas: tilewave/kernels/attention.py.
+float32 tensors meet the tensor cores as dispatch.fp32_matmul() says: 'ieee' (the default, exact float32 on
+the FMA units), 'tf32x3' (float32-class error; what PyTorch's own float32 SDPA computes, and faster than it)
+or 'tf32'.
 """
 from __future__ import annotations
 
