@@ -49,7 +49,7 @@ from tilewave.kernels import activation
 from tilewave.kernels._common import randn, sin
 
 ACTS = ("none", "leaky_relu", "snake")
-PRECISIONS = ("ieee", "tf32")
+PRECISIONS = ("ieee", "tf32x3", "tf32")
 _DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
@@ -156,6 +156,74 @@ def _conv_gemm_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, phase_base_ptr, a_
                   HAS_BIAS, HAS_RES)
 
 
+# L_out specialised (divisible by 16: the stores vectorise); the other sizes are runtime values.
+@triton.jit(do_not_specialize=["C_in", "L_in", "C_out", "G", "C_in_g", "C_out_g", "C_in_pad", "U", "tap_step",
+                               "base"])
+def _conv_tap_kernel(x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, phase_base_ptr, a_ptr, b_ptr,
+                     C_in, L_in, C_out, L_out, G, C_in_g, C_out_g, C_in_pad, U, n_phases,
+                     tap_step, base, out_step, slope, scale,
+                     TRANSPOSED: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr,
+                     PRECISION: tl.constexpr, UPCAST: tl.constexpr, USE_TMA: tl.constexpr,
+                     FAST_SIN: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # Tap-major implicit GEMM for a stride-1 conv or one output phase of a transposed conv. Reduction step
+    # i covers tap u = i // n_cblk and input channels c0 .. c0 + BLOCK_K of the group, so both operand
+    # tiles are rectangles: A = Wp[row, u·C_in_pad + c0 : +BLOCK_K] (weight repacked tap-major, channels
+    # zero-padded to C_in_pad), B = x[b, g·C_in_g + c0 : +BLOCK_K, j0 + base + u·tap_step : +BLOCK_N].
+    # USE_TMA: both through tensor descriptors (x viewed as [B·C_in, L_in]); the TMA unit zero-fills
+    # coordinates outside the tensor, negative time included, which is the conv's zero padding, and the
+    # pipeliner overlaps the copies of the next stages with the asynchronous wgmma. Rows of B past the
+    # group's channels belong to the next group or batch; their weights are the zero padding of Wp.
+    # Otherwise plain masked loads of the same rectangles (the CPU interpreter, which only takes
+    # 16-byte-aligned descriptor offsets). grid as in _conv_gemm_kernel.
+    pid = tl.program_id(0)
+    bg = tl.program_id(1)
+    phase = pid % n_phases
+    tiles_m = tl.cdiv(C_out_g, BLOCK_M)
+    pid_m = (pid // n_phases) % tiles_m
+    pid_n = pid // (n_phases * tiles_m)
+    b = bg // G
+    g = bg % G
+    if TRANSPOSED:
+        base = tl.load(phase_base_ptr + phase)
+    m0 = pid_m * BLOCK_M
+    j0 = pid_n * BLOCK_N
+    co = m0 + tl.arange(0, BLOCK_M)
+    j = j0 + tl.arange(0, BLOCK_N)
+    kk = tl.arange(0, BLOCK_K)
+    co_mask = co < C_out_g
+    x_row0 = b * C_in + g * C_in_g
+    w_row0 = (g * n_phases + phase) * C_out_g
+    R_pad = U * C_in_pad
+    n_cblk = C_in_pad // BLOCK_K
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for i in range(0, U * n_cblk):
+        u = i // n_cblk
+        c0 = (i - u * n_cblk) * BLOCK_K
+        pos0 = j0 + base + u * tap_step
+        if USE_TMA:
+            a = w_desc.load([w_row0 + m0, u * C_in_pad + c0])
+            xb = x_desc.load([x_row0 + c0, pos0])
+        else:
+            a = tl.load(w_ptr + (w_row0 + co).to(tl.int64)[:, None] * R_pad + (u * C_in_pad + c0 + kk)[None, :],
+                        mask=co_mask[:, None], other=0.0)
+            pos = pos0 + tl.arange(0, BLOCK_N)
+            xmask = ((c0 + kk) < C_in_g)[:, None] & ((pos >= 0) & (pos < L_in))[None, :]
+            xb = tl.load(x_ptr + (x_row0 + c0 + kk).to(tl.int64)[:, None] * L_in + pos[None, :], mask=xmask,
+                         other=0.0)
+        if ACT != "none":
+            ci = g * C_in_g + c0 + kk
+            xb = _activate(xb.to(tl.float32), ci[:, None], ((c0 + kk) < C_in_g)[:, None], a_ptr, b_ptr, slope,
+                           ACT, FAST_SIN).to(x_ptr.dtype.element_ty)
+        if UPCAST:  # the CPU interpreter cannot multiply bfloat16: widen there, never on the GPU
+            a = a.to(tl.float32)
+            xb = xb.to(tl.float32)
+        acc = tl.dot(a, xb, acc, input_precision=PRECISION)
+    t = j * out_step + phase
+    row = (b * C_out + g * C_out_g + co).to(tl.int64)
+    _store_output(acc, y_ptr, bias_ptr, res_ptr, row, g * C_out_g + co, co_mask, t, t < L_out, L_out, scale,
+                  HAS_BIAS, HAS_RES)
+
+
 @triton.jit(do_not_specialize=["C_in", "C_out", "C_in_g", "C_out_g", "K", "stride", "padding", "dilation"])
 def _conv_direct_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, a_ptr, b_ptr,
                         C_in, L_in, C_out, L_out, C_in_g, C_out_g, K, stride, padding, dilation, slope, scale,
@@ -215,6 +283,12 @@ GEMM_CONFIGS: dict[str, tuple[GemmConfig, ...]] = {
     "tf32": (GemmConfig(128, 128, 32, 8, 3), GemmConfig(64, 128, 32, 8, 3), GemmConfig(32, 128, 32, 8, 3)),
     "ieee": (GemmConfig(64, 64, 16, 4, 2), GemmConfig(32, 64, 16, 4, 2)),
 }
+# The tap-major kernel's tiles (tensor-core classes only): its operands arrive by TMA, so the stages are
+# cheap in registers and deeper pipelines pay; 4 stages of a 128×128×64 16-bit tile are 128 KiB.
+TAP_CONFIGS: dict[str, tuple[GemmConfig, ...]] = {
+    "16bit": (GemmConfig(128, 128, 64, 8, 4), GemmConfig(64, 128, 64, 4, 4)),
+    "tf32": (GemmConfig(128, 128, 32, 8, 3), GemmConfig(64, 128, 32, 4, 3)),
+}
 DIRECT_CONFIGS = ((16, 128), (2, 1024))  # (BLOCK_C, BLOCK_T): channel-rich and single-channel outputs
 _SM_COUNT_DEFAULT = 132  # H100/H200; read from the device when there is one
 # A fused input activation runs once per (tap, output-channel tile) that reads the element. Leaky ReLU
@@ -224,7 +298,10 @@ SNAKE_FUSED_MAX_REPEATS = 3
 
 
 def _gemm_class(dtype: torch.dtype, precision: str) -> str:
-    return precision if dtype == torch.float32 else "16bit"
+    """Tile class: '16bit', 'tf32' (tensor-core float32, tf32 or tf32x3) or 'ieee' (FMA float32)."""
+    if dtype != torch.float32:
+        return "16bit"
+    return "ieee" if precision == "ieee" else "tf32"
 
 
 def _dot_precision(dtype: torch.dtype, precision: str) -> str:
@@ -244,10 +321,10 @@ def _sm_count(device: torch.device) -> int:
 
 
 def pick_gemm_config(dtype: torch.dtype, precision: str, C_out_g: int, programs_per_m_tile: int,
-                     sm_count: int = _SM_COUNT_DEFAULT) -> GemmConfig:
+                     sm_count: int = _SM_COUNT_DEFAULT, tap: bool = False) -> GemmConfig:
     """The smallest M tile covering the group's output channels (capped at the largest), then a smaller
-    one while the grid would leave more than half of the SMs idle."""
-    configs = GEMM_CONFIGS[_gemm_class(dtype, precision)]
+    one while the grid would leave more than half of the SMs idle. tap: a _conv_tap_kernel tile."""
+    configs = (TAP_CONFIGS if tap else GEMM_CONFIGS)[_gemm_class(dtype, precision)]
     cfg = configs[0]
     for c in configs:
         if c.BLOCK_M >= C_out_g:
@@ -269,6 +346,36 @@ def fused_input_config(cfg: GemmConfig, dtype: torch.dtype, precision: str) -> G
     if cfg.BLOCK_M <= FUSED_INPUT_MAX_M[cls]:
         return cfg
     return next(c for c in GEMM_CONFIGS[cls] if c.BLOCK_M <= FUSED_INPUT_MAX_M[cls])
+
+
+def tap_mode(x: torch.Tensor) -> str:
+    """How _conv_tap_kernel loads its tiles: 'tma' (tensor descriptors, sm_90+) or 'pointer' (masked
+    loads: older GPUs and the CPU interpreter)."""
+    if x.is_cuda and not _interpreted() and torch.cuda.get_device_capability(x.device)[0] >= 9:
+        return "tma"
+    return "pointer"
+
+
+def uses_tap_kernel(dtype: torch.dtype, precision: str, transposed: bool, stride: int) -> bool:
+    """The tap-major kernel takes tensor-core calls whose taps are contiguous shifts of the input: a
+    stride-1 conv or any transposed conv (per phase); exact float32 and strided convs keep the gather."""
+    return _gemm_class(dtype, precision) != "ieee" and (transposed or stride == 1)
+
+
+def _x_descriptor(x: torch.Tensor, block_k: int, block_n: int):
+    """x [B, C, L] as a [B·C, L] TMA descriptor with [block_k, block_n] boxes. TMA needs a 16-byte
+    aligned base and row pitch; otherwise x is copied into rows padded to 16 bytes (the descriptor's
+    shape stays L, so the padding is never read)."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    B, C, L = x.shape
+    per_16b = 16 // x.element_size()
+    if L % per_16b or x.data_ptr() % 16:
+        pitch = triton.cdiv(L, per_16b) * per_16b
+        rows = x.new_empty(B * C, pitch)
+        rows[:, :L] = x.reshape(B * C, L)
+    else:
+        pitch, rows = L, x.reshape(B * C, L)
+    return TensorDescriptor(rows, [B * C, L], [pitch, 1], [block_k, block_n])
 
 
 def uses_gemm(C_in_g: int, C_out_g: int, taps: int) -> bool:
@@ -298,38 +405,75 @@ def transpose_phase_plan(K: int, stride: int, padding: int, dilation: int) -> li
     return plan
 
 
-_PACKED: dict[int, tuple[weakref.ref, tuple, tuple]] = {}
+_PACKED: dict[tuple[int, str], tuple[weakref.ref, tuple, tuple]] = {}
+
+
+def _cached_pack(weight: torch.Tensor, form: str, args: tuple, build):
+    """build(weight) cached per (weight tensor, packed form): one entry each, replaced when the weight is
+    updated in place or used with other arguments, so that a model's static weights are repacked once."""
+    key = (id(weight), form)
+    signature = (weight._version, weight.data_ptr(), *args)
+    hit = _PACKED.get(key)
+    if hit is not None and hit[0]() is weight and hit[1] == signature:
+        return hit[2]
+    result = build(weight)
+    if hit is None or hit[0]() is not weight:
+        weakref.finalize(weight, _PACKED.pop, key, None)
+    _PACKED[key] = (weakref.ref(weight), signature, result)
+    return result
+
+
+def _phase_taps(K: int, stride: int, padding: int, dilation: int):
+    """(phase, taps of that phase, base) for each phase some tap reaches (transpose_phase_plan)."""
+    step = stride // math.gcd(stride, dilation)
+    return [(phase, list(range(entry[0], K, step)), entry[1])
+            for phase, entry in enumerate(transpose_phase_plan(K, stride, padding, dilation)) if entry is not None]
 
 
 def _packed_transpose_weight(weight: torch.Tensor, groups: int, stride: int, padding: int, dilation: int):
-    """[C_in, C_out/G, K] → ([G, s, C_out/G, (C_in/G)·U] phase-major weight, int32 base per phase, U),
-    cached per weight tensor (one entry, replaced when the weight is updated in place or used with other
-    arguments) so that a model's static weights are repacked once."""
-    signature = (weight._version, weight.data_ptr(), groups, stride, padding, dilation)
-    hit = _PACKED.get(id(weight))
-    if hit is not None and hit[0]() is weight and hit[1] == signature:
-        return hit[2]
-    C_in, C_out_g, K = weight.shape
-    C_in_g = C_in // groups
-    step = stride // math.gcd(stride, dilation)
-    U = triton.cdiv(K, step)
-    w = weight.reshape(groups, C_in_g, C_out_g, K)
-    packed = weight.new_zeros(groups, stride, C_out_g, C_in_g, U)
-    bases = []
-    for phase, entry in enumerate(transpose_phase_plan(K, stride, padding, dilation)):
-        if entry is None:
-            bases.append(0)
-            continue
-        k0, base = entry
-        taps = list(range(k0, K, step))
-        packed[:, phase, :, :, :len(taps)] = w[..., taps].permute(0, 2, 1, 3)
-        bases.append(base)
-    result = (packed.reshape(groups, stride, C_out_g, C_in_g * U),
-              torch.tensor(bases, dtype=torch.int32, device=weight.device), U)
-    if hit is None or hit[0]() is not weight:
-        weakref.finalize(weight, _PACKED.pop, id(weight), None)
-    _PACKED[id(weight)] = (weakref.ref(weight), signature, result)
-    return result
+    """[C_in, C_out/G, K] → ([G, s, C_out/G, (C_in/G)·U] phase-major weight, int32 base per phase, U)."""
+    def build(weight):
+        C_in, C_out_g, K = weight.shape
+        C_in_g = C_in // groups
+        U = triton.cdiv(K, stride // math.gcd(stride, dilation))
+        w = weight.reshape(groups, C_in_g, C_out_g, K)
+        packed = weight.new_zeros(groups, stride, C_out_g, C_in_g, U)
+        bases = [0] * stride
+        for phase, taps, base in _phase_taps(K, stride, padding, dilation):
+            packed[:, phase, :, :, :len(taps)] = w[..., taps].permute(0, 2, 1, 3)
+            bases[phase] = base
+        return (packed.reshape(groups, stride, C_out_g, C_in_g * U),
+                torch.tensor(bases, dtype=torch.int32, device=weight.device), U)
+    return _cached_pack(weight, "phase-major", (groups, stride, padding, dilation), build)
+
+
+def _packed_tap_weight(weight: torch.Tensor, transposed: bool, groups: int, stride: int, padding: int,
+                       dilation: int, block_k: int):
+    """Tap-major weight for _conv_tap_kernel: [G·phases·C_out/G, U·C_in_pad] with row (g, phase, o) and
+    column u·C_in_pad + c, channels zero-padded to C_in_pad = ⌈C_in/G / block_k⌉·block_k; int32 base
+    per phase (transposed), U taps per phase. A stride-1 conv is one phase whose U = K taps are its own."""
+    def build(weight):
+        if transposed:
+            C_in, C_out_g, K = weight.shape
+            C_in_g = C_in // groups
+            U = triton.cdiv(K, stride // math.gcd(stride, dilation))
+            w = weight.reshape(groups, C_in_g, C_out_g, K).permute(0, 2, 3, 1)  # [G, C_out/G, K, C_in/G]
+            phases = _phase_taps(K, stride, padding, dilation)
+            n_phases = stride
+        else:
+            C_out, C_in_g, K = weight.shape
+            C_out_g, U = C_out // groups, K
+            w = weight.reshape(groups, C_out_g, C_in_g, K).permute(0, 1, 3, 2)
+            phases, n_phases = [(0, list(range(K)), 0)], 1
+        C_in_pad = triton.cdiv(C_in_g, block_k) * block_k
+        packed = weight.new_zeros(groups, n_phases, C_out_g, U, C_in_pad)
+        bases = [0] * n_phases
+        for phase, taps, base in phases:
+            packed[:, phase, :, :len(taps), :C_in_g] = w[:, :, taps]
+            bases[phase] = base
+        return (packed.reshape(groups * n_phases * C_out_g, U * C_in_pad),
+                torch.tensor(bases, dtype=torch.int32, device=weight.device), U, C_in_pad)
+    return _cached_pack(weight, "tap-major", (transposed, groups, stride, padding, dilation, block_k), build)
 
 
 _DUMMY_INT: dict[torch.device, torch.Tensor] = {}
@@ -415,18 +559,17 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
     else:
         taps = K
     gemm = uses_gemm(C_in_g, C_out_g, taps)
+    tap = gemm and uses_tap_kernel(x.dtype, precision, transposed, stride)
     if gemm:
         if transposed:
-            w_arg, phase_base, U = _packed_transpose_weight(weight, groups, stride, padding, dilation)
             phases, positions = stride, triton.cdiv(L_out, stride)
             in_step, tap_step, base, out_step = 1, -(dilation // math.gcd(stride, dilation)), 0, stride
         else:
-            w_arg, phase_base, U = weight, _dummy_int(x.device), K
             phases, positions = 1, L_out
             in_step, tap_step, base, out_step = stride, dilation, -padding, 1
         cfg = pick_gemm_config(x.dtype, precision, C_out_g, triton.cdiv(positions, 128) * B * groups * phases,
-                               _sm_count(x.device))
-        fused_cfg = fused_input_config(cfg, x.dtype, precision) if act != "none" else cfg
+                               _sm_count(x.device), tap=tap)
+        fused_cfg = fused_input_config(cfg, x.dtype, precision) if act != "none" and not tap else cfg
         activations_per_input = taps * triton.cdiv(C_out_g, fused_cfg.BLOCK_M)
     else:
         BLOCK_C, BLOCK_T = DIRECT_CONFIGS[0] if C_out >= DIRECT_CONFIGS[0][0] else DIRECT_CONFIGS[1]
@@ -437,7 +580,33 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
         cfg = fused_cfg
     # FAST_SIN: the SFU sine on the GPU (the interpreter cannot run inline PTX)
     flags = dict(ACT=act, HAS_BIAS=bias is not None, HAS_RES=residual is not None, FAST_SIN=x.is_cuda)
-    if gemm:
+    if tap:
+        grid = (phases * triton.cdiv(C_out_g, cfg.BLOCK_M) * triton.cdiv(positions, cfg.BLOCK_N), B * groups)
+        w_tap, phase_base, U, C_in_pad = _packed_tap_weight(weight, transposed, groups, stride, padding, dilation,
+                                                            cfg.BLOCK_K)
+        if not transposed:
+            phase_base = _dummy_int(x.device)
+        mode = tap_mode(x)
+        if mode == "tma":
+            from triton.tools.tensor_descriptor import TensorDescriptor
+            x_desc = _x_descriptor(x, cfg.BLOCK_K, cfg.BLOCK_N)
+            w_desc = TensorDescriptor.from_tensor(w_tap, [cfg.BLOCK_M, cfg.BLOCK_K])
+        else:
+            x_desc, w_desc = x, w_tap
+        upcast = _interpreted() and x.dtype == torch.bfloat16
+        _conv_tap_kernel[grid](
+            x_desc, w_desc, x, w_tap, bias_arg, res_arg, out, phase_base, a_arg, b_arg,
+            C_in, L_in, C_out, L_out, groups, C_in_g, C_out_g, C_in_pad, U, phases,
+            tap_step, base, out_step, float(slope), float(scale),
+            TRANSPOSED=transposed, UPCAST=upcast,
+            PRECISION=_dot_precision(torch.float32 if upcast else x.dtype, precision), USE_TMA=mode == "tma",
+            BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K,
+            num_warps=cfg.num_warps, num_stages=cfg.num_stages, **flags)
+    elif gemm:
+        if transposed:
+            w_arg, phase_base, U = _packed_transpose_weight(weight, groups, stride, padding, dilation)
+        else:
+            w_arg, phase_base, U = weight, _dummy_int(x.device), K
         grid = (phases * triton.cdiv(C_out_g, cfg.BLOCK_M) * triton.cdiv(positions, cfg.BLOCK_N), B * groups)
         upcast = _interpreted() and x.dtype == torch.bfloat16
         _conv_gemm_kernel[grid](
