@@ -95,6 +95,15 @@ def _load_x_tile(x_rows, r0, R, U, pos0, tap_step, L_in, BLOCK_K: tl.constexpr):
     return tl.load(x_rows + c.to(tl.int64)[:, None] * L_in + pos, mask=mask, other=0.0)
 
 
+@triton.jit
+def _gemm_tile(n_phases, C_out_g, G, BLOCK_M: tl.constexpr):
+    # grid (phases · M tiles · N tiles, B·G), phases fastest, then M tiles: see _conv_gemm_kernel.
+    pid = tl.program_id(0)
+    bg = tl.program_id(1)
+    tiles_m = tl.cdiv(C_out_g, BLOCK_M)
+    return pid % n_phases, (pid // n_phases) % tiles_m, pid // (n_phases * tiles_m), bg // G, bg % G
+
+
 # Specialised: L_out and the reduction size (divisible by 16: the output and the weight rows
 # vectorise) and in_step/out_step (== 1: x loads and y stores are contiguous along time). The other
 # sizes would only multiply the compiled variants.
@@ -115,14 +124,7 @@ def _conv_gemm_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, phase_base_ptr, a_
     # num_stages buffers. The x tile starts at an arbitrary element offset (the tap shift): 2-byte
     # elements cannot go through cp.async, so for 16-bit storage (PREFETCH) the next x tile is loaded
     # into registers while the tensor cores work on the current one.
-    pid = tl.program_id(0)
-    bg = tl.program_id(1)
-    phase = pid % n_phases
-    tiles_m = tl.cdiv(C_out_g, BLOCK_M)
-    pid_m = (pid // n_phases) % tiles_m
-    pid_n = pid // (n_phases * tiles_m)
-    b = bg // G
-    g = bg % G
+    phase, pid_m, pid_n, b, g = _gemm_tile(n_phases, C_out_g, G, BLOCK_M)
     if TRANSPOSED:
         base = tl.load(phase_base_ptr + phase)
     co = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -175,14 +177,7 @@ def _conv_tap_kernel(x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, pha
     # group's channels belong to the next group or batch; their weights are the zero padding of Wp.
     # Otherwise plain masked loads of the same rectangles (the CPU interpreter, which only takes
     # 16-byte-aligned descriptor offsets). grid as in _conv_gemm_kernel.
-    pid = tl.program_id(0)
-    bg = tl.program_id(1)
-    phase = pid % n_phases
-    tiles_m = tl.cdiv(C_out_g, BLOCK_M)
-    pid_m = (pid // n_phases) % tiles_m
-    pid_n = pid // (n_phases * tiles_m)
-    b = bg // G
-    g = bg % G
+    phase, pid_m, pid_n, b, g = _gemm_tile(n_phases, C_out_g, G, BLOCK_M)
     if TRANSPOSED:
         base = tl.load(phase_base_ptr + phase)
     m0 = pid_m * BLOCK_M
