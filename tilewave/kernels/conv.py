@@ -213,10 +213,20 @@ def _conv_tap_kernel(x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, pha
             a = a.to(tl.float32)
             xb = xb.to(tl.float32)
         acc = tl.dot(a, xb, acc, input_precision=PRECISION)
-    t = j * out_step + phase
     row = (b * C_out + g * C_out_g + co).to(tl.int64)
-    _store_output(acc, y_ptr, bias_ptr, res_ptr, row, g * C_out_g + co, co_mask, t, t < L_out, L_out, scale,
-                  HAS_BIAS, HAS_RES)
+    if HAS_RES:
+        # in two column halves: a whole tile's residual, accumulator and 64-bit addresses at once spill
+        lo, hi = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
+        t = (j0 + tl.arange(0, BLOCK_N // 2)) * out_step + phase
+        _store_output(lo, y_ptr, bias_ptr, res_ptr, row, g * C_out_g + co, co_mask, t, t < L_out, L_out, scale,
+                      HAS_BIAS, HAS_RES)
+        t += (BLOCK_N // 2) * out_step
+        _store_output(hi, y_ptr, bias_ptr, res_ptr, row, g * C_out_g + co, co_mask, t, t < L_out, L_out, scale,
+                      HAS_BIAS, HAS_RES)
+    else:
+        t = j * out_step + phase
+        _store_output(acc, y_ptr, bias_ptr, res_ptr, row, g * C_out_g + co, co_mask, t, t < L_out, L_out, scale,
+                      HAS_BIAS, HAS_RES)
 
 
 @triton.jit(do_not_specialize=["C_in", "C_out", "C_in_g", "C_out_g", "K", "stride", "padding", "dilation"])
@@ -1015,18 +1025,46 @@ def _direct_signature(dt: str) -> dict[str, str]:
     return sig
 
 
-_GEMM_DTYPES = {"16bit": ("fp16", "bf16"), "tf32": ("fp32",), "ieee": ("fp32",)}
+def _tap_signature(dt: str, cfg: GemmConfig) -> dict[str, str]:
+    # the descriptors as Triton spells a host TensorDescriptor argument: element type and box shape
+    ptr = f"*{dt}"
+    sig = {"x_desc": f"tensordesc<{dt}[{cfg.BLOCK_K}, {cfg.BLOCK_N}]>",
+           "w_desc": f"tensordesc<{dt}[{cfg.BLOCK_M}, {cfg.BLOCK_K}]>"}
+    sig.update({n: ptr for n in ("x_ptr", "w_ptr", "bias_ptr", "res_ptr", "y_ptr")})
+    sig["phase_base_ptr"] = "*i32"
+    sig.update(a_ptr=ptr, b_ptr=ptr)
+    sig.update({n: "i32" for n in ("C_in", "L_in", "C_out", "L_out", "G", "C_in_g", "C_out_g", "C_in_pad", "U",
+                                   "n_phases", "tap_step", "base", "out_step")})
+    sig.update(slope="fp32", scale="fp32")
+    return sig
+
+
+# (storage dtype, tl.dot precision) per tile class
+_CLASS_FORMS = {"16bit": (("fp16", "ieee"), ("bf16", "ieee")), "tf32": (("fp32", "tf32"), ("fp32", "tf32x3")),
+                "ieee": (("fp32", "ieee"),)}
 _FUSIONS = (("snake", True, False), ("leaky_relu", False, True))  # (act, residual, transposed)
 
 
-def _gemm_variant(cls, dt, cfg, transposed, act="none", res=False):
+def _form(dt, prec, cfg, transposed, act, res):
+    label = "16bit" if dt != "fp32" else prec
+    return (f"[{dt},{label},{cfg.BLOCK_M}x{cfg.BLOCK_N}x{cfg.BLOCK_K},{'transposed' if transposed else 'conv'},"
+            f"{act}{',res' if res else ''}]")
+
+
+def _gemm_variant(dt, prec, cfg, transposed, act="none", res=False):
     return AotVariant(
-        f"_conv_gemm_kernel[{dt},{cls},{cfg.BLOCK_M}x{cfg.BLOCK_N}x{cfg.BLOCK_K},"
-        f"{'transposed' if transposed else 'conv'},{act}{',res' if res else ''}]",
-        _conv_gemm_kernel, _gemm_signature(dt),
-        dict(TRANSPOSED=transposed, ACT=act, HAS_BIAS=True, HAS_RES=res, PRECISION="tf32" if cls == "tf32" else "ieee",
-             UPCAST=False, PREFETCH=cls == "16bit", FAST_SIN=True, BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K),
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages, expect_mma=cls != "ieee")
+        "_conv_gemm_kernel" + _form(dt, prec, cfg, transposed, act, res), _conv_gemm_kernel, _gemm_signature(dt),
+        dict(TRANSPOSED=transposed, ACT=act, HAS_BIAS=True, HAS_RES=res, PRECISION=prec, UPCAST=False,
+             PREFETCH=dt != "fp32", FAST_SIN=True, BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K),
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages, expect_mma=dt != "fp32" or prec != "ieee")
+
+
+def _tap_variant(dt, prec, cfg, transposed, act="none", res=False):
+    return AotVariant(
+        "_conv_tap_kernel" + _form(dt, prec, cfg, transposed, act, res), _conv_tap_kernel, _tap_signature(dt, cfg),
+        dict(TRANSPOSED=transposed, ACT=act, HAS_BIAS=True, HAS_RES=res, PRECISION=prec, UPCAST=False,
+             USE_TMA=True, FAST_SIN=True, BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K),
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages, expect_mma=True)
 
 
 def _direct_variant(dt, block, transposed, act="none", res=False):
@@ -1040,22 +1078,28 @@ def _direct_variant(dt, block, transposed, act="none", res=False):
 
 
 def conv_variants(transposed_forms=(False, True), fused=False) -> list[AotVariant]:
-    """Every tile the launcher can pick, per storage dtype and precision, for the given conv forms;
-    `fused` adds the activation/residual forms at every tile a fused input activation can run on."""
+    """Every tile the launcher can pick on sm_90, per storage dtype and precision, for the given conv forms:
+    the tap kernel (TMA) for the tensor-core classes, the gather kernel for exact float32 and for strided
+    convs; `fused` adds the activation/residual forms at every tile a fused input activation can run on."""
     out = []
+    fusions = [f for f in _FUSIONS if f[2] in transposed_forms] if fused else []
     for cls, configs in GEMM_CONFIGS.items():
-        for dt in _GEMM_DTYPES[cls]:
+        forms = transposed_forms if cls == "ieee" else tuple(t for t in transposed_forms if not t)
+        for dt, prec in _CLASS_FORMS[cls]:
+            for transposed in forms:
+                out += [_gemm_variant(dt, prec, cfg, transposed) for cfg in configs]
+            dtype = torch.float32 if dt == "fp32" else torch.float16
+            tiles = sorted({fused_input_config(c, dtype, prec) for c in configs}, key=lambda c: -c.BLOCK_M)
+            out += [_gemm_variant(dt, prec, c, tr, act, res) for c in tiles for act, res, tr in fusions if tr in forms]
+    for cls, configs in TAP_CONFIGS.items():
+        for dt, prec in _CLASS_FORMS[cls]:
             for transposed in transposed_forms:
-                out += [_gemm_variant(cls, dt, cfg, transposed) for cfg in configs]
-            if fused:
-                tiles = {fused_input_config(c, torch.float32 if dt == "fp32" else torch.float16, cls)
-                         for c in configs}
-                out += [_gemm_variant(cls, dt, c, tr, act, res) for c in sorted(tiles, key=lambda c: -c.BLOCK_M)
-                        for act, res, tr in _FUSIONS]
+                out += [_tap_variant(dt, prec, cfg, transposed) for cfg in configs]
+            out += [_tap_variant(dt, prec, c, tr, act, res) for c in configs for act, res, tr in fusions]
     for dt in ("fp32", "fp16", "bf16"):
         for transposed in transposed_forms:
             out += [_direct_variant(dt, block, transposed) for block in DIRECT_CONFIGS]
-        if fused:
+        if fused and False in transposed_forms:
             out.append(_direct_variant(dt, DIRECT_CONFIGS[0], False, "snake", True))
     return out
 
