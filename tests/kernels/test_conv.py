@@ -75,7 +75,8 @@ def test_tile_choice_for_model_layers():
 def test_every_registered_variant_is_a_config_the_launcher_has():
     from tilewave.harness.registry import REGISTRY, load_all_kernels
     load_all_kernels()
-    tiles = {(c.BLOCK_M, c.BLOCK_N, c.BLOCK_K) for cs in K.GEMM_CONFIGS.values() for c in cs}
+    tiles = {(c.BLOCK_M, c.BLOCK_N, c.BLOCK_K) for table in (K.GEMM_CONFIGS, K.TAP_CONFIGS)
+             for cs in table.values() for c in cs}
     for name in ("conv1d", "conv1d_transpose", "conv1d_transpose_depthwise", "conv1d_fused"):
         variants = REGISTRY[name].variants()
         assert variants, name
@@ -83,9 +84,64 @@ def test_every_registered_variant_is_a_config_the_launcher_has():
             ce = v.constexprs
             if "BLOCK_K" in ce:
                 assert (ce["BLOCK_M"], ce["BLOCK_N"], ce["BLOCK_K"]) in tiles
-                assert v.expect_mma == (ce["PRECISION"] == "tf32" or v.signature["x_ptr"] != "*fp32"), v.name
+                assert v.expect_mma == (ce["PRECISION"] != "ieee" or v.signature["x_ptr"] != "*fp32"), v.name
             else:
                 assert (ce["BLOCK_C"], ce["BLOCK_T"]) in K.DIRECT_CONFIGS
+
+
+def test_tap_kernel_takes_tensor_core_calls_with_contiguous_taps():
+    assert K.uses_tap_kernel(torch.bfloat16, "ieee", False, 1)
+    assert K.uses_tap_kernel(torch.float32, "tf32x3", True, 8)
+    assert K.uses_tap_kernel(torch.float16, "ieee", True, 4)
+    assert not K.uses_tap_kernel(torch.float32, "ieee", False, 1)  # exact float32: FMA gather kernel
+    assert not K.uses_tap_kernel(torch.bfloat16, "ieee", False, 6)  # strided conv: taps are not shifts
+    assert K.tap_mode(torch.zeros(1, 1, 1)) == "pointer"
+    for configs in K.TAP_CONFIGS.values():
+        for c in configs:  # TMA boxes: at most 256 per dimension; tl.dot's minimum 16
+            assert 16 <= min(c.BLOCK_M, c.BLOCK_N, c.BLOCK_K) and max(c.BLOCK_M, c.BLOCK_N, c.BLOCK_K) <= 256
+
+
+@pytest.mark.parametrize("transposed, stride, dilation, groups", [(False, 1, 3, 1), (False, 1, 1, 2),
+                                                                   (True, 3, 2, 1), (True, 4, 1, 2)])
+def test_tap_major_weight_holds_each_phase_tap_and_channel(transposed, stride, dilation, groups):
+    C_in, C_out, K_, pad, bk = 40, 24, 7, 2, 16
+    gen = torch.Generator().manual_seed(6)
+    shape = (C_in, C_out // groups, K_) if transposed else (C_out, C_in // groups, K_)
+    w = torch.randn(*shape, generator=gen)
+    packed, bases, U, C_in_pad = K._packed_tap_weight(w, transposed, groups, stride, pad, dilation, bk)
+    C_in_g, C_out_g = C_in // groups, C_out // groups
+    assert C_in_pad % bk == 0 and C_in_pad >= C_in_g
+    phases = stride if transposed else 1
+    p5 = packed.reshape(groups, phases, C_out_g, U, C_in_pad)
+    assert torch.all(p5[..., C_in_g:] == 0)  # channel padding: what a TMA box reads past the group is weighted 0
+    plan = K.transpose_phase_plan(K_, stride, pad, dilation) if transposed else [(0, -pad)]
+    step = stride // math.gcd(stride, dilation) if transposed else 1
+    for g in range(groups):
+        for phase, entry in enumerate(plan):
+            if entry is None:
+                assert torch.all(p5[g, phase] == 0)
+                continue
+            for u in range(U):
+                k = entry[0] + u * step
+                got = p5[g, phase, :, u, :C_in_g]
+                if k >= K_:
+                    assert torch.all(got == 0)
+                elif transposed:
+                    assert torch.equal(got, w[g * C_in_g:(g + 1) * C_in_g, :, k].T)
+                    assert int(bases[phase]) == entry[1]
+                else:
+                    assert torch.equal(got, w[g * C_out_g:(g + 1) * C_out_g, :, k])
+    assert K._packed_tap_weight(w, transposed, groups, stride, pad, dilation, bk)[0] is packed  # cached
+
+
+def test_tma_input_rows_are_padded_to_16_bytes_only_when_needed():
+    x = torch.randn(2, 3, 13).to(torch.bfloat16)  # 26-byte rows: TMA needs a 16-byte pitch
+    d = K._x_descriptor(x, 16, 32)
+    assert list(d.shape) == [6, 13] and d.strides[0] == 16 and list(d.block_shape) == [16, 32]
+    assert torch.equal(d.base[:, :13], x.reshape(6, 13))
+    x = torch.randn(2, 3, 16)
+    d = K._x_descriptor(x, 16, 32)
+    assert d.base.data_ptr() == x.data_ptr() and d.strides[0] == 16  # aligned already: no copy
 
 
 def _rand(*shape, gen):

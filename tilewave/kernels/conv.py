@@ -14,8 +14,16 @@ conv1d_fused      y = scale · (conv(act(x)) + bias + residual), for conv and tr
                   sin is costly, only while each input is activated at most SNAKE_FUSED_MAX_REPEATS
                   times (taps × output-channel tiles), else in one separate pass first.
 
-Two code paths, chosen per call by `uses_gemm` (tile by `pick_gemm_config`):
-- implicit GEMM on tensor cores (tl.dot), per group: M = C_out/G output channels, N = output positions,
+Three code paths, chosen per call by `uses_gemm` and `uses_tap_kernel` (tile by `pick_gemm_config`):
+- tap-major implicit GEMM (_conv_tap_kernel) for tensor-core calls (16-bit storage, or float32 as tf32 or
+  tf32x3) whose taps are contiguous shifts of the input: stride-1 convs and every phase of a transposed
+  conv. The reduction walks (tap u, block of BLOCK_K input channels), so both operands are rectangles:
+  the weight repacked once per (weight, version) to [G·phases·C_out/G, U·C_in_pad] (channels zero-padded
+  to the block), and x[b, c0 : c0+BK, t0 + shift_u : +BN]. On sm_90 both arrive by TMA (tensor
+  descriptors; coordinates outside the tensor, negative time included, read as zeros = the zero padding)
+  and Triton's pipeliner overlaps the copies with the asynchronous wgmma; elsewhere (and in the CPU
+  interpreter) the same rectangles come through masked loads.
+- gather implicit GEMM (_conv_gemm_kernel) for exact float32 (FMA units) and strided convs, per group: M = C_out/G output channels, N = output positions,
   reduction R = (C_in/G) × taps. A is the weight: OIK rows are already contiguous over (c, k), so the
   reduction loop walks the weight contiguously and the taps sit inside it; B is gathered from x on the fly
   (masked loads give the zero padding). A transposed conv is split by output phase φ = t mod s: outputs
@@ -25,10 +33,14 @@ Two code paths, chosen per call by `uses_gemm` (tile by `pick_gemm_config`):
   stages; the x tile starts at an arbitrary element (the tap shift), which cp.async cannot take for
   2-byte elements, so 16-bit kernels load the next x tile into registers while the current dot runs.
 - direct (no dot) for depthwise and tiny channel counts (tl.dot needs M, N, K ≥ 16 on the GPU).
-Precision: float32 storage multiplies in exact float32 ('ieee', FMA) or 'tf32' (tensor cores, ~1e-3
-relative); float16/bfloat16 storage runs on tensor cores; accumulation is float32 always.
+Precision: float32 storage multiplies in exact float32 ('ieee', FMA), 'tf32x3' (tensor cores, each product
+split into high and low tf32 parts: float32-class error) or 'tf32' (tensor cores, ~1e-3 relative);
+float16/bfloat16 storage runs on tensor cores; accumulation is float32 always.
 Launch invariants: x [B, C_in, L] (or [C_in, L]); every tensor is made contiguous; one dtype for
-x, weight, bias and residual; offsets into x and y are int64 (B·C·L may pass 2³¹).
+x, weight, bias and residual; offsets into x and y are int64 (B·C·L may pass 2³¹). TMA: x rows are
+copied into a 16-byte pitch when L·itemsize is not a multiple of 16; a TMA box past a group's channels
+reads the next group's (or batch's) inputs, multiplied by zero weights, so a non-finite value there
+would leak into the sum (the pointer path masks them).
 """
 from __future__ import annotations
 
@@ -654,7 +666,7 @@ def conv1d_fused(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1
 
 
 def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, precision="ieee", out=None):
-    """torch.nn.functional.conv1d; `precision` ('ieee' | 'tf32') applies to float32 storage."""
+    """torch.nn.functional.conv1d; `precision` ('ieee' | 'tf32x3' | 'tf32') applies to float32 storage."""
     return conv1d_fused(x, weight, bias, stride, padding, dilation, groups, precision=precision, out=out)
 
 
@@ -856,6 +868,7 @@ CONV1D_CASES = [
     _conv_case(C_in=16, C_out=32, L=50, K=7, dilation=3, padding=9, bias=False, precision="tf32", dtypes=_FP32),
     _conv_case(C_in=32, C_out=32, L=64, K=5, dilation=2, padding=4),
     _conv_case(C_in=22, C_out=32, L=61, K=12, stride=6, padding=3),        # strided (noise conv form)
+    _conv_case(C_in=24, C_out=32, L=45, K=5, dilation=2, padding=4, precision="tf32x3", dtypes=_FP32),
     _conv_case(B=2, C_in=24, C_out=24, L=37, K=3, padding=1, groups=24),     # depthwise (direct)
     _conv_case(B=2, C_in=32, C_out=32, L=40, K=3, padding=2, groups=2),
     _conv_case(C_in=16, C_out=1, L=45, K=7, padding=3),                      # tiny output (direct)
@@ -871,6 +884,9 @@ CONV1D_CASES = [
     _conv_case(_GPU, C_in=22, C_out=128, L=3001, K=1),
     _conv_case(_GPU, C_in=1090, C_out=1024, L=401, K=3, padding=1),
     _conv_case(_GPU, C_in=514, C_out=1024, L=400, K=3, padding=1, precision="tf32", dtypes=_FP32),
+    _conv_case(_GPU, C_in=768, C_out=768, L=1001, K=7, dilation=3, padding=9, precision="tf32x3", dtypes=_FP32),
+    _conv_case(_GPU, C_in=100, C_out=1536, L=251, K=7, padding=3, precision="tf32x3", dtypes=_FP32),
+    _conv_case(_GPU, C_in=1536, C_out=1536, L=300, K=7, padding=3, precision="tf32x3", dtypes=_FP32),
     _conv_case(_GPU, C_in=256, C_out=1, L=801, K=1),
     _conv_case(_GPU, B=3, C_in=512, C_out=512, L=123, K=5, padding=2),
     _conv_case(_GPU, C_in=512, C_out=512, L=801, K=3, padding=1, groups=512),
@@ -896,10 +912,13 @@ CONV1D_TRANSPOSE_CASES = [
     _conv_case(B=2, C_in=8, C_out=4, L=20, K=8, stride=4, padding=2),                  # tiny channels (direct)
     _conv_case(C_in=32, C_out=32, L=15, K=4, stride=2, padding=1, groups=2, bias=False),
     _conv_case(C_in=16, C_out=16, L=9, K=16, stride=8),                                 # causal form
+    _conv_case(C_in=24, C_out=16, L=10, K=10, stride=5, precision="tf32x3", dtypes=_FP32),
     # Kokoro generator upsamplers
     _conv_case(_GPU, C_in=512, C_out=256, L=401, K=20, stride=10, padding=5),
     _conv_case(_GPU, C_in=256, C_out=128, L=1001, K=12, stride=6, padding=3),
     _conv_case(_GPU, C_in=256, C_out=128, L=1001, K=12, stride=6, padding=3, precision="tf32", dtypes=_FP32),
+    _conv_case(_GPU, C_in=1536, C_out=768, L=250, K=8, stride=4, padding=2, precision="tf32x3", dtypes=_FP32),
+    _conv_case(_GPU, C_in=512, C_out=256, L=401, K=20, stride=10, padding=5, precision="tf32x3", dtypes=_FP32),
     # BigVGAN v2 24 kHz upsamplers
     _conv_case(_GPU, C_in=1536, C_out=768, L=250, K=8, stride=4, padding=2),
     _conv_case(_GPU, C_in=768, C_out=384, L=1001, K=8, stride=4, padding=2),
@@ -942,6 +961,8 @@ FUSED_CASES = [
     _conv_case(_GPU, C_in=768, C_out=768, L=992, K=7, dilation=9, padding=_same(7, 9), beta=True, **_SNAKE_RES),
     _conv_case(_GPU, C_in=768, C_out=768, L=992, K=1, beta=True, **_SNAKE_RES),
     _conv_case(_GPU, C_in=768, C_out=384, L=992, K=10, stride=5, act="snake", beta=True, transposed=True),
+    _conv_case(_GPU, C_in=256, C_out=256, L=2001, K=11, dilation=5, padding=_same(11, 5), precision="tf32x3",
+               dtypes=_FP32, **_SNAKE_RES),
     # StyleTTS2 decoder block output: (conv(x) + shortcut) / √2
     _conv_case(_GPU, C_in=1024, C_out=1024, L=801, K=3, padding=1, residual=True, scale=0.5 ** 0.5),
 ]
@@ -966,6 +987,15 @@ CONV1D_BENCH = [
     _bench("large 1536ch k7 [1, 1536, 16384]", C_in=1536, C_out=1536, L=16384, K=7, padding=3),
 ]
 
+
+def _float32_tensor_core_bench(shapes, picks):
+    """tf32 and tf32x3 rows (float32 storage) for some of the shapes, the precision in the label."""
+    return [BenchShape(f"{b.label} {prec}", {**b.params, "precision": prec}, b.flops, b.bytes, dtypes=_FP32)
+            for i in picks for b in (shapes[i],) for prec in ("tf32", "tf32x3")]
+
+
+CONV1D_BENCH += _float32_tensor_core_bench(CONV1D_BENCH, (0, 6, 10))
+
 CONV1D_TRANSPOSE_BENCH = [
     _bench("Kokoro gen up x10 512->256 k20 [1, 512, 800]", C_in=512, C_out=256, L=800, K=20, stride=10, padding=5),
     _bench("Kokoro gen up x6 256->128 k12 [1, 256, 8000]", C_in=256, C_out=128, L=8000, K=12, stride=6, padding=3),
@@ -979,6 +1009,7 @@ CONV1D_TRANSPOSE_BENCH = [
 ]
 for _b in CONV1D_TRANSPOSE_BENCH:
     _b.params["transposed"] = True
+CONV1D_TRANSPOSE_BENCH += _float32_tensor_core_bench(CONV1D_TRANSPOSE_BENCH, (2, 7))
 
 DEPTHWISE_TRANSPOSE_BENCH = [
     _bench("Kokoro decoder pool x2 [1, 1090, 400]", C_in=1090, C_out=1090, L=400, K=3, stride=2, padding=1,
