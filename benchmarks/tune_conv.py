@@ -69,12 +69,15 @@ T16 = [("old", "old", None),
        ("tma 128x128x64 w4 s4", "tma", (128, 128, 64, 4, 4)),
        ("tma 64x128x64 w4 s4", "tma", (64, 128, 64, 4, 4)),
        ("tma 64x64x64 w4 s5", "tma", (64, 64, 64, 4, 5)),
-       ("ptr 128x128x64 w8 s3", "pointer", (128, 128, 64, 8, 3))]
+       ("tma-tm 128x128x64 w8 s4", "tma-tm", (128, 128, 64, 8, 4))]
 T32 = [("old", "old", None),
+       ("tma-tm 128x128x32 w8 s3", "tma-tm", (128, 128, 32, 8, 3)),
+       ("tma-tm 128x256x32 w8 s3", "tma-tm", (128, 256, 32, 8, 3)),
+       ("tma-tm 64x128x32 w4 s4", "tma-tm", (64, 128, 32, 4, 4)),
        ("tma 128x128x32 w8 s3", "tma", (128, 128, 32, 8, 3)),
        ("ptr 128x128x32 w8 s3", "pointer", (128, 128, 32, 8, 3)),
-       ("ptr 128x64x32 w4 s4", "pointer", (128, 64, 32, 4, 4)),
-       ("tma 64x128x32 w4 s4", "tma", (64, 128, 32, 4, 4))]
+       ("ptr 128x64x32 w4 s4", "pointer", (128, 64, 32, 4, 4))]
+T32X3 = [T32[i] for i in (0, 1, 3, 6)]
 TIEEE = [("old", "old", None)]
 TFUSED = [("old", "old", None),
           ("tma 128x128x64 w8 s4 fused-act", "tma-fused", (128, 128, 64, 8, 4)),
@@ -90,7 +93,7 @@ def rows(quick: bool):
     """(kind, label, params, dtype name, precision, candidates), most important first."""
     out = []
     shapes = [("conv", *c) for c in CONV] + [("transposed", *t) for t in TRANSPOSED]
-    for dt, prec, cands in (("bfloat16", "ieee", T16), ("float32", "tf32", T32), ("float32", "tf32x3", T32)):
+    for dt, prec, cands in (("bfloat16", "ieee", T16), ("float32", "tf32", T32), ("float32", "tf32x3", T32X3)):
         out += [(kind, label, p, dt, prec, cands) for kind, label, p in shapes]
         if quick:
             break
@@ -158,6 +161,7 @@ def candidate_fn(kind, cand, prec, x, w, b, kw, extra):
             return
         C.uses_tap_kernel = _ORIG["uses_tap_kernel"]
         C.tap_mode = (lambda t: "pointer") if mode == "pointer" else (lambda t: "tma")
+        C.TIME_MAJOR_X = {"16bit": mode == "tma-tm", "tf32": mode == "tma-tm"}
         C.TAP_CONFIGS = {**_ORIG["TAP_CONFIGS"], cls: (C.GemmConfig(*tile),)}
         C.SNAKE_FUSED_MAX_REPEATS = 0 if mode == "tma-pass" else (10 ** 6 if mode == "tma-fused" else 3)
 
@@ -195,6 +199,7 @@ def restore():
 def _init():
     from tilewave.kernels import conv as C
     _ORIG.update(uses_tap_kernel=C.uses_tap_kernel, tap_mode=C.tap_mode, TAP_CONFIGS=C.TAP_CONFIGS,
+                 TIME_MAJOR_X=C.TIME_MAJOR_X,
                  SNAKE_FUSED_MAX_REPEATS=C.SNAKE_FUSED_MAX_REPEATS)
 
 

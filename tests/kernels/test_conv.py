@@ -144,6 +144,25 @@ def test_tma_input_rows_are_padded_to_16_bytes_only_when_needed():
     assert d.base.data_ptr() == x.data_ptr() and d.strides[0] == 16  # aligned already: no copy
 
 
+@pytest.mark.parametrize("transposed, K_, stride, padding, dilation, output_padding",
+                         [(False, 7, 1, 9, 3, 0), (True, 5, 3, 2, 2, 1), (True, 16, 8, 0, 1, 0)])
+def test_time_major_descriptor_path_keeps_padding_and_batches_apart(monkeypatch, transposed, K_, stride, padding,
+                                                                    dilation, output_padding):
+    # The interpreter follows descriptor loads whose last-dim offset is 16-byte aligned, which the time-major
+    # copy's channel offsets are: the float32 TMA path runs here as on sm_90. Batch 1 is 100x larger, so a
+    # box reaching across the batch boundary instead of into the zero rows would show.
+    monkeypatch.setattr(K, "tap_mode", lambda x: "tma")
+    gen = torch.Generator().manual_seed(7)
+    x = _rand(2, 32, 23, gen=gen) * torch.tensor([1.0, 100.0], device=KERNEL_DEVICE)[:, None, None]
+    w = _rand(*((32, 16, K_) if transposed else (16, 32, K_)), gen=gen) / (32 * K_) ** 0.5
+    y = K.conv1d_fused(x, w, None, stride, padding, dilation, transposed=transposed, output_padding=output_padding,
+                       precision="tf32x3")
+    x64, w64 = x.cpu().double(), w.cpu().double()
+    ref = (F.conv_transpose1d(x64, w64, None, stride, padding, output_padding, 1, dilation) if transposed
+           else F.conv1d(x64, w64, None, stride, padding, dilation))
+    assert scaled_max_error(y[:1], ref[:1]) < 1e-5
+
+
 def _rand(*shape, gen):
     return torch.randn(*shape, generator=gen).to(KERNEL_DEVICE)
 

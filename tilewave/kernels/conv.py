@@ -172,13 +172,14 @@ def _conv_gemm_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, phase_base_ptr, a_
 
 # L_out specialised (divisible by 16: the stores vectorise); the other sizes are runtime values.
 @triton.jit(do_not_specialize=["C_in", "L_in", "C_out", "G", "C_in_g", "C_out_g", "C_in_pad", "U", "tap_step",
-                               "base"])
+                               "base", "x_shift"])
 def _conv_tap_kernel(x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, phase_base_ptr, a_ptr, b_ptr,
                      C_in, L_in, C_out, L_out, G, C_in_g, C_out_g, C_in_pad, U, n_phases,
-                     tap_step, base, out_step, slope, scale,
+                     tap_step, base, out_step, x_shift, slope, scale,
                      TRANSPOSED: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr,
                      PRECISION: tl.constexpr, UPCAST: tl.constexpr, USE_TMA: tl.constexpr,
-                     FAST_SIN: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+                     TIME_MAJOR: tl.constexpr, FAST_SIN: tl.constexpr, BLOCK_M: tl.constexpr,
+                     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     # Tap-major implicit GEMM for a stride-1 conv or one output phase of a transposed conv. Reduction step
     # i covers tap u = i // n_cblk and input channels c0 .. c0 + BLOCK_K of the group, so both operand
     # tiles are rectangles: A = Wp[row, u·C_in_pad + c0 : +BLOCK_K] (weight repacked tap-major, channels
@@ -187,6 +188,9 @@ def _conv_tap_kernel(x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, pha
     # coordinates outside the tensor, negative time included, which is the conv's zero padding, and the
     # pipeliner overlaps the copies of the next stages with the asynchronous wgmma. Rows of B past the
     # group's channels belong to the next group or batch; their weights are the zero padding of Wp.
+    # TIME_MAJOR (with USE_TMA): x_desc is a zero-padded time-major copy [B·L_in, C_in] of x (L_in the
+    # padded length, x_shift its left padding), whose [BLOCK_N, BLOCK_K] boxes are K-major as tf32 wgmma
+    # needs (channel-major float32 tiles would go through registers to be transposed every step).
     # Otherwise plain masked loads of the same rectangles (the CPU interpreter, which only takes
     # 16-byte-aligned descriptor offsets). grid as in _conv_gemm_kernel.
     phase, pid_m, pid_n, b, g = _gemm_tile(n_phases, C_out_g, G, BLOCK_M)
@@ -209,7 +213,10 @@ def _conv_tap_kernel(x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, pha
         pos0 = j0 + base + u * tap_step
         if USE_TMA:
             a = w_desc.load([w_row0 + m0, u * C_in_pad + c0])
-            xb = x_desc.load([x_row0 + c0, pos0])
+            if TIME_MAJOR:
+                xb = tl.trans(x_desc.load([b * L_in + pos0 + x_shift, g * C_in_g + c0]))
+            else:
+                xb = x_desc.load([x_row0 + c0, pos0])
         else:
             a = tl.load(w_ptr + (w_row0 + co).to(tl.int64)[:, None] * R_pad + (u * C_in_pad + c0 + kk)[None, :],
                         mask=co_mask[:, None], other=0.0)
@@ -393,6 +400,33 @@ def _x_descriptor(x: torch.Tensor, block_k: int, block_n: int):
     else:
         pitch, rows = L, x.reshape(B * C, L)
     return TensorDescriptor(rows, [B * C, L], [pitch, 1], [block_k, block_n])
+
+
+# Per tile class: feed x to the tap kernel as a zero-padded time-major copy (one transposing pass over x)
+# rather than channel-major boxes. float32 needs K-major operands for tf32 wgmma; 16-bit does not.
+TIME_MAJOR_X = {"16bit": False, "tf32": True}
+
+
+def _input_reach(bases: list[int], tap_step: int, U: int, positions: int) -> tuple[int, int]:
+    """[lo, hi): the input positions the tap kernel's boxes touch, over all phases (their bases), taps
+    and tiles (positions rounded up to whole tiles)."""
+    shifts = [b + u * tap_step for b in bases for u in range(U)]
+    return min(shifts), max(shifts) + positions
+
+
+def _x_time_major_descriptor(x: torch.Tensor, pos_lo: int, pos_hi: int, block_k: int, block_n: int):
+    """x [B, C, L] → ([B·Lp, C] TMA descriptor over a time-major copy with zero rows where the kernel
+    reads outside [0, L), its left padding, Lp). The zero rows make the conv's padding and keep a box
+    from reaching into the next batch. Channels are padded to a 16-byte row pitch."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    B, C, L = x.shape
+    left, right = max(0, -pos_lo), max(0, pos_hi - L)
+    per_16b = 16 // x.element_size()
+    pitch = triton.cdiv(C, per_16b) * per_16b
+    Lp = left + L + right
+    xt = x.new_zeros(B, Lp, pitch)
+    xt[:, left:left + L, :C] = x.transpose(1, 2)
+    return TensorDescriptor(xt.reshape(B * Lp, pitch), [B * Lp, C], [pitch, 1], [block_n, block_k]), left, Lp
 
 
 def uses_gemm(C_in_g: int, C_out_g: int, taps: int) -> bool:
@@ -604,19 +638,28 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
         if not transposed:
             phase_base = _dummy_int(x.device)
         mode = tap_mode(x)
+        time_major = mode == "tma" and TIME_MAJOR_X[_gemm_class(x.dtype, precision)]
+        x_shift, L_desc = 0, L_in
         if mode == "tma":
             from triton.tools.tensor_descriptor import TensorDescriptor
-            x_desc = _x_descriptor(x, cfg.BLOCK_K, cfg.BLOCK_N)
+            if time_major:
+                bases = ([0 if e is None else e[1] for e in transpose_phase_plan(K, stride, padding, dilation)]
+                         if transposed else [base])
+                pos_lo, pos_hi = _input_reach(bases, tap_step, U, triton.cdiv(positions, cfg.BLOCK_N) * cfg.BLOCK_N)
+                x_desc, x_shift, L_desc = _x_time_major_descriptor(x, pos_lo, pos_hi, cfg.BLOCK_K, cfg.BLOCK_N)
+            else:
+                x_desc = _x_descriptor(x, cfg.BLOCK_K, cfg.BLOCK_N)
             w_desc = TensorDescriptor.from_tensor(w_tap, [cfg.BLOCK_M, cfg.BLOCK_K])
         else:
             x_desc, w_desc = x, w_tap
         upcast = _interpreted() and x.dtype == torch.bfloat16
         _conv_tap_kernel[grid](
             x_desc, w_desc, x, w_tap, bias_arg, res_arg, out, phase_base, a_arg, b_arg,
-            C_in, L_in, C_out, L_out, groups, C_in_g, C_out_g, C_in_pad, U, phases,
-            tap_step, base, out_step, float(slope), float(scale),
+            C_in, L_desc, C_out, L_out, groups, C_in_g, C_out_g, C_in_pad, U, phases,
+            tap_step, base, out_step, x_shift, float(slope), float(scale),
             TRANSPOSED=transposed, UPCAST=upcast,
             PRECISION=_dot_precision(torch.float32 if upcast else x.dtype, precision), USE_TMA=mode == "tma",
+            TIME_MAJOR=time_major,
             BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K,
             num_warps=cfg.num_warps, num_stages=cfg.num_stages, **flags)
     elif gemm:
@@ -1056,16 +1099,17 @@ def _direct_signature(dt: str) -> dict[str, str]:
     return sig
 
 
-def _tap_signature(dt: str, cfg: GemmConfig) -> dict[str, str]:
+def _tap_signature(dt: str, cfg: GemmConfig, time_major: bool) -> dict[str, str]:
     # the descriptors as Triton spells a host TensorDescriptor argument: element type and box shape
     ptr = f"*{dt}"
-    sig = {"x_desc": f"tensordesc<{dt}[{cfg.BLOCK_K}, {cfg.BLOCK_N}]>",
+    x_box = (cfg.BLOCK_N, cfg.BLOCK_K) if time_major else (cfg.BLOCK_K, cfg.BLOCK_N)
+    sig = {"x_desc": f"tensordesc<{dt}[{x_box[0]}, {x_box[1]}]>",
            "w_desc": f"tensordesc<{dt}[{cfg.BLOCK_M}, {cfg.BLOCK_K}]>"}
     sig.update({n: ptr for n in ("x_ptr", "w_ptr", "bias_ptr", "res_ptr", "y_ptr")})
     sig["phase_base_ptr"] = "*i32"
     sig.update(a_ptr=ptr, b_ptr=ptr)
     sig.update({n: "i32" for n in ("C_in", "L_in", "C_out", "L_out", "G", "C_in_g", "C_out_g", "C_in_pad", "U",
-                                   "n_phases", "tap_step", "base", "out_step")})
+                                   "n_phases", "tap_step", "base", "out_step", "x_shift")})
     sig.update(slope="fp32", scale="fp32")
     return sig
 
@@ -1091,10 +1135,12 @@ def _gemm_variant(dt, prec, cfg, transposed, act="none", res=False):
 
 
 def _tap_variant(dt, prec, cfg, transposed, act="none", res=False):
+    time_major = TIME_MAJOR_X["16bit" if dt != "fp32" else "tf32"]
     return AotVariant(
-        "_conv_tap_kernel" + _form(dt, prec, cfg, transposed, act, res), _conv_tap_kernel, _tap_signature(dt, cfg),
+        "_conv_tap_kernel" + _form(dt, prec, cfg, transposed, act, res), _conv_tap_kernel,
+        _tap_signature(dt, cfg, time_major),
         dict(TRANSPOSED=transposed, ACT=act, HAS_BIAS=True, HAS_RES=res, PRECISION=prec, UPCAST=False,
-             USE_TMA=True, FAST_SIN=True, BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K),
+             USE_TMA=True, TIME_MAJOR=time_major, FAST_SIN=True, BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K),
         num_warps=cfg.num_warps, num_stages=cfg.num_stages, expect_mma=True)
 
 
