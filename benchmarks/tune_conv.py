@@ -10,7 +10,6 @@ a time. Columns: µs (median), cuDNN µs, speedup (cuDNN / ours), TFLOP/s, % of 
 """
 from __future__ import annotations
 
-import concurrent.futures as cf
 import multiprocessing as mp
 import os
 import sys
@@ -69,6 +68,7 @@ T16 = [("old", "old", None),
        ("tma 128x128x64 w4 s4", "tma", (128, 128, 64, 4, 4)),
        ("tma 64x128x64 w4 s4", "tma", (64, 128, 64, 4, 4)),
        ("tma 64x64x64 w4 s5", "tma", (64, 64, 64, 4, 5)),
+       ("tma 128x256x64 w8 s4", "tma", (128, 256, 64, 8, 4)),
        ("tma-tm 128x128x64 w8 s4", "tma-tm", (128, 128, 64, 8, 4))]
 T32 = [("old", "old", None),
        ("tma-tm 128x128x32 w8 s3", "tma-tm", (128, 128, 32, 8, 3)),
@@ -78,7 +78,12 @@ T32 = [("old", "old", None),
        ("ptr 128x128x32 w8 s3", "pointer", (128, 128, 32, 8, 3)),
        ("ptr 128x64x32 w4 s4", "pointer", (128, 64, 32, 4, 4))]
 T32X3 = [T32[i] for i in (0, 1, 3, 6)]
-TIEEE = [("old", "old", None)]
+# exact float32 (FMA dot): the tap kernel's rectangles against the gather kernel
+TIEEE = [("old", "old", None),
+         ("ptr 64x64x16 w4 s2", "pointer", (64, 64, 16, 4, 2)),
+         ("ptr 64x128x16 w4 s2", "pointer", (64, 128, 16, 4, 2)),
+         ("tma-tm 64x64x16 w4 s3", "tma-tm", (64, 64, 16, 4, 3)),
+         ("tma 64x64x16 w4 s3", "tma", (64, 64, 16, 4, 3))]
 TFUSED = [("old", "old", None),
           ("tma 128x128x64 w8 s4 fused-act", "tma-fused", (128, 128, 64, 8, 4)),
           ("tma 128x128x64 w8 s4 act-pass", "tma-pass", (128, 128, 64, 8, 4)),
@@ -108,7 +113,7 @@ def rows(quick: bool):
             out.append(("fused", label, p, "bfloat16", "ieee", TFUSED))
     if SMOKE:
         out = [(k, lab, _shrunk(p), "float16" if dt == "bfloat16" else dt, prec, c)
-               for k, lab, p, dt, prec, c in out[::9]]
+               for k, lab, p, dt, prec, c in out[::9] + [r for r in out if r[4] == "ieee" and r[3] == "float32"][:1]]
     return out
 
 
@@ -159,9 +164,9 @@ def candidate_fn(kind, cand, prec, x, w, b, kw, extra):
         if mode == "old":
             C.uses_tap_kernel = lambda *a: False
             return
-        C.uses_tap_kernel = _ORIG["uses_tap_kernel"]
+        C.uses_tap_kernel = lambda dtype, precision, transposed, stride: transposed or stride == 1
         C.tap_mode = (lambda t: "pointer") if mode == "pointer" else (lambda t: "tma")
-        C.TIME_MAJOR_X = {"16bit": mode == "tma-tm", "tf32": mode == "tma-tm"}
+        C.TIME_MAJOR_X = {c: mode == "tma-tm" for c in ("16bit", "tf32", "ieee")}
         C.TAP_CONFIGS = {**_ORIG["TAP_CONFIGS"], cls: (C.GemmConfig(*tile),)}
         C.SNAKE_FUSED_MAX_REPEATS = 0 if mode == "tma-pass" else (10 ** 6 if mode == "tma-fused" else 3)
 
@@ -263,21 +268,25 @@ def main():
     print(f"# {torch.cuda.get_device_name() if not SMOKE else 'cpu smoke'}  torch {torch.__version__}  triton "
           f"{__import__('triton').__version__}  rows {len(all_rows)}", flush=True)
     workers = min(14, os.cpu_count() or 4)
-    # A kernel that hangs must not cost the whole run: rows whose check has not finished in time are
-    # reported and skipped, and the workers are terminated.
-    pool = cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"))
-    futures = [pool.submit(check_row, row) for row in all_rows]
-    cf.wait(futures, timeout=75 if not SMOKE else 600)
+    # A kernel that hangs or crashes its worker must not cost the whole run: multiprocessing.Pool replaces
+    # dead workers (their row is reported as unfinished), rows not done by the deadline are skipped, and a
+    # worker lives for a few rows only, so a CUDA context lost to a faulting kernel spoils little else.
+    pool = mp.get_context("spawn").Pool(workers, maxtasksperchild=3)
+    pending = [pool.apply_async(check_row, (row,)) for row in all_rows]
+    deadline = time.time() + (75 if not SMOKE else 600)
+    while time.time() < deadline and not all(r.ready() for r in pending):
+        time.sleep(0.2)
     checks = []
-    for row, fut in zip(all_rows, futures):
-        if fut.done() and fut.exception() is None:
-            checks.append(fut.result())
-        else:
-            why = "check did not finish (compile too slow or a hang)" if not fut.done() else repr(fut.exception())
-            checks.append({c[0]: (float("inf"), why) for c in row[5]})
-    for proc in list(getattr(pool, "_processes", {}).values()):
-        proc.terminate()
-    pool.shutdown(wait=False, cancel_futures=True)
+    for row, r in zip(all_rows, pending):
+        why = "check did not finish (slow compile, a hang or a crashed worker)"
+        if r.ready():
+            try:
+                checks.append(r.get(0))
+                continue
+            except Exception as exc:
+                why = repr(exc)[:150]
+        checks.append({c[0]: (float("inf"), why) for c in row[5]})
+    pool.terminate()
     print(f"# compile + check: {time.time() - t_start:.0f} s", flush=True)
     _init()
     hdr = f"{'kind':<10} {'shape':<36} {'dtype/prec':<16} {'candidate':<32} {'err':>8} {'us':>9} {'cudnn':>9} " \
