@@ -65,19 +65,21 @@ FUSED = [  # conv1d_fused: snake fused in the tap kernel's registers vs one snak
 T16 = [("old", "old", None),
        ("tma 128x128x64 w8 s4", "tma", (128, 128, 64, 8, 4)),
        ("tma 128x256x64 w8 s3", "tma", (128, 256, 64, 8, 3)),
-       ("tma 128x128x64 w4 s4", "tma", (128, 128, 64, 4, 4)),
        ("tma 64x128x64 w4 s4", "tma", (64, 128, 64, 4, 4)),
        ("tma 64x64x64 w4 s5", "tma", (64, 64, 64, 4, 5)),
-       ("tma 128x256x64 w8 s4", "tma", (128, 256, 64, 8, 4)),
-       ("tma-tm 128x128x64 w8 s4", "tma-tm", (128, 128, 64, 8, 4))]
+       ("tma-tm 128x128x64 w8 s4", "tma-tm", (128, 128, 64, 8, 4)),
+       ("persistent tma 128x128x64 w8 s4", "pers-tma", (128, 128, 64, 8, 4)),
+       ("persistent tma 128x256x64 w8 s3", "pers-tma", (128, 256, 64, 8, 3))]
 T32 = [("old", "old", None),
        ("tma-tm 128x128x32 w8 s3", "tma-tm", (128, 128, 32, 8, 3)),
        ("tma-tm 128x256x32 w8 s3", "tma-tm", (128, 256, 32, 8, 3)),
        ("tma-tm 64x128x32 w4 s4", "tma-tm", (64, 128, 32, 4, 4)),
+       ("persistent tma-tm 128x128x32 w8 s3", "pers-tma-tm", (128, 128, 32, 8, 3)),
        ("tma 128x128x32 w8 s3", "tma", (128, 128, 32, 8, 3)),
        ("ptr 128x128x32 w8 s3", "pointer", (128, 128, 32, 8, 3)),
        ("ptr 128x64x32 w4 s4", "pointer", (128, 64, 32, 4, 4))]
-T32X3 = [T32[i] for i in (0, 1, 3, 6)]
+T16_FP16 = [T16[i] for i in (0, 1, 2, 6)]
+T32X3 = [T32[i] for i in (0, 1, 3, 4, 7)]
 # exact float32 (FMA dot): the tap kernel's rectangles against the gather kernel
 TIEEE = [("old", "old", None),
          ("ptr 64x64x16 w4 s2", "pointer", (64, 64, 16, 4, 2)),
@@ -104,9 +106,9 @@ def rows(quick: bool):
             break
     if not quick:
         for i in (0, 5, 9):
-            out.append(("conv", *CONV[i], "float16", "ieee", T16))
+            out.append(("conv", *CONV[i], "float16", "ieee", T16_FP16))
         for i in (2, 5):
-            out.append(("transposed", *TRANSPOSED[i], "float16", "ieee", T16))
+            out.append(("transposed", *TRANSPOSED[i], "float16", "ieee", T16_FP16))
         for i in (0, 5, 9):
             out.append(("conv", *CONV[i], "float32", "ieee", TIEEE))
         for label, p in FUSED:
@@ -158,6 +160,8 @@ def candidate_fn(kind, cand, prec, x, w, b, kw, extra):
     """A no-argument callable running the candidate (module settings are applied inside each call)."""
     from tilewave.kernels import conv as C
     name, mode, tile = cand
+    persistent = mode.startswith("pers-")
+    mode = mode.removeprefix("pers-")
     cls = "16bit" if x.dtype != torch.float32 else ("ieee" if prec == "ieee" else "tf32")
 
     def setup():
@@ -167,6 +171,7 @@ def candidate_fn(kind, cand, prec, x, w, b, kw, extra):
         C.uses_tap_kernel = lambda dtype, precision, transposed, stride: transposed or stride == 1
         C.tap_mode = (lambda t: "pointer") if mode == "pointer" else (lambda t: "tma")
         C.TIME_MAJOR_X = {c: mode == "tma-tm" for c in ("16bit", "tf32", "ieee")}
+        C.TAP_PERSISTENT = {c: persistent for c in ("16bit", "tf32", "ieee")}
         C.TAP_CONFIGS = {**_ORIG["TAP_CONFIGS"], cls: (C.GemmConfig(*tile),)}
         C.SNAKE_FUSED_MAX_REPEATS = 0 if mode == "tma-pass" else (10 ** 6 if mode == "tma-fused" else 3)
 
@@ -204,7 +209,7 @@ def restore():
 def _init():
     from tilewave.kernels import conv as C
     _ORIG.update(uses_tap_kernel=C.uses_tap_kernel, tap_mode=C.tap_mode, TAP_CONFIGS=C.TAP_CONFIGS,
-                 TIME_MAJOR_X=C.TIME_MAJOR_X,
+                 TIME_MAJOR_X=C.TIME_MAJOR_X, TAP_PERSISTENT=C.TAP_PERSISTENT,
                  SNAKE_FUSED_MAX_REPEATS=C.SNAKE_FUSED_MAX_REPEATS)
 
 

@@ -163,6 +163,21 @@ def test_time_major_descriptor_path_keeps_padding_and_batches_apart(monkeypatch,
     assert scaled_max_error(y[:1], ref[:1]) < 1e-5
 
 
+@pytest.mark.parametrize("transposed", [False, True])
+def test_persistent_tap_launch_walks_every_tile(monkeypatch, transposed):
+    # three programs for 16-32 tiles: each program takes every third tile, in one flattened loop
+    monkeypatch.setattr(K, "TAP_PERSISTENT", {"16bit": True, "tf32": True})
+    monkeypatch.setattr(K, "_sm_count", lambda device: 3)
+    gen = torch.Generator().manual_seed(8)
+    x = _rand(2, 32, 150, gen=gen).half()
+    w = (_rand(*((32, 24, 4) if transposed else (48, 32, 3)), gen=gen) / 10).half()
+    if transposed:
+        y, ref = K.conv1d_transpose(x, w, None, 2, 1), F.conv_transpose1d(x.cpu().double(), w.cpu().double(), None, 2, 1)
+    else:
+        y, ref = K.conv1d(x, w, None, 1, 1), F.conv1d(x.cpu().double(), w.cpu().double(), None, 1, 1)
+    assert scaled_max_error(y, ref) < 2e-3
+
+
 def _rand(*shape, gen):
     return torch.randn(*shape, generator=gen).to(KERNEL_DEVICE)
 

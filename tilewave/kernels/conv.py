@@ -170,47 +170,42 @@ def _conv_gemm_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, phase_base_ptr, a_
                   HAS_BIAS, HAS_RES)
 
 
-# L_out specialised (divisible by 16: the stores vectorise); the other sizes are runtime values.
-@triton.jit(do_not_specialize=["C_in", "L_in", "C_out", "G", "C_in_g", "C_out_g", "C_in_pad", "U", "tap_step",
-                               "base", "x_shift"])
-def _conv_tap_kernel(x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, phase_base_ptr, a_ptr, b_ptr,
-                     C_in, L_in, C_out, L_out, G, C_in_g, C_out_g, C_in_pad, U, n_phases,
-                     tap_step, base, out_step, x_shift, slope, scale,
-                     TRANSPOSED: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr,
-                     PRECISION: tl.constexpr, UPCAST: tl.constexpr, USE_TMA: tl.constexpr,
-                     TIME_MAJOR: tl.constexpr, FAST_SIN: tl.constexpr, BLOCK_M: tl.constexpr,
-                     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    # Tap-major implicit GEMM for a stride-1 conv or one output phase of a transposed conv. Reduction step
-    # i covers tap u = i // n_cblk and input channels c0 .. c0 + BLOCK_K of the group, so both operand
-    # tiles are rectangles: A = Wp[row, u·C_in_pad + c0 : +BLOCK_K] (weight repacked tap-major, channels
-    # zero-padded to C_in_pad), B = x[b, g·C_in_g + c0 : +BLOCK_K, j0 + base + u·tap_step : +BLOCK_N].
-    # USE_TMA: both through tensor descriptors (x viewed as [B·C_in, L_in]); the TMA unit zero-fills
-    # coordinates outside the tensor, negative time included, which is the conv's zero padding, and the
-    # pipeliner overlaps the copies of the next stages with the asynchronous wgmma. Rows of B past the
-    # group's channels belong to the next group or batch; their weights are the zero padding of Wp.
-    # TIME_MAJOR (with USE_TMA): x_desc is a zero-padded time-major copy [B·L_in, C_in] of x (L_in the
-    # padded length, x_shift its left padding), whose [BLOCK_N, BLOCK_K] boxes are K-major as tf32 wgmma
-    # needs (channel-major float32 tiles would go through registers to be transposed every step).
-    # Otherwise plain masked loads of the same rectangles (the CPU interpreter, which only takes
-    # 16-byte-aligned descriptor offsets). grid as in _conv_gemm_kernel.
-    phase, pid_m, pid_n, b, g = _gemm_tile(n_phases, C_out_g, G, BLOCK_M)
+@triton.jit
+def _conv_tap_tile(tile, x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, phase_base_ptr, a_ptr, b_ptr,
+                   C_in, L_in, C_out, L_out, G, C_in_g, C_out_g, C_in_pad, U, n_phases,
+                   tap_step, base, out_step, x_shift, tiles_n, slope, scale,
+                   TRANSPOSED: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr,
+                   PRECISION: tl.constexpr, UPCAST: tl.constexpr, USE_TMA: tl.constexpr,
+                   TIME_MAJOR: tl.constexpr, FAST_SIN: tl.constexpr,
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # one output tile of _conv_tap_kernel
+    tiles_m = tl.cdiv(C_out_g, BLOCK_M)
+    per_bg = n_phases * tiles_m * tiles_n
+    n_cblk = C_in_pad // BLOCK_K
+    R_pad = U * C_in_pad
+    kk = tl.arange(0, BLOCK_K)
+    bg = tile // per_bg
+    rest = tile - bg * per_bg
+    phase = rest % n_phases
+    pid_m = (rest // n_phases) % tiles_m
+    pid_n = rest // (n_phases * tiles_m)
+    b = bg // G
+    g = bg - b * G
     if TRANSPOSED:
-        base = tl.load(phase_base_ptr + phase)
+        shift0 = tl.load(phase_base_ptr + phase)
+    else:
+        shift0 = base
     m0 = pid_m * BLOCK_M
     j0 = pid_n * BLOCK_N
     co = m0 + tl.arange(0, BLOCK_M)
-    j = j0 + tl.arange(0, BLOCK_N)
-    kk = tl.arange(0, BLOCK_K)
     co_mask = co < C_out_g
     x_row0 = b * C_in + g * C_in_g
     w_row0 = (g * n_phases + phase) * C_out_g
-    R_pad = U * C_in_pad
-    n_cblk = C_in_pad // BLOCK_K
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for i in range(0, U * n_cblk):
         u = i // n_cblk
         c0 = (i - u * n_cblk) * BLOCK_K
-        pos0 = j0 + base + u * tap_step
+        pos0 = j0 + shift0 + u * tap_step
         if USE_TMA:
             a = w_desc.load([w_row0 + m0, u * C_in_pad + c0])
             if TIME_MAJOR:
@@ -237,15 +232,54 @@ def _conv_tap_kernel(x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, pha
         # in two column halves: a whole tile's residual, accumulator and 64-bit addresses at once spill
         lo, hi = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
         t = (j0 + tl.arange(0, BLOCK_N // 2)) * out_step + phase
-        _store_output(lo, y_ptr, bias_ptr, res_ptr, row, g * C_out_g + co, co_mask, t, t < L_out, L_out, scale,
-                      HAS_BIAS, HAS_RES)
+        _store_output(lo, y_ptr, bias_ptr, res_ptr, row, g * C_out_g + co, co_mask, t, t < L_out, L_out,
+                      scale, HAS_BIAS, HAS_RES)
         t += (BLOCK_N // 2) * out_step
-        _store_output(hi, y_ptr, bias_ptr, res_ptr, row, g * C_out_g + co, co_mask, t, t < L_out, L_out, scale,
-                      HAS_BIAS, HAS_RES)
+        _store_output(hi, y_ptr, bias_ptr, res_ptr, row, g * C_out_g + co, co_mask, t, t < L_out, L_out,
+                      scale, HAS_BIAS, HAS_RES)
     else:
-        t = j * out_step + phase
-        _store_output(acc, y_ptr, bias_ptr, res_ptr, row, g * C_out_g + co, co_mask, t, t < L_out, L_out, scale,
-                      HAS_BIAS, HAS_RES)
+        t = (j0 + tl.arange(0, BLOCK_N)) * out_step + phase
+        _store_output(acc, y_ptr, bias_ptr, res_ptr, row, g * C_out_g + co, co_mask, t, t < L_out, L_out,
+                      scale, HAS_BIAS, HAS_RES)
+
+
+# L_out specialised (divisible by 16: the stores vectorise); the other sizes are runtime values.
+@triton.jit(do_not_specialize=["C_in", "L_in", "C_out", "G", "C_in_g", "C_out_g", "C_in_pad", "U", "tap_step",
+                               "base", "x_shift", "tiles_n", "n_tiles"])
+def _conv_tap_kernel(x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, phase_base_ptr, a_ptr, b_ptr,
+                     C_in, L_in, C_out, L_out, G, C_in_g, C_out_g, C_in_pad, U, n_phases,
+                     tap_step, base, out_step, x_shift, tiles_n, n_tiles, slope, scale,
+                     TRANSPOSED: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr,
+                     PRECISION: tl.constexpr, UPCAST: tl.constexpr, USE_TMA: tl.constexpr,
+                     TIME_MAJOR: tl.constexpr, PERSISTENT: tl.constexpr, FAST_SIN: tl.constexpr,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # Tap-major implicit GEMM for a stride-1 conv or one output phase of a transposed conv. Reduction step
+    # i covers tap u = i // n_cblk and input channels c0 .. c0 + BLOCK_K of the group, so both operand
+    # tiles are rectangles: A = Wp[row, u·C_in_pad + c0 : +BLOCK_K] (weight repacked tap-major, channels
+    # zero-padded to C_in_pad), B = x[b, g·C_in_g + c0 : +BLOCK_K, j0 + base + u·tap_step : +BLOCK_N].
+    # USE_TMA: both through tensor descriptors (x viewed as [B·C_in, L_in]); the TMA unit zero-fills
+    # coordinates outside the tensor, negative time included, which is the conv's zero padding, and the
+    # pipeliner overlaps the copies of the next stages with the asynchronous wgmma. Rows of B past the
+    # group's channels belong to the next group or batch; their weights are the zero padding of Wp.
+    # TIME_MAJOR (with USE_TMA): x_desc is a zero-padded time-major copy [B·L_in, C_in] of x (L_in the
+    # padded length, x_shift its left padding), whose [BLOCK_N, BLOCK_K] boxes are K-major as tf32 wgmma
+    # needs (channel-major float32 tiles would go through registers to be transposed every step).
+    # Otherwise plain masked loads of the same rectangles (the CPU interpreter, which only takes
+    # 16-byte-aligned descriptor offsets).
+    # Tiles (n_tiles = phases · M tiles · N tiles · B·G, phases fastest, then M tiles, as in
+    # _conv_gemm_kernel) are taken in a grid-stride loop: one per program when the grid covers them, or
+    # PERSISTENT, one program per SM walking the tiles in one flattened, pipelined loop so that the next
+    # tile's loads overlap this tile's epilogue.
+    args = (x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, phase_base_ptr, a_ptr, b_ptr,
+            C_in, L_in, C_out, L_out, G, C_in_g, C_out_g, C_in_pad, U, n_phases, tap_step, base, out_step, x_shift,
+            tiles_n, slope, scale)
+    if PERSISTENT:
+        for tile in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), flatten=True):
+            _conv_tap_tile(tile, *args, TRANSPOSED, ACT, HAS_BIAS, HAS_RES, PRECISION, UPCAST, USE_TMA, TIME_MAJOR,
+                           FAST_SIN, BLOCK_M, BLOCK_N, BLOCK_K)
+    else:
+        _conv_tap_tile(tl.program_id(0), *args, TRANSPOSED, ACT, HAS_BIAS, HAS_RES, PRECISION, UPCAST, USE_TMA,
+                       TIME_MAJOR, FAST_SIN, BLOCK_M, BLOCK_N, BLOCK_K)
 
 
 @triton.jit(do_not_specialize=["C_in", "C_out", "C_in_g", "C_out_g", "K", "stride", "padding", "dilation"])
@@ -405,6 +439,8 @@ def _x_descriptor(x: torch.Tensor, block_k: int, block_n: int):
 # Per tile class: feed x to the tap kernel as a zero-padded time-major copy (one transposing pass over x)
 # rather than channel-major boxes. float32 needs K-major operands for tf32 wgmma; 16-bit does not.
 TIME_MAJOR_X = {"16bit": False, "tf32": True}
+# Per tile class: when the tiles outnumber the SMs, one program per SM walks them (_conv_tap_kernel).
+TAP_PERSISTENT = {"16bit": False, "tf32": False}
 
 
 def _input_reach(bases: list[int], tap_step: int, U: int, positions: int) -> tuple[int, int]:
@@ -632,7 +668,10 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
     # FAST_SIN: the SFU sine on the GPU (the interpreter cannot run inline PTX)
     flags = dict(ACT=act, HAS_BIAS=bias is not None, HAS_RES=residual is not None, FAST_SIN=x.is_cuda)
     if tap:
-        grid = (phases * triton.cdiv(C_out_g, cfg.BLOCK_M) * triton.cdiv(positions, cfg.BLOCK_N), B * groups)
+        tiles_n = triton.cdiv(positions, cfg.BLOCK_N)
+        n_tiles = phases * triton.cdiv(C_out_g, cfg.BLOCK_M) * tiles_n * B * groups
+        persistent = TAP_PERSISTENT[_gemm_class(x.dtype, precision)] and n_tiles > _sm_count(x.device)
+        grid = (min(n_tiles, _sm_count(x.device)) if persistent else n_tiles,)
         w_tap, phase_base, U, C_in_pad = _packed_tap_weight(weight, transposed, groups, stride, padding, dilation,
                                                             cfg.BLOCK_K)
         if not transposed:
@@ -656,8 +695,8 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
         _conv_tap_kernel[grid](
             x_desc, w_desc, x, w_tap, bias_arg, res_arg, out, phase_base, a_arg, b_arg,
             C_in, L_desc, C_out, L_out, groups, C_in_g, C_out_g, C_in_pad, U, phases,
-            tap_step, base, out_step, x_shift, float(slope), float(scale),
-            TRANSPOSED=transposed, UPCAST=upcast,
+            tap_step, base, out_step, x_shift, tiles_n, n_tiles, float(slope), float(scale),
+            TRANSPOSED=transposed, UPCAST=upcast, PERSISTENT=persistent,
             PRECISION=_dot_precision(torch.float32 if upcast else x.dtype, precision), USE_TMA=mode == "tma",
             TIME_MAJOR=time_major,
             BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K,
@@ -1109,7 +1148,7 @@ def _tap_signature(dt: str, cfg: GemmConfig, time_major: bool) -> dict[str, str]
     sig["phase_base_ptr"] = "*i32"
     sig.update(a_ptr=ptr, b_ptr=ptr)
     sig.update({n: "i32" for n in ("C_in", "L_in", "C_out", "L_out", "G", "C_in_g", "C_out_g", "C_in_pad", "U",
-                                   "n_phases", "tap_step", "base", "out_step", "x_shift")})
+                                   "n_phases", "tap_step", "base", "out_step", "x_shift", "tiles_n", "n_tiles")})
     sig.update(slope="fp32", scale="fp32")
     return sig
 
@@ -1135,12 +1174,13 @@ def _gemm_variant(dt, prec, cfg, transposed, act="none", res=False):
 
 
 def _tap_variant(dt, prec, cfg, transposed, act="none", res=False):
-    time_major = TIME_MAJOR_X["16bit" if dt != "fp32" else "tf32"]
+    cls = "16bit" if dt != "fp32" else "tf32"
+    time_major = TIME_MAJOR_X[cls]
     return AotVariant(
         "_conv_tap_kernel" + _form(dt, prec, cfg, transposed, act, res), _conv_tap_kernel,
         _tap_signature(dt, cfg, time_major),
         dict(TRANSPOSED=transposed, ACT=act, HAS_BIAS=True, HAS_RES=res, PRECISION=prec, UPCAST=False,
-             USE_TMA=True, TIME_MAJOR=time_major, FAST_SIN=True, BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K),
+             USE_TMA=True, TIME_MAJOR=time_major, PERSISTENT=TAP_PERSISTENT[cls], FAST_SIN=True, BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K),
         num_warps=cfg.num_warps, num_stages=cfg.num_stages, expect_mma=True)
 
 
