@@ -220,25 +220,22 @@ def tol_for(dtype_name, prec):
     return tolerance(dtype_name, "reduction")
 
 
-def check_row(row):
-    """Worker: compile and run each candidate once, return {candidate name: (error, message)}."""
+def check_candidate(rows_, cand):
+    """Worker: compile and run one candidate on each row (a dtype/precision group), against a float64 conv;
+    returns [(error, message)] per row. One candidate per task, so no two workers compile the same kernel."""
     _init()
-    kind, label, p, dt, prec, cands = row
-    dtype = getattr(torch, dt)
-    x, w, b, kw, extra = make_inputs(kind, p, dtype)
-    ref = reference(kind, x, w, b, kw, extra)
-    scale = max(1.0, ref.abs().max().item())
-    res = {}
-    for cand in cands:
+    out = []
+    for kind, label, p, dt, prec, cands in rows_:
         try:
+            x, w, b, kw, extra = make_inputs(kind, p, getattr(torch, dt))
             y = candidate_fn(kind, cand, prec, x, w, b, kw, extra)()
-            if not SMOKE:
-                torch.cuda.synchronize()
+            ref = reference(kind, x, w, b, kw, extra)
+            scale = max(1.0, ref.abs().max().item())
             err = (y.double() - ref).abs().max().item() / scale if torch.isfinite(y).all() else float("inf")
-            res[cand[0]] = (err, "")
+            out.append((err, ""))
         except Exception as exc:  # a candidate that does not compile or launch is reported, not timed
-            res[cand[0]] = (float("inf"), f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}")
-    return res
+            out.append((float("inf"), f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}"))
+    return out
 
 
 def flops(kind, p):
@@ -273,24 +270,30 @@ def main():
     print(f"# {torch.cuda.get_device_name() if not SMOKE else 'cpu smoke'}  torch {torch.__version__}  triton "
           f"{__import__('triton').__version__}  rows {len(all_rows)}", flush=True)
     workers = min(14, os.cpu_count() or 4)
+    # Tasks: one candidate over the rows of one candidate list (dtype/precision group), the longest first.
     # A kernel that hangs or crashes its worker must not cost the whole run: multiprocessing.Pool replaces
-    # dead workers (their row is reported as unfinished), rows not done by the deadline are skipped, and a
-    # worker lives for a few rows only, so a CUDA context lost to a faulting kernel spoils little else.
+    # dead workers (their task is reported as unfinished), tasks not done by the deadline are skipped, and
+    # a worker lives for a few tasks only, so a CUDA context lost to a faulting kernel spoils little else.
+    groups: dict[int, list[int]] = {}
+    for i, row in enumerate(all_rows):
+        groups.setdefault(id(row[5]), []).append(i)
+    tasks = sorted(((idx, cand) for idx in groups.values() for cand in all_rows[idx[0]][5]), key=lambda t: -len(t[0]))
     pool = mp.get_context("spawn").Pool(workers, maxtasksperchild=3)
-    pending = [pool.apply_async(check_row, (row,)) for row in all_rows]
-    deadline = time.time() + (75 if not SMOKE else 600)
+    pending = [pool.apply_async(check_candidate, ([all_rows[i] for i in idx], cand)) for idx, cand in tasks]
+    deadline = time.time() + (80 if not SMOKE else 600)
     while time.time() < deadline and not all(r.ready() for r in pending):
         time.sleep(0.2)
-    checks = []
-    for row, r in zip(all_rows, pending):
+    checks = [{} for _ in all_rows]
+    for (idx, cand), r in zip(tasks, pending):
         why = "check did not finish (slow compile, a hang or a crashed worker)"
+        results = None
         if r.ready():
             try:
-                checks.append(r.get(0))
-                continue
+                results = r.get(0)
             except Exception as exc:
                 why = repr(exc)[:150]
-        checks.append({c[0]: (float("inf"), why) for c in row[5]})
+        for k, i in enumerate(idx):
+            checks[i][cand[0]] = results[k] if results else (float("inf"), why)
     pool.terminate()
     print(f"# compile + check: {time.time() - t_start:.0f} s", flush=True)
     _init()
