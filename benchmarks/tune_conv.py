@@ -169,6 +169,7 @@ def candidate_fn(kind, cand, prec, x, w, b, kw, extra):
             C.uses_tap_kernel = lambda *a: False
             return
         C.uses_tap_kernel = lambda dtype, precision, transposed, stride: transposed or stride == 1
+        C.tap_kernel_fits = lambda t: True
         C.tap_mode = (lambda t: "pointer") if mode == "pointer" else (lambda t: "tma")
         C.TIME_MAJOR_X = {c: mode == "tma-tm" for c in ("16bit", "tf32", "ieee")}
         C.TAP_PERSISTENT = {c: persistent for c in ("16bit", "tf32", "ieee")}
@@ -208,7 +209,8 @@ def restore():
 
 def _init():
     from tilewave.kernels import conv as C
-    _ORIG.update(uses_tap_kernel=C.uses_tap_kernel, tap_mode=C.tap_mode, TAP_CONFIGS=C.TAP_CONFIGS,
+    _ORIG.update(uses_tap_kernel=C.uses_tap_kernel, tap_kernel_fits=C.tap_kernel_fits, tap_mode=C.tap_mode,
+                 TAP_CONFIGS=C.TAP_CONFIGS,
                  TIME_MAJOR_X=C.TIME_MAJOR_X, TAP_PERSISTENT=C.TAP_PERSISTENT,
                  SNAKE_FUSED_MAX_REPEATS=C.SNAKE_FUSED_MAX_REPEATS)
 

@@ -414,6 +414,12 @@ def tap_mode(x: torch.Tensor) -> str:
     return "pointer"
 
 
+def tap_kernel_fits(x: torch.Tensor) -> bool:
+    """The tap kernel runs with TMA, or in the CPU interpreter (its pointer form, so that its indexing is
+    tested there); GPUs without TMA keep the gather kernel, which prefetches its 16-bit tiles itself."""
+    return tap_mode(x) == "tma" or not x.is_cuda
+
+
 def uses_tap_kernel(dtype: torch.dtype, precision: str, transposed: bool, stride: int) -> bool:
     """The tap-major kernel takes tensor-core calls whose taps are contiguous shifts of the input: a
     stride-1 conv or any transposed conv (per phase); exact float32 and strided convs keep the gather."""
@@ -646,7 +652,7 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
     else:
         taps = K
     gemm = uses_gemm(C_in_g, C_out_g, taps)
-    tap = gemm and uses_tap_kernel(x.dtype, precision, transposed, stride)
+    tap = gemm and uses_tap_kernel(x.dtype, precision, transposed, stride) and tap_kernel_fits(x)
     if gemm:
         if transposed:
             phases, positions = stride, triton.cdiv(L_out, stride)
