@@ -267,9 +267,8 @@ def _conv_tap_kernel(x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, pha
     # Otherwise plain masked loads of the same rectangles (the CPU interpreter, which only takes
     # 16-byte-aligned descriptor offsets).
     # Tiles (n_tiles = phases · M tiles · N tiles · B·G, phases fastest, then M tiles, as in
-    # _conv_gemm_kernel) are taken in a grid-stride loop: one per program when the grid covers them, or
-    # PERSISTENT, one program per SM walking the tiles in one flattened, pipelined loop so that the next
-    # tile's loads overlap this tile's epilogue.
+    # _conv_gemm_kernel): one per program, or PERSISTENT, one program per SM walking them with a grid
+    # stride in one flattened, pipelined loop, so that the next tile's loads overlap this tile's epilogue.
     args = (x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, phase_base_ptr, a_ptr, b_ptr,
             C_in, L_in, C_out, L_out, G, C_in_g, C_out_g, C_in_pad, U, n_phases, tap_step, base, out_step, x_shift,
             tiles_n, slope, scale)
