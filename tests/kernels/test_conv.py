@@ -85,6 +85,8 @@ def test_every_registered_variant_is_a_config_the_launcher_has():
             if "BLOCK_K" in ce:
                 assert (ce["BLOCK_M"], ce["BLOCK_N"], ce["BLOCK_K"]) in tiles
                 assert v.expect_mma == (ce["PRECISION"] != "ieee" or v.signature["x_ptr"] != "*fp32"), v.name
+            elif v.fn is K._time_major_pad_kernel:
+                assert (ce["BLOCK_C"], ce["BLOCK_T"]) == K.TIME_MAJOR_PAD_BLOCK
             else:
                 assert (ce["BLOCK_C"], ce["BLOCK_T"]) in K.DIRECT_CONFIGS
 
@@ -144,6 +146,16 @@ def test_tma_input_rows_are_padded_to_16_bytes_only_when_needed():
     assert d.base.data_ptr() == x.data_ptr() and d.strides[0] == 16  # aligned already: no copy
 
 
+def test_time_major_copy_is_the_transposed_input_between_zero_rows():
+    gen = torch.Generator().manual_seed(9)
+    x = _rand(2, 5, 70, gen=gen)  # 5 channels: rows padded to a 16-byte pitch of 8
+    d, left, Lp = K._x_time_major_descriptor(x, -3, 81, 16, 32)
+    assert (left, Lp) == (3, 3 + 70 + 11) and list(d.shape) == [2 * Lp, 5] and d.strides[0] == 8
+    ref = torch.zeros(2, Lp, 8, device=KERNEL_DEVICE)
+    ref[:, 3:73, :5] = x.transpose(1, 2)
+    assert torch.equal(d.base.reshape(2, Lp, 8)[..., :5], ref[..., :5])
+
+
 @pytest.mark.parametrize("transposed, K_, stride, padding, dilation, output_padding",
                          [(False, 7, 1, 9, 3, 0), (True, 5, 3, 2, 2, 1), (True, 16, 8, 0, 1, 0)])
 def test_time_major_descriptor_path_keeps_padding_and_batches_apart(monkeypatch, transposed, K_, stride, padding,
@@ -152,6 +164,7 @@ def test_time_major_descriptor_path_keeps_padding_and_batches_apart(monkeypatch,
     # copy's channel offsets are: the float32 TMA path runs here as on sm_90. Batch 1 is 100x larger, so a
     # box reaching across the batch boundary instead of into the zero rows would show.
     monkeypatch.setattr(K, "tap_mode", lambda x: "tma")
+    monkeypatch.setattr(K, "TIME_MAJOR_X", {"16bit": False, "tf32": True})
     gen = torch.Generator().manual_seed(7)
     x = _rand(2, 32, 23, gen=gen) * torch.tensor([1.0, 100.0], device=KERNEL_DEVICE)[:, None, None]
     w = _rand(*((32, 16, K_) if transposed else (16, 32, K_)), gen=gen) / (32 * K_) ** 0.5

@@ -281,6 +281,20 @@ def _conv_tap_kernel(x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, pha
                        TIME_MAJOR, FAST_SIN, BLOCK_M, BLOCK_N, BLOCK_K)
 
 
+@triton.jit(do_not_specialize=["C", "L", "Lp", "left"])
+def _time_major_pad_kernel(x_ptr, xt_ptr, C, L, Lp, pitch, left, BLOCK_C: tl.constexpr, BLOCK_T: tl.constexpr):
+    # xt[b, t, c] = x[b, c, t − left] inside x, 0 elsewhere (t < Lp, c < pitch): the tap kernel's time-major
+    # input, in one pass. grid (cdiv(Lp, BLOCK_T), cdiv(pitch, BLOCK_C), B).
+    t = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)
+    c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    b = tl.program_id(2).to(tl.int64)
+    pos = t - left
+    inside = (c < C)[:, None] & ((pos >= 0) & (pos < L))[None, :]
+    v = tl.load(x_ptr + b * C * L + c.to(tl.int64)[:, None] * L + pos[None, :], mask=inside, other=0.0)
+    tl.store(xt_ptr + b * Lp * pitch + t.to(tl.int64)[:, None] * pitch + c[None, :], tl.trans(v),
+             mask=(t < Lp)[:, None] & (c < pitch)[None, :])
+
+
 @triton.jit(do_not_specialize=["C_in", "C_out", "C_in_g", "C_out_g", "K", "stride", "padding", "dilation"])
 def _conv_direct_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, a_ptr, b_ptr,
                         C_in, L_in, C_out, L_out, C_in_g, C_out_g, K, stride, padding, dilation, slope, scale,
@@ -444,6 +458,7 @@ def _x_descriptor(x: torch.Tensor, block_k: int, block_n: int):
 # Per tile class: feed x to the tap kernel as a zero-padded time-major copy (one transposing pass over x)
 # rather than channel-major boxes. float32 needs K-major operands for tf32 wgmma; 16-bit does not.
 TIME_MAJOR_X = {"16bit": False, "tf32": True}
+TIME_MAJOR_PAD_BLOCK = (64, 64)  # (channels, time) per program of _time_major_pad_kernel
 # Per tile class: when the tiles outnumber the SMs, one program per SM walks them (_conv_tap_kernel).
 TAP_PERSISTENT = {"16bit": False, "tf32": False}
 
@@ -465,8 +480,10 @@ def _x_time_major_descriptor(x: torch.Tensor, pos_lo: int, pos_hi: int, block_k:
     per_16b = 16 // x.element_size()
     pitch = triton.cdiv(C, per_16b) * per_16b
     Lp = left + L + right
-    xt = x.new_zeros(B, Lp, pitch)
-    xt[:, left:left + L, :C] = x.transpose(1, 2)
+    xt = x.new_empty(B, Lp, pitch)
+    grid = (triton.cdiv(Lp, TIME_MAJOR_PAD_BLOCK[1]), triton.cdiv(pitch, TIME_MAJOR_PAD_BLOCK[0]), B)
+    _time_major_pad_kernel[grid](x, xt, C, L, Lp, pitch, left, BLOCK_C=TIME_MAJOR_PAD_BLOCK[0],
+                                 BLOCK_T=TIME_MAJOR_PAD_BLOCK[1], num_warps=4)
     return TensorDescriptor(xt.reshape(B * Lp, pitch), [B * Lp, C], [pitch, 1], [block_n, block_k]), left, Lp
 
 
@@ -1189,6 +1206,12 @@ def _tap_variant(dt, prec, cfg, transposed, act="none", res=False):
         num_warps=cfg.num_warps, num_stages=cfg.num_stages, expect_mma=True)
 
 
+def _time_major_pad_variant(dt):
+    sig = {"x_ptr": f"*{dt}", "xt_ptr": f"*{dt}", **{n: "i32" for n in ("C", "L", "Lp", "pitch", "left")}}
+    return AotVariant(f"_time_major_pad_kernel[{dt}]", _time_major_pad_kernel, sig,
+                      dict(BLOCK_C=TIME_MAJOR_PAD_BLOCK[0], BLOCK_T=TIME_MAJOR_PAD_BLOCK[1]), num_warps=4)
+
+
 def _direct_variant(dt, block, transposed, act="none", res=False):
     return AotVariant(
         f"_conv_direct_kernel[{dt},{block[0]}x{block[1]},{'transposed' if transposed else 'conv'},{act}"
@@ -1218,6 +1241,8 @@ def conv_variants(transposed_forms=(False, True), fused=False) -> list[AotVarian
             for transposed in transposed_forms:
                 out += [_tap_variant(dt, prec, cfg, transposed) for cfg in configs]
             out += [_tap_variant(dt, prec, c, tr, act, res) for c in configs for act, res, tr in fusions]
+    out += [_time_major_pad_variant(dt) for cls, forms in _CLASS_FORMS.items() if TIME_MAJOR_X.get(cls, False)
+            for dt in sorted({dt for dt, _ in forms})]
     for dt in ("fp32", "fp16", "bf16"):
         for transposed in transposed_forms:
             out += [_direct_variant(dt, block, transposed) for block in DIRECT_CONFIGS]
