@@ -20,9 +20,10 @@ Three code paths, chosen per call by `uses_gemm` and `uses_tap_kernel` (tile by 
   conv. The reduction walks (tap u, block of BLOCK_K input channels), so both operands are rectangles:
   the weight repacked once per (weight, version) to [G·phases·C_out/G, U·C_in_pad] (channels zero-padded
   to the block), and x[b, c0 : c0+BK, t0 + shift_u : +BN]. On sm_90 both arrive by TMA (tensor
-  descriptors; coordinates outside the tensor, negative time included, read as zeros = the zero padding)
-  and Triton's pipeliner overlaps the copies with the asynchronous wgmma; elsewhere (and in the CPU
-  interpreter) the same rectangles come through masked loads.
+  descriptors) and Triton's pipeliner overlaps the copies with the asynchronous wgmma; x goes through one
+  copy into time-major layout with zero rows for the padding (a TMA box must start 16-byte aligned in its
+  innermost dimension: channels, not the shifted time). In the CPU interpreter the same rectangles come
+  through masked loads from x.
 - gather implicit GEMM (_conv_gemm_kernel) for exact float32 (FMA units) and strided convs, per group: M = C_out/G output channels, N = output positions,
   reduction R = (C_in/G) × taps. A is the weight: OIK rows are already contiguous over (c, k), so the
   reduction loop walks the weight contiguously and the taps sit inside it; B is gathered from x on the fly
@@ -37,10 +38,10 @@ Precision: float32 storage multiplies in exact float32 ('ieee', FMA), 'tf32x3' (
 split into high and low tf32 parts: float32-class error) or 'tf32' (tensor cores, ~1e-3 relative);
 float16/bfloat16 storage runs on tensor cores; accumulation is float32 always.
 Launch invariants: x [B, C_in, L] (or [C_in, L]); every tensor is made contiguous; one dtype for
-x, weight, bias and residual; offsets into x and y are int64 (B·C·L may pass 2³¹). TMA: x rows are
-copied into a 16-byte pitch when L·itemsize is not a multiple of 16; a TMA box past a group's channels
-reads the next group's (or batch's) inputs, multiplied by zero weights, so a non-finite value there
-would leak into the sum (the pointer path masks them).
+x, weight, bias and residual; offsets into x and y are int64 (B·C·L may pass 2³¹). TMA: a box past a
+group's channels reads the next group's inputs, multiplied by zero weights, so a non-finite value there
+would leak into the sum (the pointer path masks them); grouped calls whose group starts are not
+16-byte aligned run on the gather kernel.
 """
 from __future__ import annotations
 
@@ -176,8 +177,7 @@ def _conv_tap_tile(tile, x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr,
                    tap_step, base, out_step, x_shift, tiles_n, slope, scale,
                    TRANSPOSED: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr,
                    PRECISION: tl.constexpr, UPCAST: tl.constexpr, USE_TMA: tl.constexpr,
-                   TIME_MAJOR: tl.constexpr, FAST_SIN: tl.constexpr,
-                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+                   FAST_SIN: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     # one output tile of _conv_tap_kernel
     tiles_m = tl.cdiv(C_out_g, BLOCK_M)
     per_bg = n_phases * tiles_m * tiles_n
@@ -208,10 +208,7 @@ def _conv_tap_tile(tile, x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr,
         pos0 = j0 + shift0 + u * tap_step
         if USE_TMA:
             a = w_desc.load([w_row0 + m0, u * C_in_pad + c0])
-            if TIME_MAJOR:
-                xb = tl.trans(x_desc.load([b * L_in + pos0 + x_shift, g * C_in_g + c0]))
-            else:
-                xb = x_desc.load([x_row0 + c0, pos0])
+            xb = tl.trans(x_desc.load([b * L_in + pos0 + x_shift, g * C_in_g + c0]))
         else:
             a = tl.load(w_ptr + (w_row0 + co).to(tl.int64)[:, None] * R_pad + (u * C_in_pad + c0 + kk)[None, :],
                         mask=co_mask[:, None], other=0.0)
@@ -251,21 +248,20 @@ def _conv_tap_kernel(x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, pha
                      tap_step, base, out_step, x_shift, tiles_n, n_tiles, slope, scale,
                      TRANSPOSED: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr,
                      PRECISION: tl.constexpr, UPCAST: tl.constexpr, USE_TMA: tl.constexpr,
-                     TIME_MAJOR: tl.constexpr, PERSISTENT: tl.constexpr, FAST_SIN: tl.constexpr,
+                     PERSISTENT: tl.constexpr, FAST_SIN: tl.constexpr,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     # Tap-major implicit GEMM for a stride-1 conv or one output phase of a transposed conv. Reduction step
     # i covers tap u = i // n_cblk and input channels c0 .. c0 + BLOCK_K of the group, so both operand
     # tiles are rectangles: A = Wp[row, u·C_in_pad + c0 : +BLOCK_K] (weight repacked tap-major, channels
     # zero-padded to C_in_pad), B = x[b, g·C_in_g + c0 : +BLOCK_K, j0 + base + u·tap_step : +BLOCK_N].
-    # USE_TMA: both through tensor descriptors (x viewed as [B·C_in, L_in]); the TMA unit zero-fills
-    # coordinates outside the tensor, negative time included, which is the conv's zero padding, and the
-    # pipeliner overlaps the copies of the next stages with the asynchronous wgmma. Rows of B past the
-    # group's channels belong to the next group or batch; their weights are the zero padding of Wp.
-    # TIME_MAJOR (with USE_TMA): x_desc is a zero-padded time-major copy [B·L_in, C_in] of x (L_in the
-    # padded length, x_shift its left padding), whose [BLOCK_N, BLOCK_K] boxes are K-major as tf32 wgmma
-    # needs (channel-major float32 tiles would go through registers to be transposed every step).
-    # Otherwise plain masked loads of the same rectangles (the CPU interpreter, which only takes
-    # 16-byte-aligned descriptor offsets).
+    # USE_TMA: both through tensor descriptors, and the pipeliner overlaps the copies of the next stages
+    # with the asynchronous wgmma. x_desc is a zero-padded time-major copy [B·L_in, C_in] of x (L_in the
+    # padded length, x_shift its left padding): its [BLOCK_N, BLOCK_K] boxes start at any time (TMA wants
+    # the innermost coordinate 16-byte aligned, which a channel offset is and a tap shift is not: on
+    # sm_90 a misaligned one faults), the zero rows are the conv's padding and keep boxes inside their
+    # batch, and the boxes are K-major as tf32 wgmma needs. Columns of B past the group's channels belong
+    # to the next group; their weights are the zero padding of Wp.
+    # Otherwise plain masked loads of the same rectangles from x (the CPU interpreter).
     # Tiles (n_tiles = phases · M tiles · N tiles · B·G, phases fastest, then M tiles, as in
     # _conv_gemm_kernel): one per program, or PERSISTENT, one program per SM walking them with a grid
     # stride in one flattened, pipelined loop, so that the next tile's loads overlap this tile's epilogue.
@@ -274,11 +270,11 @@ def _conv_tap_kernel(x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, pha
             tiles_n, slope, scale)
     if PERSISTENT:
         for tile in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), flatten=True):
-            _conv_tap_tile(tile, *args, TRANSPOSED, ACT, HAS_BIAS, HAS_RES, PRECISION, UPCAST, USE_TMA, TIME_MAJOR,
-                           FAST_SIN, BLOCK_M, BLOCK_N, BLOCK_K)
+            _conv_tap_tile(tile, *args, TRANSPOSED, ACT, HAS_BIAS, HAS_RES, PRECISION, UPCAST, USE_TMA, FAST_SIN,
+                           BLOCK_M, BLOCK_N, BLOCK_K)
     else:
         _conv_tap_tile(tl.program_id(0), *args, TRANSPOSED, ACT, HAS_BIAS, HAS_RES, PRECISION, UPCAST, USE_TMA,
-                       TIME_MAJOR, FAST_SIN, BLOCK_M, BLOCK_N, BLOCK_K)
+                       FAST_SIN, BLOCK_M, BLOCK_N, BLOCK_K)
 
 
 @triton.jit(do_not_specialize=["C", "L", "Lp", "left"])
@@ -427,10 +423,13 @@ def tap_mode(x: torch.Tensor) -> str:
     return "pointer"
 
 
-def tap_kernel_fits(x: torch.Tensor) -> bool:
+def tap_kernel_fits(x: torch.Tensor, groups: int) -> bool:
     """The tap kernel runs with TMA, or in the CPU interpreter (its pointer form, so that its indexing is
-    tested there); GPUs without TMA keep the gather kernel, which prefetches its 16-bit tiles itself."""
-    return tap_mode(x) == "tma" or not x.is_cuda
+    tested there). TMA boxes start at channel g·C_in/G, which must be 16-byte aligned. GPUs without TMA and
+    such groupings keep the gather kernel, which prefetches its 16-bit tiles itself."""
+    if not x.is_cuda:
+        return True
+    return tap_mode(x) == "tma" and (groups == 1 or (x.shape[1] // groups * x.element_size()) % 16 == 0)
 
 
 def uses_tap_kernel(dtype: torch.dtype, precision: str, transposed: bool, stride: int) -> bool:
@@ -439,25 +438,6 @@ def uses_tap_kernel(dtype: torch.dtype, precision: str, transposed: bool, stride
     return _gemm_class(dtype, precision) != "ieee" and (transposed or stride == 1)
 
 
-def _x_descriptor(x: torch.Tensor, block_k: int, block_n: int):
-    """x [B, C, L] as a [B·C, L] TMA descriptor with [block_k, block_n] boxes. TMA needs a 16-byte
-    aligned base and row pitch; otherwise x is copied into rows padded to 16 bytes (the descriptor's
-    shape stays L, so the padding is never read)."""
-    from triton.tools.tensor_descriptor import TensorDescriptor
-    B, C, L = x.shape
-    per_16b = 16 // x.element_size()
-    if L % per_16b or x.data_ptr() % 16:
-        pitch = triton.cdiv(L, per_16b) * per_16b
-        rows = x.new_empty(B * C, pitch)
-        rows[:, :L] = x.reshape(B * C, L)
-    else:
-        pitch, rows = L, x.reshape(B * C, L)
-    return TensorDescriptor(rows, [B * C, L], [pitch, 1], [block_k, block_n])
-
-
-# Per tile class: feed x to the tap kernel as a zero-padded time-major copy (one transposing pass over x)
-# rather than channel-major boxes. float32 needs K-major operands for tf32 wgmma; 16-bit does not.
-TIME_MAJOR_X = {"16bit": False, "tf32": True}
 TIME_MAJOR_PAD_BLOCK = (64, 64)  # (channels, time) per program of _time_major_pad_kernel
 # Per tile class: when the tiles outnumber the SMs, one program per SM walks them (_conv_tap_kernel).
 TAP_PERSISTENT = {"16bit": False, "tf32": False}
@@ -668,7 +648,7 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
     else:
         taps = K
     gemm = uses_gemm(C_in_g, C_out_g, taps)
-    tap = gemm and uses_tap_kernel(x.dtype, precision, transposed, stride) and tap_kernel_fits(x)
+    tap = gemm and uses_tap_kernel(x.dtype, precision, transposed, stride) and tap_kernel_fits(x, groups)
     if gemm:
         if transposed:
             phases, positions = stride, triton.cdiv(L_out, stride)
@@ -699,17 +679,13 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
         if not transposed:
             phase_base = _dummy_int(x.device)
         mode = tap_mode(x)
-        time_major = mode == "tma" and TIME_MAJOR_X[_gemm_class(x.dtype, precision)]
         x_shift, L_desc = 0, L_in
         if mode == "tma":
             from triton.tools.tensor_descriptor import TensorDescriptor
-            if time_major:
-                bases = ([0 if e is None else e[1] for e in transpose_phase_plan(K, stride, padding, dilation)]
-                         if transposed else [base])
-                pos_lo, pos_hi = _input_reach(bases, tap_step, U, triton.cdiv(positions, cfg.BLOCK_N) * cfg.BLOCK_N)
-                x_desc, x_shift, L_desc = _x_time_major_descriptor(x, pos_lo, pos_hi, cfg.BLOCK_K, cfg.BLOCK_N)
-            else:
-                x_desc = _x_descriptor(x, cfg.BLOCK_K, cfg.BLOCK_N)
+            bases = ([0 if e is None else e[1] for e in transpose_phase_plan(K, stride, padding, dilation)]
+                     if transposed else [base])
+            pos_lo, pos_hi = _input_reach(bases, tap_step, U, triton.cdiv(positions, cfg.BLOCK_N) * cfg.BLOCK_N)
+            x_desc, x_shift, L_desc = _x_time_major_descriptor(x, pos_lo, pos_hi, cfg.BLOCK_K, cfg.BLOCK_N)
             w_desc = TensorDescriptor.from_tensor(w_tap, [cfg.BLOCK_M, cfg.BLOCK_K])
         else:
             x_desc, w_desc = x, w_tap
@@ -720,7 +696,7 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
             tap_step, base, out_step, x_shift, tiles_n, n_tiles, float(slope), float(scale),
             TRANSPOSED=transposed, UPCAST=upcast, PERSISTENT=persistent,
             PRECISION=_dot_precision(torch.float32 if upcast else x.dtype, precision), USE_TMA=mode == "tma",
-            TIME_MAJOR=time_major,
+
             BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K,
             num_warps=cfg.num_warps, num_stages=cfg.num_stages, **flags)
     elif gemm:
@@ -1160,11 +1136,10 @@ def _direct_signature(dt: str) -> dict[str, str]:
     return sig
 
 
-def _tap_signature(dt: str, cfg: GemmConfig, time_major: bool) -> dict[str, str]:
+def _tap_signature(dt: str, cfg: GemmConfig) -> dict[str, str]:
     # the descriptors as Triton spells a host TensorDescriptor argument: element type and box shape
     ptr = f"*{dt}"
-    x_box = (cfg.BLOCK_N, cfg.BLOCK_K) if time_major else (cfg.BLOCK_K, cfg.BLOCK_N)
-    sig = {"x_desc": f"tensordesc<{dt}[{x_box[0]}, {x_box[1]}]>",
+    sig = {"x_desc": f"tensordesc<{dt}[{cfg.BLOCK_N}, {cfg.BLOCK_K}]>",
            "w_desc": f"tensordesc<{dt}[{cfg.BLOCK_M}, {cfg.BLOCK_K}]>"}
     sig.update({n: ptr for n in ("x_ptr", "w_ptr", "bias_ptr", "res_ptr", "y_ptr")})
     sig["phase_base_ptr"] = "*i32"
@@ -1197,12 +1172,11 @@ def _gemm_variant(dt, prec, cfg, transposed, act="none", res=False):
 
 def _tap_variant(dt, prec, cfg, transposed, act="none", res=False):
     cls = "16bit" if dt != "fp32" else "tf32"
-    time_major = TIME_MAJOR_X[cls]
     return AotVariant(
         "_conv_tap_kernel" + _form(dt, prec, cfg, transposed, act, res), _conv_tap_kernel,
-        _tap_signature(dt, cfg, time_major),
+        _tap_signature(dt, cfg),
         dict(TRANSPOSED=transposed, ACT=act, HAS_BIAS=True, HAS_RES=res, PRECISION=prec, UPCAST=False,
-             USE_TMA=True, TIME_MAJOR=time_major, PERSISTENT=TAP_PERSISTENT[cls], FAST_SIN=True, BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K),
+             USE_TMA=True, PERSISTENT=TAP_PERSISTENT[cls], FAST_SIN=True, BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K),
         num_warps=cfg.num_warps, num_stages=cfg.num_stages, expect_mma=True)
 
 
@@ -1241,8 +1215,7 @@ def conv_variants(transposed_forms=(False, True), fused=False) -> list[AotVarian
             for transposed in transposed_forms:
                 out += [_tap_variant(dt, prec, cfg, transposed) for cfg in configs]
             out += [_tap_variant(dt, prec, c, tr, act, res) for c in configs for act, res, tr in fusions]
-    out += [_time_major_pad_variant(dt) for cls, forms in _CLASS_FORMS.items() if TIME_MAJOR_X.get(cls, False)
-            for dt in sorted({dt for dt, _ in forms})]
+    out += [_time_major_pad_variant(dt) for dt in ("fp32", "fp16", "bf16")]
     for dt in ("fp32", "fp16", "bf16"):
         for transposed in transposed_forms:
             out += [_direct_variant(dt, block, transposed) for block in DIRECT_CONFIGS]
