@@ -64,6 +64,7 @@ FUSED = [  # conv1d_fused: snake fused in the tap kernel's registers vs one snak
 # the launcher's own tile choice.
 T16 = [("old", "old", None),
        ("tma 128x128x64 w8 s4", "tma", (128, 128, 64, 8, 4)),
+       ("tma host-desc 128x128x64 w8 s4", "tma-hostdesc", (128, 128, 64, 8, 4)),
        ("tma 128x256x64 w8 s3", "tma", (128, 256, 64, 8, 3)),
        ("tma 64x128x64 w4 s4", "tma", (64, 128, 64, 4, 4)),
        ("tma 64x64x64 w4 s5", "tma", (64, 64, 64, 4, 5)),
@@ -74,7 +75,7 @@ T32 = [("old", "old", None),
        ("tma 128x256x32 w8 s3", "tma", (128, 256, 32, 8, 3)),
        ("tma 64x128x32 w4 s4", "tma", (64, 128, 32, 4, 4)),
        ("persistent tma 128x128x32 w8 s3", "pers-tma", (128, 128, 32, 8, 3))]
-T16_FP16 = [T16[i] for i in (0, 1, 2, 5)]
+T16_FP16 = [T16[i] for i in (0, 1, 3, 6)]
 T32X3 = [T32[i] for i in (0, 1, 3, 4)]
 # exact float32 (FMA dot): the tap kernel's rectangles (pointer loads) against the gather kernel
 TIEEE = [("old", "old", None),
@@ -167,6 +168,7 @@ def candidate_fn(kind, cand, prec, x, w, b, kw, extra):
         C.tap_kernel_fits = lambda t, groups: True
         C.tap_mode = (lambda t: "pointer") if mode == "pointer" else (lambda t: "tma")
         C.TAP_PERSISTENT = {c: persistent for c in ("16bit", "tf32", "ieee")}
+        C.DEVICE_DESCRIPTORS = mode != "tma-hostdesc"
         C.TAP_CONFIGS = {**_ORIG["TAP_CONFIGS"], cls: (C.GemmConfig(*tile),)}
         C.SNAKE_FUSED_MAX_REPEATS = 0 if mode == "tma-pass" else (10 ** 6 if mode == "tma-fused" else 3)
 
@@ -205,7 +207,7 @@ def _init():
     from tilewave.kernels import conv as C
     _ORIG.update(uses_tap_kernel=C.uses_tap_kernel, tap_kernel_fits=C.tap_kernel_fits, tap_mode=C.tap_mode,
                  TAP_CONFIGS=C.TAP_CONFIGS,
-                 TAP_PERSISTENT=C.TAP_PERSISTENT,
+                 TAP_PERSISTENT=C.TAP_PERSISTENT, DEVICE_DESCRIPTORS=C.DEVICE_DESCRIPTORS,
                  SNAKE_FUSED_MAX_REPEATS=C.SNAKE_FUSED_MAX_REPEATS)
 
 

@@ -140,22 +140,24 @@ def test_tap_major_weight_holds_each_phase_tap_and_channel(transposed, stride, d
 def test_time_major_copy_is_the_transposed_input_between_zero_rows():
     gen = torch.Generator().manual_seed(9)
     x = _rand(2, 5, 70, gen=gen)  # 5 channels: rows padded to a 16-byte pitch of 8
-    d, left, Lp = K._x_time_major_descriptor(x, -3, 81, 16, 32)
-    assert (left, Lp) == (3, 3 + 70 + 11) and list(d.shape) == [2 * Lp, 5] and d.strides[0] == 8
-    ref = torch.zeros(2, Lp, 8, device=KERNEL_DEVICE)
+    xt, left = K._x_time_major(x, -3, 81)
+    assert left == 3 and tuple(xt.shape) == (2, 3 + 70 + 11, 8)
+    ref = torch.zeros(2, 84, 8, device=KERNEL_DEVICE)
     ref[:, 3:73, :5] = x.transpose(1, 2)
-    assert torch.equal(d.base.reshape(2, Lp, 8)[..., :5], ref[..., :5])
+    assert torch.equal(xt[..., :5], ref[..., :5])
 
 
+@pytest.mark.parametrize("device_descriptors", [True, False])
 @pytest.mark.parametrize("transposed, K_, stride, padding, dilation, output_padding, dtype",
                          [(False, 7, 1, 9, 3, 0, torch.float32), (True, 5, 3, 2, 2, 1, torch.float32),
                           (True, 16, 8, 0, 1, 0, torch.float32), (False, 5, 1, 4, 2, 0, torch.float16)])
-def test_time_major_descriptor_path_keeps_padding_and_batches_apart(monkeypatch, transposed, K_, stride, padding,
-                                                                    dilation, output_padding, dtype):
+def test_time_major_descriptor_path_keeps_padding_and_batches_apart(monkeypatch, device_descriptors, transposed, K_,
+                                                                    stride, padding, dilation, output_padding, dtype):
     # The interpreter follows descriptor loads whose last-dim offset is 16-byte aligned, which the time-major
     # copy's channel offsets are: the TMA path runs here as on sm_90. Batch 1 is 100x larger, so a
     # box reaching across the batch boundary instead of into the zero rows would show.
     monkeypatch.setattr(K, "tap_mode", lambda x: "tma")
+    monkeypatch.setattr(K, "DEVICE_DESCRIPTORS", device_descriptors)
     gen = torch.Generator().manual_seed(7)
     x = (_rand(2, 32, 23, gen=gen) * torch.tensor([1.0, 100.0], device=KERNEL_DEVICE)[:, None, None]).to(dtype)
     w = (_rand(*((32, 16, K_) if transposed else (16, 32, K_)), gen=gen) / (32 * K_) ** 0.5).to(dtype)

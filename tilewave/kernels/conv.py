@@ -242,13 +242,13 @@ def _conv_tap_tile(tile, x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr,
 
 # L_out specialised (divisible by 16: the stores vectorise); the other sizes are runtime values.
 @triton.jit(do_not_specialize=["C_in", "L_in", "C_out", "G", "C_in_g", "C_out_g", "C_in_pad", "U", "tap_step",
-                               "base", "x_shift", "tiles_n", "n_tiles"])
+                               "base", "x_shift", "tiles_n", "n_tiles", "x_rows", "x_pitch"])
 def _conv_tap_kernel(x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, phase_base_ptr, a_ptr, b_ptr,
                      C_in, L_in, C_out, L_out, G, C_in_g, C_out_g, C_in_pad, U, n_phases,
-                     tap_step, base, out_step, x_shift, tiles_n, n_tiles, slope, scale,
+                     tap_step, base, out_step, x_shift, tiles_n, n_tiles, x_rows, x_pitch, slope, scale,
                      TRANSPOSED: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr,
                      PRECISION: tl.constexpr, UPCAST: tl.constexpr, USE_TMA: tl.constexpr,
-                     PERSISTENT: tl.constexpr, FAST_SIN: tl.constexpr,
+                     DEVICE_DESC: tl.constexpr, PERSISTENT: tl.constexpr, FAST_SIN: tl.constexpr,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     # Tap-major implicit GEMM for a stride-1 conv or one output phase of a transposed conv. Reduction step
     # i covers tap u = i // n_cblk and input channels c0 .. c0 + BLOCK_K of the group, so both operand
@@ -261,10 +261,18 @@ def _conv_tap_kernel(x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, pha
     # sm_90 a misaligned one faults), the zero rows are the conv's padding and keep boxes inside their
     # batch, and the boxes are K-major as tf32 wgmma needs. Columns of B past the group's channels belong
     # to the next group; their weights are the zero padding of Wp.
+    # DEVICE_DESC: x_desc and w_desc arrive as the plain pointers (time-major copy [x_rows, x_pitch],
+    # packed weight) and the descriptors are made here, which keeps the host launch cheap (a host
+    # descriptor is encoded on the CPU at every launch); it needs triton.set_allocator for their scratch.
     # Otherwise plain masked loads of the same rectangles from x (the CPU interpreter).
     # Tiles (n_tiles = phases · M tiles · N tiles · B·G, phases fastest, then M tiles, as in
     # _conv_gemm_kernel): one per program, or PERSISTENT, one program per SM walking them with a grid
     # stride in one flattened, pipelined loop, so that the next tile's loads overlap this tile's epilogue.
+    if DEVICE_DESC:
+        x_desc = tl.make_tensor_descriptor(x_desc, shape=[x_rows, C_in], strides=[x_pitch, 1],
+                                           block_shape=[BLOCK_N, BLOCK_K])
+        w_desc = tl.make_tensor_descriptor(w_ptr, shape=[G * n_phases * C_out_g, U * C_in_pad],
+                                           strides=[U * C_in_pad, 1], block_shape=[BLOCK_M, BLOCK_K])
     args = (x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, phase_base_ptr, a_ptr, b_ptr,
             C_in, L_in, C_out, L_out, G, C_in_g, C_out_g, C_in_pad, U, n_phases, tap_step, base, out_step, x_shift,
             tiles_n, slope, scale)
@@ -376,6 +384,11 @@ def _dot_precision(dtype: torch.dtype, precision: str) -> str:
     return precision if dtype == torch.float32 else "ieee"
 
 
+def _cdiv(a: int, b: int) -> int:
+    # triton.cdiv goes through Triton's constexpr machinery: microseconds per call on the launch path
+    return -(-a // b)
+
+
 def _interpreted() -> bool:
     return os.environ.get("TRITON_INTERPRET") == "1"
 
@@ -396,7 +409,7 @@ def pick_gemm_config(dtype: torch.dtype, precision: str, C_out_g: int, programs_
     for c in configs:
         if c.BLOCK_M >= C_out_g:
             cfg = c
-    while cfg is not configs[-1] and triton.cdiv(C_out_g, cfg.BLOCK_M) * programs_per_m_tile < sm_count // 2:
+    while cfg is not configs[-1] and _cdiv(C_out_g, cfg.BLOCK_M) * programs_per_m_tile < sm_count // 2:
         cfg = configs[configs.index(cfg) + 1]
     return cfg
 
@@ -415,10 +428,15 @@ def fused_input_config(cfg: GemmConfig, dtype: torch.dtype, precision: str) -> G
     return next(c for c in GEMM_CONFIGS[cls] if c.BLOCK_M <= FUSED_INPUT_MAX_M[cls])
 
 
+@functools.lru_cache(maxsize=None)
+def _has_tma(device: torch.device) -> bool:
+    return torch.cuda.get_device_capability(device)[0] >= 9
+
+
 def tap_mode(x: torch.Tensor) -> str:
     """How _conv_tap_kernel loads its tiles: 'tma' (tensor descriptors, sm_90+) or 'pointer' (masked
     loads: older GPUs and the CPU interpreter)."""
-    if x.is_cuda and not _interpreted() and torch.cuda.get_device_capability(x.device)[0] >= 9:
+    if x.is_cuda and not _interpreted() and _has_tma(x.device):
         return "tma"
     return "pointer"
 
@@ -439,6 +457,8 @@ def uses_tap_kernel(dtype: torch.dtype, precision: str, transposed: bool, stride
 
 
 TIME_MAJOR_PAD_BLOCK = (64, 64)  # (channels, time) per program of _time_major_pad_kernel
+# Make the TMA descriptors inside the kernel (plain pointer arguments) rather than on the host.
+DEVICE_DESCRIPTORS = True
 # Per tile class: when the tiles outnumber the SMs, one program per SM walks them (_conv_tap_kernel).
 TAP_PERSISTENT = {"16bit": False, "tf32": False}
 
@@ -450,21 +470,24 @@ def _input_reach(bases: list[int], tap_step: int, U: int, positions: int) -> tup
     return min(shifts), max(shifts) + positions
 
 
-def _x_time_major_descriptor(x: torch.Tensor, pos_lo: int, pos_hi: int, block_k: int, block_n: int):
-    """x [B, C, L] → ([B·Lp, C] TMA descriptor over a time-major copy with zero rows where the kernel
-    reads outside [0, L), its left padding, Lp). The zero rows make the conv's padding and keep a box
-    from reaching into the next batch. Channels are padded to a 16-byte row pitch."""
-    from triton.tools.tensor_descriptor import TensorDescriptor
+def _x_time_major(x: torch.Tensor, pos_lo: int, pos_hi: int) -> tuple[torch.Tensor, int]:
+    """x [B, C, L] → (time-major copy [B, Lp, pitch] with zero rows where the kernel reads outside
+    [0, L), its left padding). The zero rows make the conv's padding and keep a box from reaching into
+    the next batch. Channels are padded to a 16-byte row pitch."""
     B, C, L = x.shape
     left, right = max(0, -pos_lo), max(0, pos_hi - L)
     per_16b = 16 // x.element_size()
-    pitch = triton.cdiv(C, per_16b) * per_16b
+    pitch = _cdiv(C, per_16b) * per_16b
     Lp = left + L + right
     xt = x.new_empty(B, Lp, pitch)
-    grid = (triton.cdiv(Lp, TIME_MAJOR_PAD_BLOCK[1]), triton.cdiv(pitch, TIME_MAJOR_PAD_BLOCK[0]), B)
+    grid = (_cdiv(Lp, TIME_MAJOR_PAD_BLOCK[1]), _cdiv(pitch, TIME_MAJOR_PAD_BLOCK[0]), B)
     _time_major_pad_kernel[grid](x, xt, C, L, Lp, pitch, left, BLOCK_C=TIME_MAJOR_PAD_BLOCK[0],
                                  BLOCK_T=TIME_MAJOR_PAD_BLOCK[1], num_warps=4)
-    return TensorDescriptor(xt.reshape(B * Lp, pitch), [B * Lp, C], [pitch, 1], [block_n, block_k]), left, Lp
+    return xt, left
+
+
+def _tma_scratch(size: int, alignment: int, stream):
+    return torch.empty(size, dtype=torch.int8, device="cuda")
 
 
 def uses_gemm(C_in_g: int, C_out_g: int, taps: int) -> bool:
@@ -524,7 +547,7 @@ def _packed_transpose_weight(weight: torch.Tensor, groups: int, stride: int, pad
     def build(weight):
         C_in, C_out_g, K = weight.shape
         C_in_g = C_in // groups
-        U = triton.cdiv(K, stride // math.gcd(stride, dilation))
+        U = _cdiv(K, stride // math.gcd(stride, dilation))
         w = weight.reshape(groups, C_in_g, C_out_g, K)
         packed = weight.new_zeros(groups, stride, C_out_g, C_in_g, U)
         bases = [0] * stride
@@ -545,7 +568,7 @@ def _packed_tap_weight(weight: torch.Tensor, transposed: bool, groups: int, stri
         if transposed:
             C_in, C_out_g, K = weight.shape
             C_in_g = C_in // groups
-            U = triton.cdiv(K, stride // math.gcd(stride, dilation))
+            U = _cdiv(K, stride // math.gcd(stride, dilation))
             w = weight.reshape(groups, C_in_g, C_out_g, K).permute(0, 2, 3, 1)  # [G, C_out/G, K, C_in/G]
             phases = _phase_taps(K, stride, padding, dilation)
             n_phases = stride
@@ -554,7 +577,7 @@ def _packed_tap_weight(weight: torch.Tensor, transposed: bool, groups: int, stri
             C_out_g, U = C_out // groups, K
             w = weight.reshape(groups, C_out_g, C_in_g, K).permute(0, 1, 3, 2)
             phases, n_phases = [(0, list(range(K)), 0)], 1
-        C_in_pad = triton.cdiv(C_in_g, block_k) * block_k
+        C_in_pad = _cdiv(C_in_g, block_k) * block_k
         packed = weight.new_zeros(groups, n_phases, C_out_g, U, C_in_pad)
         bases = [0] * n_phases
         for phase, taps, base in phases:
@@ -644,22 +667,22 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
     b_arg = a_arg if beta is None else beta.contiguous()
     if transposed:
         step = stride // math.gcd(stride, dilation)
-        taps = triton.cdiv(K, step)
+        taps = _cdiv(K, step)
     else:
         taps = K
     gemm = uses_gemm(C_in_g, C_out_g, taps)
     tap = gemm and uses_tap_kernel(x.dtype, precision, transposed, stride) and tap_kernel_fits(x, groups)
     if gemm:
         if transposed:
-            phases, positions = stride, triton.cdiv(L_out, stride)
+            phases, positions = stride, _cdiv(L_out, stride)
             in_step, tap_step, base, out_step = 1, -(dilation // math.gcd(stride, dilation)), 0, stride
         else:
             phases, positions = 1, L_out
             in_step, tap_step, base, out_step = stride, dilation, -padding, 1
-        cfg = pick_gemm_config(x.dtype, precision, C_out_g, triton.cdiv(positions, 128) * B * groups * phases,
+        cfg = pick_gemm_config(x.dtype, precision, C_out_g, _cdiv(positions, 128) * B * groups * phases,
                                _sm_count(x.device), tap=tap)
         fused_cfg = fused_input_config(cfg, x.dtype, precision) if act != "none" and not tap else cfg
-        activations_per_input = taps * triton.cdiv(C_out_g, fused_cfg.BLOCK_M)
+        activations_per_input = taps * _cdiv(C_out_g, fused_cfg.BLOCK_M)
     else:
         BLOCK_C, BLOCK_T = DIRECT_CONFIGS[0] if C_out >= DIRECT_CONFIGS[0][0] else DIRECT_CONFIGS[1]
         activations_per_input = K * C_out_g
@@ -670,8 +693,8 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
     # FAST_SIN: the SFU sine on the GPU (the interpreter cannot run inline PTX)
     flags = dict(ACT=act, HAS_BIAS=bias is not None, HAS_RES=residual is not None, FAST_SIN=x.is_cuda)
     if tap:
-        tiles_n = triton.cdiv(positions, cfg.BLOCK_N)
-        n_tiles = phases * triton.cdiv(C_out_g, cfg.BLOCK_M) * tiles_n * B * groups
+        tiles_n = _cdiv(positions, cfg.BLOCK_N)
+        n_tiles = phases * _cdiv(C_out_g, cfg.BLOCK_M) * tiles_n * B * groups
         persistent = TAP_PERSISTENT[_gemm_class(x.dtype, precision)] and n_tiles > _sm_count(x.device)
         grid = (min(n_tiles, _sm_count(x.device)) if persistent else n_tiles,)
         w_tap, phase_base, U, C_in_pad = _packed_tap_weight(weight, transposed, groups, stride, padding, dilation,
@@ -679,24 +702,31 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
         if not transposed:
             phase_base = _dummy_int(x.device)
         mode = tap_mode(x)
-        x_shift, L_desc = 0, L_in
+        device_desc = mode == "tma" and DEVICE_DESCRIPTORS
+        x_shift, L_desc, x_rows, x_pitch = 0, L_in, 0, 0
+        x_desc, w_desc = x, w_tap
         if mode == "tma":
-            from triton.tools.tensor_descriptor import TensorDescriptor
             bases = ([0 if e is None else e[1] for e in transpose_phase_plan(K, stride, padding, dilation)]
                      if transposed else [base])
-            pos_lo, pos_hi = _input_reach(bases, tap_step, U, triton.cdiv(positions, cfg.BLOCK_N) * cfg.BLOCK_N)
-            x_desc, x_shift, L_desc = _x_time_major_descriptor(x, pos_lo, pos_hi, cfg.BLOCK_K, cfg.BLOCK_N)
-            w_desc = TensorDescriptor.from_tensor(w_tap, [cfg.BLOCK_M, cfg.BLOCK_K])
-        else:
-            x_desc, w_desc = x, w_tap
+            pos_lo, pos_hi = _input_reach(bases, tap_step, U, tiles_n * cfg.BLOCK_N)
+            xt, x_shift = _x_time_major(x, pos_lo, pos_hi)
+            L_desc, x_pitch = xt.shape[1], xt.shape[2]
+            x_rows = B * L_desc
+            if device_desc:
+                x_desc = xt
+                triton.set_allocator(_tma_scratch)
+            else:
+                from triton.tools.tensor_descriptor import TensorDescriptor
+                x_desc = TensorDescriptor(xt.reshape(x_rows, x_pitch), [x_rows, C_in], [x_pitch, 1],
+                                          [cfg.BLOCK_N, cfg.BLOCK_K])
+                w_desc = TensorDescriptor.from_tensor(w_tap, [cfg.BLOCK_M, cfg.BLOCK_K])
         upcast = _interpreted() and x.dtype == torch.bfloat16
         _conv_tap_kernel[grid](
             x_desc, w_desc, x, w_tap, bias_arg, res_arg, out, phase_base, a_arg, b_arg,
             C_in, L_desc, C_out, L_out, groups, C_in_g, C_out_g, C_in_pad, U, phases,
-            tap_step, base, out_step, x_shift, tiles_n, n_tiles, float(slope), float(scale),
-            TRANSPOSED=transposed, UPCAST=upcast, PERSISTENT=persistent,
+            tap_step, base, out_step, x_shift, tiles_n, n_tiles, x_rows, x_pitch, float(slope), float(scale),
+            TRANSPOSED=transposed, UPCAST=upcast, PERSISTENT=persistent, DEVICE_DESC=device_desc,
             PRECISION=_dot_precision(torch.float32 if upcast else x.dtype, precision), USE_TMA=mode == "tma",
-
             BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K,
             num_warps=cfg.num_warps, num_stages=cfg.num_stages, **flags)
     elif gemm:
@@ -704,7 +734,7 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
             w_arg, phase_base, U = _packed_transpose_weight(weight, groups, stride, padding, dilation)
         else:
             w_arg, phase_base, U = weight, _dummy_int(x.device), K
-        grid = (phases * triton.cdiv(C_out_g, cfg.BLOCK_M) * triton.cdiv(positions, cfg.BLOCK_N), B * groups)
+        grid = (phases * _cdiv(C_out_g, cfg.BLOCK_M) * _cdiv(positions, cfg.BLOCK_N), B * groups)
         upcast = _interpreted() and x.dtype == torch.bfloat16
         _conv_gemm_kernel[grid](
             x, w_arg, bias_arg, res_arg, out, phase_base, a_arg, b_arg,
@@ -716,7 +746,7 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
             BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K,
             num_warps=cfg.num_warps, num_stages=cfg.num_stages, **flags)
     else:
-        grid = (triton.cdiv(L_out, BLOCK_T), triton.cdiv(C_out, BLOCK_C), B)
+        grid = (_cdiv(L_out, BLOCK_T), _cdiv(C_out, BLOCK_C), B)
         _conv_direct_kernel[grid](
             x, weight, bias_arg, res_arg, out, a_arg, b_arg,
             C_in, L_in, C_out, L_out, C_in_g, C_out_g, K, stride, padding, dilation, float(slope), float(scale),
@@ -1137,15 +1167,20 @@ def _direct_signature(dt: str) -> dict[str, str]:
 
 
 def _tap_signature(dt: str, cfg: GemmConfig) -> dict[str, str]:
-    # the descriptors as Triton spells a host TensorDescriptor argument: element type and box shape
+    # host descriptors as Triton spells a TensorDescriptor argument (element type and box shape), or the
+    # pointers the kernel makes its descriptors from
     ptr = f"*{dt}"
-    sig = {"x_desc": f"tensordesc<{dt}[{cfg.BLOCK_N}, {cfg.BLOCK_K}]>",
-           "w_desc": f"tensordesc<{dt}[{cfg.BLOCK_M}, {cfg.BLOCK_K}]>"}
+    if DEVICE_DESCRIPTORS:
+        sig = {"x_desc": ptr, "w_desc": ptr}
+    else:
+        sig = {"x_desc": f"tensordesc<{dt}[{cfg.BLOCK_N}, {cfg.BLOCK_K}]>",
+               "w_desc": f"tensordesc<{dt}[{cfg.BLOCK_M}, {cfg.BLOCK_K}]>"}
     sig.update({n: ptr for n in ("x_ptr", "w_ptr", "bias_ptr", "res_ptr", "y_ptr")})
     sig["phase_base_ptr"] = "*i32"
     sig.update(a_ptr=ptr, b_ptr=ptr)
     sig.update({n: "i32" for n in ("C_in", "L_in", "C_out", "L_out", "G", "C_in_g", "C_out_g", "C_in_pad", "U",
-                                   "n_phases", "tap_step", "base", "out_step", "x_shift", "tiles_n", "n_tiles")})
+                                   "n_phases", "tap_step", "base", "out_step", "x_shift", "tiles_n", "n_tiles",
+                                   "x_rows", "x_pitch")})
     sig.update(slope="fp32", scale="fp32")
     return sig
 
@@ -1176,7 +1211,7 @@ def _tap_variant(dt, prec, cfg, transposed, act="none", res=False):
         "_conv_tap_kernel" + _form(dt, prec, cfg, transposed, act, res), _conv_tap_kernel,
         _tap_signature(dt, cfg),
         dict(TRANSPOSED=transposed, ACT=act, HAS_BIAS=True, HAS_RES=res, PRECISION=prec, UPCAST=False,
-             USE_TMA=True, PERSISTENT=TAP_PERSISTENT[cls], FAST_SIN=True, BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K),
+             USE_TMA=True, DEVICE_DESC=DEVICE_DESCRIPTORS, PERSISTENT=TAP_PERSISTENT[cls], FAST_SIN=True, BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K),
         num_warps=cfg.num_warps, num_stages=cfg.num_stages, expect_mma=True)
 
 
