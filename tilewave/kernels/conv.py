@@ -463,11 +463,20 @@ DEVICE_DESCRIPTORS = True
 TAP_PERSISTENT = {"16bit": False, "tf32": False}
 
 
-def _input_reach(bases: list[int], tap_step: int, U: int, positions: int) -> tuple[int, int]:
-    """[lo, hi): the input positions the tap kernel's boxes touch, over all phases (their bases), taps
-    and tiles (positions rounded up to whole tiles)."""
+@functools.lru_cache(maxsize=1024)
+def _tap_geometry(transposed, B, C_out_g, groups, positions, phases, K, stride, padding, dilation, tap_step, base,
+                  cfg, persistent, sm_count):
+    """(N tiles, tiles, persistent launch, [lo, hi) input positions the boxes touch over all phases, taps
+    and tiles): shape arithmetic, cached so that a model's repeated layers skip it."""
+    tiles_n = _cdiv(positions, cfg.BLOCK_N)
+    n_tiles = phases * _cdiv(C_out_g, cfg.BLOCK_M) * tiles_n * B * groups
+    if transposed:
+        plan = transpose_phase_plan(K, stride, padding, dilation)
+        bases, U = [0 if e is None else e[1] for e in plan], _cdiv(K, stride // math.gcd(stride, dilation))
+    else:
+        bases, U = [base], K
     shifts = [b + u * tap_step for b in bases for u in range(U)]
-    return min(shifts), max(shifts) + positions
+    return tiles_n, n_tiles, persistent and n_tiles > sm_count, min(shifts), max(shifts) + tiles_n * cfg.BLOCK_N
 
 
 def _x_time_major(x: torch.Tensor, pos_lo: int, pos_hi: int) -> tuple[torch.Tensor, int]:
@@ -488,6 +497,12 @@ def _x_time_major(x: torch.Tensor, pos_lo: int, pos_hi: int) -> tuple[torch.Tens
 
 def _tma_scratch(size: int, alignment: int, stream):
     return torch.empty(size, dtype=torch.int8, device="cuda")
+
+
+@functools.lru_cache(maxsize=None)
+def _use_tma_scratch() -> None:
+    """Kernels that make TMA descriptors need global scratch for them: from PyTorch's allocator."""
+    triton.set_allocator(_tma_scratch)
 
 
 def uses_gemm(C_in_g: int, C_out_g: int, taps: int) -> bool:
@@ -693,9 +708,9 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
     # FAST_SIN: the SFU sine on the GPU (the interpreter cannot run inline PTX)
     flags = dict(ACT=act, HAS_BIAS=bias is not None, HAS_RES=residual is not None, FAST_SIN=x.is_cuda)
     if tap:
-        tiles_n = _cdiv(positions, cfg.BLOCK_N)
-        n_tiles = phases * _cdiv(C_out_g, cfg.BLOCK_M) * tiles_n * B * groups
-        persistent = TAP_PERSISTENT[_gemm_class(x.dtype, precision)] and n_tiles > _sm_count(x.device)
+        tiles_n, n_tiles, persistent, pos_lo, pos_hi = _tap_geometry(
+            transposed, B, C_out_g, groups, positions, phases, K, stride, padding, dilation, tap_step, base, cfg,
+            TAP_PERSISTENT[_gemm_class(x.dtype, precision)], _sm_count(x.device))
         grid = (min(n_tiles, _sm_count(x.device)) if persistent else n_tiles,)
         w_tap, phase_base, U, C_in_pad = _packed_tap_weight(weight, transposed, groups, stride, padding, dilation,
                                                             cfg.BLOCK_K)
@@ -706,15 +721,12 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
         x_shift, L_desc, x_rows, x_pitch = 0, L_in, 0, 0
         x_desc, w_desc = x, w_tap
         if mode == "tma":
-            bases = ([0 if e is None else e[1] for e in transpose_phase_plan(K, stride, padding, dilation)]
-                     if transposed else [base])
-            pos_lo, pos_hi = _input_reach(bases, tap_step, U, tiles_n * cfg.BLOCK_N)
             xt, x_shift = _x_time_major(x, pos_lo, pos_hi)
             L_desc, x_pitch = xt.shape[1], xt.shape[2]
             x_rows = B * L_desc
             if device_desc:
                 x_desc = xt
-                triton.set_allocator(_tma_scratch)
+                _use_tma_scratch()
             else:
                 from triton.tools.tensor_descriptor import TensorDescriptor
                 x_desc = TensorDescriptor(xt.reshape(x_rows, x_pitch), [x_rows, C_in], [x_pitch, 1],
