@@ -62,30 +62,25 @@ FUSED = [  # conv1d_fused: snake fused in the tap kernel's registers vs one snak
 
 # candidates: (name, mode, (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages)); mode "old" = the gather kernel with
 # the launcher's own tile choice.
+# "auto": the launcher as shipped (its own tile, persistence and fusion choices)
 T16 = [("old", "old", None),
-       ("tma 128x128x64 w8 s4", "tma", (128, 128, 64, 8, 4)),
-       ("tma host-desc 128x128x64 w8 s4", "tma-hostdesc", (128, 128, 64, 8, 4)),
+       ("auto", "auto", None),
        ("tma 128x256x64 w8 s3", "tma", (128, 256, 64, 8, 3)),
-       ("tma 64x128x64 w4 s4", "tma", (64, 128, 64, 4, 4)),
-       ("tma 64x64x64 w4 s5", "tma", (64, 64, 64, 4, 5)),
-       ("persistent tma 128x128x64 w8 s4", "pers-tma", (128, 128, 64, 8, 4)),
+       ("tma 128x128x64 w8 s4", "tma", (128, 128, 64, 8, 4)),
        ("persistent tma 128x256x64 w8 s3", "pers-tma", (128, 256, 64, 8, 3))]
 T32 = [("old", "old", None),
-       ("tma 128x128x32 w8 s3", "tma", (128, 128, 32, 8, 3)),
+       ("auto", "auto", None),
        ("tma 128x256x32 w8 s3", "tma", (128, 256, 32, 8, 3)),
        ("tma 64x128x32 w4 s4", "tma", (64, 128, 32, 4, 4)),
-       ("persistent tma 128x128x32 w8 s3", "pers-tma", (128, 128, 32, 8, 3))]
-T16_FP16 = [T16[i] for i in (0, 1, 3, 6)]
-T32X3 = [T32[i] for i in (0, 1, 3, 4)]
+       ("persistent tma 128x256x32 w8 s3", "pers-tma", (128, 256, 32, 8, 3))]
+T16_FP16 = [T16[i] for i in (0, 1)]
+T32X3 = [T32[i] for i in (0, 1, 2, 3)]
 # exact float32 (FMA dot): the tap kernel's rectangles (pointer loads) against the gather kernel
 TIEEE = [("old", "old", None),
          ("ptr 64x64x16 w4 s2", "pointer", (64, 64, 16, 4, 2)),
-         ("ptr 64x128x16 w4 s2", "pointer", (64, 128, 16, 4, 2)),
-         ("ptr 128x64x16 w8 s2", "pointer", (128, 64, 16, 8, 2))]
+         ("ptr 64x128x16 w4 s2", "pointer", (64, 128, 16, 4, 2))]
 TFUSED = [("old", "old", None),
-          ("tma 128x128x64 w8 s4 fused-act", "tma-fused", (128, 128, 64, 8, 4)),
-          ("tma 128x128x64 w8 s4 act-pass", "tma-pass", (128, 128, 64, 8, 4)),
-          ("tma 64x128x64 w4 s4 fused-act", "tma-fused", (64, 128, 64, 4, 4))]
+          ("auto", "auto", None)]
 
 
 def _shrunk(p):
@@ -161,16 +156,17 @@ def candidate_fn(kind, cand, prec, x, w, b, kw, extra):
     cls = "16bit" if x.dtype != torch.float32 else ("ieee" if prec == "ieee" else "tf32")
 
     def setup():
+        if mode == "auto":
+            return
         if mode == "old":
             C.uses_tap_kernel = lambda *a: False
             return
         C.uses_tap_kernel = lambda dtype, precision, transposed, stride: transposed or stride == 1
         C.tap_kernel_fits = lambda t, groups: True
         C.tap_mode = (lambda t: "pointer") if mode == "pointer" else (lambda t: "tma")
-        C.TAP_PERSISTENT = {c: persistent for c in ("16bit", "tf32", "ieee")}
+        C.TAP_PERSISTENT = {c: int(persistent) for c in ("16bit", "tf32", "ieee")}
         C.DEVICE_DESCRIPTORS = mode != "tma-hostdesc"
         C.TAP_CONFIGS = {**_ORIG["TAP_CONFIGS"], cls: (C.GemmConfig(*tile),)}
-        C.SNAKE_FUSED_MAX_REPEATS = 0 if mode == "tma-pass" else (10 ** 6 if mode == "tma-fused" else 3)
 
     transposed = kind == "transposed" or extra.get("transposed", False)
     out = torch.empty_like(reference_shape(kind, x, w, kw, extra), dtype=x.dtype)
@@ -207,8 +203,7 @@ def _init():
     from tilewave.kernels import conv as C
     _ORIG.update(uses_tap_kernel=C.uses_tap_kernel, tap_kernel_fits=C.tap_kernel_fits, tap_mode=C.tap_mode,
                  TAP_CONFIGS=C.TAP_CONFIGS,
-                 TAP_PERSISTENT=C.TAP_PERSISTENT, DEVICE_DESCRIPTORS=C.DEVICE_DESCRIPTORS,
-                 SNAKE_FUSED_MAX_REPEATS=C.SNAKE_FUSED_MAX_REPEATS)
+                 TAP_PERSISTENT=C.TAP_PERSISTENT, DEVICE_DESCRIPTORS=C.DEVICE_DESCRIPTORS)
 
 
 def tol_for(dtype_name, prec):

@@ -358,12 +358,20 @@ GEMM_CONFIGS: dict[str, tuple[GemmConfig, ...]] = {
     "tf32": (GemmConfig(128, 128, 32, 8, 3), GemmConfig(64, 128, 32, 8, 3), GemmConfig(32, 128, 32, 8, 3)),
     "ieee": (GemmConfig(64, 64, 16, 4, 2), GemmConfig(32, 64, 16, 4, 2)),
 }
-# The tap-major kernel's tiles (tensor-core classes only): its operands arrive by TMA, so the stages are
-# cheap in registers and deeper pipelines pay; 4 stages of a 128×128×64 16-bit tile are 128 KiB.
+# The tap-major kernel's tiles (tensor-core classes only), in order of preference (`pick_tap_config`):
+# operands arrive by TMA, so stages are cheap in registers. Measured on the H200 (tune_conv, round 1c):
+# 128×256 is fastest wherever it still gives the SMs work (16-bit large 1536ch k7: 776 µs, 91% of peak;
+# 128×128: 876 µs), smaller tiles for short sequences (decoder conv_in L500: 57 µs at 128×128, 80 µs at
+# 128×256).
 TAP_CONFIGS: dict[str, tuple[GemmConfig, ...]] = {
-    "16bit": (GemmConfig(128, 128, 64, 8, 4), GemmConfig(64, 128, 64, 4, 4)),
-    "tf32": (GemmConfig(128, 128, 32, 8, 3), GemmConfig(64, 128, 32, 4, 3)),
+    "16bit": (GemmConfig(128, 256, 64, 8, 3), GemmConfig(128, 128, 64, 8, 4), GemmConfig(64, 128, 64, 4, 4),
+              GemmConfig(64, 64, 64, 4, 5)),
+    "tf32": (GemmConfig(128, 256, 32, 8, 3), GemmConfig(128, 128, 32, 8, 3), GemmConfig(64, 128, 32, 4, 4)),
 }
+# A tap tile is taken when it yields at least this many tiles per SM (else the next, smaller one).
+TAP_MIN_TILES_PER_SM = 1 / 3
+# An input activation or residual runs on tiles of at most this many columns (128×256 spills with them).
+TAP_FUSED_MAX_N = 128
 DIRECT_CONFIGS = ((16, 128), (2, 1024))  # (BLOCK_C, BLOCK_T): channel-rich and single-channel outputs
 _SM_COUNT_DEFAULT = 132  # H100/H200; read from the device when there is one
 # A fused input activation runs once per (tap, output-channel tile) that reads the element. Leaky ReLU
@@ -400,11 +408,23 @@ def _sm_count(device: torch.device) -> int:
     return _SM_COUNT_DEFAULT
 
 
+def pick_tap_config(dtype: torch.dtype, precision: str, C_out_g: int, positions: int, programs: int,
+                    fused: bool, sm_count: int = _SM_COUNT_DEFAULT) -> GemmConfig:
+    """The first TAP_CONFIGS tile whose grid (phases·B·G = `programs` per (M tile, N tile)) gives the SMs
+    TAP_MIN_TILES_PER_SM tiles each, else the smallest; `fused` (input activation or residual) keeps to
+    tiles of at most TAP_FUSED_MAX_N columns."""
+    configs = [c for c in TAP_CONFIGS[_gemm_class(dtype, precision)] if not fused or c.BLOCK_N <= TAP_FUSED_MAX_N]
+    for c in configs:
+        if _cdiv(C_out_g, c.BLOCK_M) * _cdiv(positions, c.BLOCK_N) * programs >= sm_count * TAP_MIN_TILES_PER_SM:
+            return c
+    return configs[-1]
+
+
 def pick_gemm_config(dtype: torch.dtype, precision: str, C_out_g: int, programs_per_m_tile: int,
-                     sm_count: int = _SM_COUNT_DEFAULT, tap: bool = False) -> GemmConfig:
+                     sm_count: int = _SM_COUNT_DEFAULT) -> GemmConfig:
     """The smallest M tile covering the group's output channels (capped at the largest), then a smaller
-    one while the grid would leave more than half of the SMs idle. tap: a _conv_tap_kernel tile."""
-    configs = (TAP_CONFIGS if tap else GEMM_CONFIGS)[_gemm_class(dtype, precision)]
+    one while the grid would leave more than half of the SMs idle."""
+    configs = GEMM_CONFIGS[_gemm_class(dtype, precision)]
     cfg = configs[0]
     for c in configs:
         if c.BLOCK_M >= C_out_g:
@@ -459,15 +479,18 @@ def uses_tap_kernel(dtype: torch.dtype, precision: str, transposed: bool, stride
 TIME_MAJOR_PAD_BLOCK = (64, 64)  # (channels, time) per program of _time_major_pad_kernel
 # Make the TMA descriptors inside the kernel (plain pointer arguments) rather than on the host.
 DEVICE_DESCRIPTORS = True
-# Per tile class: when the tiles outnumber the SMs, one program per SM walks them (_conv_tap_kernel).
-TAP_PERSISTENT = {"16bit": False, "tf32": False}
+# Per tile class: one program per SM walking the tiles (_conv_tap_kernel) once they outnumber the SMs this
+# many times over (16-bit large 1536ch k7: 743 µs persistent, 776 µs one tile per program); never with an
+# activation or residual (the epilogue of a persistent tile then spills).
+TAP_PERSISTENT = {"16bit": 4, "tf32": 0}
 
 
 @functools.lru_cache(maxsize=1024)
 def _tap_geometry(transposed, B, C_out_g, groups, positions, phases, K, stride, padding, dilation, tap_step, base,
                   cfg, persistent, sm_count):
-    """(N tiles, tiles, persistent launch, [lo, hi) input positions the boxes touch over all phases, taps
-    and tiles): shape arithmetic, cached so that a model's repeated layers skip it."""
+    """(N tiles, tiles, persistent launch (when there are more than `persistent` tiles per SM, 0 = never),
+    [lo, hi) input positions the boxes touch over all phases, taps and tiles): shape arithmetic, cached so
+    that a model's repeated layers skip it."""
     tiles_n = _cdiv(positions, cfg.BLOCK_N)
     n_tiles = phases * _cdiv(C_out_g, cfg.BLOCK_M) * tiles_n * B * groups
     if transposed:
@@ -476,7 +499,8 @@ def _tap_geometry(transposed, B, C_out_g, groups, positions, phases, K, stride, 
     else:
         bases, U = [base], K
     shifts = [b + u * tap_step for b in bases for u in range(U)]
-    return tiles_n, n_tiles, persistent and n_tiles > sm_count, min(shifts), max(shifts) + tiles_n * cfg.BLOCK_N
+    return (tiles_n, n_tiles, 0 < persistent and n_tiles > persistent * sm_count, min(shifts),
+            max(shifts) + tiles_n * cfg.BLOCK_N)
 
 
 def _x_time_major(x: torch.Tensor, pos_lo: int, pos_hi: int) -> tuple[torch.Tensor, int]:
@@ -694,14 +718,19 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
         else:
             phases, positions = 1, L_out
             in_step, tap_step, base, out_step = stride, dilation, -padding, 1
-        cfg = pick_gemm_config(x.dtype, precision, C_out_g, _cdiv(positions, 128) * B * groups * phases,
-                               _sm_count(x.device), tap=tap)
-        fused_cfg = fused_input_config(cfg, x.dtype, precision) if act != "none" and not tap else cfg
+        if tap:
+            cfg = pick_tap_config(x.dtype, precision, C_out_g, positions, B * groups * phases,
+                                  act != "none" or residual is not None, _sm_count(x.device))
+            fused_cfg = cfg
+        else:
+            cfg = pick_gemm_config(x.dtype, precision, C_out_g, _cdiv(positions, 128) * B * groups * phases,
+                                   _sm_count(x.device))
+            fused_cfg = fused_input_config(cfg, x.dtype, precision) if act != "none" else cfg
         activations_per_input = taps * _cdiv(C_out_g, fused_cfg.BLOCK_M)
     else:
         BLOCK_C, BLOCK_T = DIRECT_CONFIGS[0] if C_out >= DIRECT_CONFIGS[0][0] else DIRECT_CONFIGS[1]
         activations_per_input = K * C_out_g
-    if act == "snake" and activations_per_input > SNAKE_FUSED_MAX_REPEATS:
+    if act == "snake" and activations_per_input > SNAKE_FUSED_MAX_REPEATS and not tap:
         x, act = activation.snake(x, alpha, beta), "none"
     elif gemm:
         cfg = fused_cfg
@@ -710,7 +739,8 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
     if tap:
         tiles_n, n_tiles, persistent, pos_lo, pos_hi = _tap_geometry(
             transposed, B, C_out_g, groups, positions, phases, K, stride, padding, dilation, tap_step, base, cfg,
-            TAP_PERSISTENT[_gemm_class(x.dtype, precision)], _sm_count(x.device))
+            0 if act != "none" or residual is not None else TAP_PERSISTENT[_gemm_class(x.dtype, precision)],
+            _sm_count(x.device))
         grid = (min(n_tiles, _sm_count(x.device)) if persistent else n_tiles,)
         w_tap, phase_base, U, C_in_pad = _packed_tap_weight(weight, transposed, groups, stride, padding, dilation,
                                                             cfg.BLOCK_K)
@@ -1217,13 +1247,13 @@ def _gemm_variant(dt, prec, cfg, transposed, act="none", res=False):
         num_warps=cfg.num_warps, num_stages=cfg.num_stages, expect_mma=dt != "fp32" or prec != "ieee")
 
 
-def _tap_variant(dt, prec, cfg, transposed, act="none", res=False):
-    cls = "16bit" if dt != "fp32" else "tf32"
+def _tap_variant(dt, prec, cfg, transposed, act="none", res=False, persistent=False):
+    name = "_conv_tap_kernel" + _form(dt, prec, cfg, transposed, act, res)
     return AotVariant(
-        "_conv_tap_kernel" + _form(dt, prec, cfg, transposed, act, res), _conv_tap_kernel,
-        _tap_signature(dt, cfg),
+        name[:-1] + ",persistent]" if persistent else name, _conv_tap_kernel, _tap_signature(dt, cfg),
         dict(TRANSPOSED=transposed, ACT=act, HAS_BIAS=True, HAS_RES=res, PRECISION=prec, UPCAST=False,
-             USE_TMA=True, DEVICE_DESC=DEVICE_DESCRIPTORS, PERSISTENT=TAP_PERSISTENT[cls], FAST_SIN=True, BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K),
+             USE_TMA=True, DEVICE_DESC=DEVICE_DESCRIPTORS, PERSISTENT=persistent, FAST_SIN=True,
+             BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K),
         num_warps=cfg.num_warps, num_stages=cfg.num_stages, expect_mma=True)
 
 
@@ -1261,7 +1291,10 @@ def conv_variants(transposed_forms=(False, True), fused=False) -> list[AotVarian
         for dt, prec in _CLASS_FORMS[cls]:
             for transposed in transposed_forms:
                 out += [_tap_variant(dt, prec, cfg, transposed) for cfg in configs]
-            out += [_tap_variant(dt, prec, c, tr, act, res) for c in configs for act, res, tr in fusions]
+                if TAP_PERSISTENT[cls]:
+                    out += [_tap_variant(dt, prec, cfg, transposed, persistent=True) for cfg in configs]
+            out += [_tap_variant(dt, prec, c, tr, act, res) for c in configs if c.BLOCK_N <= TAP_FUSED_MAX_N
+                    for act, res, tr in fusions]
     out += [_time_major_pad_variant(dt) for dt in ("fp32", "fp16", "bf16")]
     for dt in ("fp32", "fp16", "bf16"):
         for transposed in transposed_forms:
