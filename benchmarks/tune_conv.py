@@ -74,7 +74,7 @@ T32 = [("old", "old", None),
        ("tma 64x128x32 w4 s4", "tma", (64, 128, 32, 4, 4)),
        ("persistent tma 128x256x32 w8 s3", "pers-tma", (128, 256, 32, 8, 3))]
 T16_FP16 = [T16[i] for i in (0, 1)]
-T32X3 = [T32[i] for i in (0, 1, 2, 3)]
+T32X3 = [T32[i] for i in (0, 1, 3)]
 # exact float32 (FMA dot): the tap kernel's rectangles (pointer loads) against the gather kernel
 TIEEE = [("old", "old", None),
          ("ptr 64x64x16 w4 s2", "pointer", (64, 64, 16, 4, 2)),

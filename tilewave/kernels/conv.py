@@ -370,7 +370,8 @@ TAP_CONFIGS: dict[str, tuple[GemmConfig, ...]] = {
 }
 # A tap tile is taken when it yields at least this many tiles per SM (else the next, smaller one).
 TAP_MIN_TILES_PER_SM = 1 / 3
-# An input activation or residual runs on tiles of at most this many columns (128×256 spills with them).
+# An input activation, a residual or tf32x3 (split operands in registers) runs on tiles of at most this
+# many columns: 128×256 spills with them.
 TAP_FUSED_MAX_N = 128
 DIRECT_CONFIGS = ((16, 128), (2, 1024))  # (BLOCK_C, BLOCK_T): channel-rich and single-channel outputs
 _SM_COUNT_DEFAULT = 132  # H100/H200; read from the device when there is one
@@ -411,9 +412,10 @@ def _sm_count(device: torch.device) -> int:
 def pick_tap_config(dtype: torch.dtype, precision: str, C_out_g: int, positions: int, programs: int,
                     fused: bool, sm_count: int = _SM_COUNT_DEFAULT) -> GemmConfig:
     """The first TAP_CONFIGS tile whose grid (phases·B·G = `programs` per (M tile, N tile)) gives the SMs
-    TAP_MIN_TILES_PER_SM tiles each, else the smallest; `fused` (input activation or residual) keeps to
-    tiles of at most TAP_FUSED_MAX_N columns."""
-    configs = [c for c in TAP_CONFIGS[_gemm_class(dtype, precision)] if not fused or c.BLOCK_N <= TAP_FUSED_MAX_N]
+    TAP_MIN_TILES_PER_SM tiles each, else the smallest; `fused` (input activation or residual) and tf32x3
+    keep to tiles of at most TAP_FUSED_MAX_N columns."""
+    narrow = fused or (dtype == torch.float32 and precision == "tf32x3")
+    configs = [c for c in TAP_CONFIGS[_gemm_class(dtype, precision)] if not narrow or c.BLOCK_N <= TAP_FUSED_MAX_N]
     for c in configs:
         if _cdiv(C_out_g, c.BLOCK_M) * _cdiv(positions, c.BLOCK_N) * programs >= sm_count * TAP_MIN_TILES_PER_SM:
             return c
@@ -1289,10 +1291,11 @@ def conv_variants(transposed_forms=(False, True), fused=False) -> list[AotVarian
             out += [_gemm_variant(dt, prec, c, tr, act, res) for c in tiles for act, res, tr in fusions if tr in forms]
     for cls, configs in TAP_CONFIGS.items():
         for dt, prec in _CLASS_FORMS[cls]:
+            tiles = [c for c in configs if prec != "tf32x3" or c.BLOCK_N <= TAP_FUSED_MAX_N]
             for transposed in transposed_forms:
-                out += [_tap_variant(dt, prec, cfg, transposed) for cfg in configs]
+                out += [_tap_variant(dt, prec, cfg, transposed) for cfg in tiles]
                 if TAP_PERSISTENT[cls]:
-                    out += [_tap_variant(dt, prec, cfg, transposed, persistent=True) for cfg in configs]
+                    out += [_tap_variant(dt, prec, cfg, transposed, persistent=True) for cfg in tiles]
             out += [_tap_variant(dt, prec, c, tr, act, res) for c in configs if c.BLOCK_N <= TAP_FUSED_MAX_N
                     for act, res, tr in fusions]
     out += [_time_major_pad_variant(dt) for dt in ("fp32", "fp16", "bf16")]
