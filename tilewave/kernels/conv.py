@@ -14,7 +14,8 @@ conv1d_fused      y = scale · (conv(act(x)) + bias + residual), for conv and tr
                   sin is costly, only while each input is activated at most SNAKE_FUSED_MAX_REPEATS
                   times (taps × output-channel tiles), else in one separate pass first.
 
-Three code paths, chosen per call by `uses_gemm` and `uses_tap_kernel` (tile by `pick_gemm_config`):
+Three code paths, chosen per call by `uses_gemm`, `uses_tap_kernel` and `tap_kernel_fits` (tiles by
+`pick_tap_config` / `pick_gemm_config`):
 - tap-major implicit GEMM (_conv_tap_kernel) for tensor-core calls (16-bit storage, or float32 as tf32 or
   tf32x3) whose taps are contiguous shifts of the input: stride-1 convs and every phase of a transposed
   conv. The reduction walks (tap u, block of BLOCK_K input channels), so both operands are rectangles:
@@ -22,10 +23,11 @@ Three code paths, chosen per call by `uses_gemm` and `uses_tap_kernel` (tile by 
   to the block), and x[b, c0 : c0+BK, t0 + shift_u : +BN]. On sm_90 both arrive by TMA (tensor
   descriptors) and Triton's pipeliner overlaps the copies with the asynchronous wgmma; x goes through one
   copy into time-major layout with zero rows for the padding (a TMA box must start 16-byte aligned in its
-  innermost dimension: channels, not the shifted time). In the CPU interpreter the same rectangles come
-  through masked loads from x.
-- gather implicit GEMM (_conv_gemm_kernel) for exact float32 (FMA units) and strided convs, per group: M = C_out/G output channels, N = output positions,
-  reduction R = (C_in/G) × taps. A is the weight: OIK rows are already contiguous over (c, k), so the
+  innermost dimension: channels, not the shifted time). An input activation runs on the B tile in
+  registers. In the CPU interpreter the same rectangles come through masked loads from x. GPUs without
+  TMA keep the gather kernel.
+- gather implicit GEMM (_conv_gemm_kernel) for exact float32 (FMA units) and strided convs, per group:
+  M = C_out/G output channels, N = output positions, reduction R = (C_in/G) × taps. A is the weight: OIK rows are already contiguous over (c, k), so the
   reduction loop walks the weight contiguously and the taps sit inside it; B is gathered from x on the fly
   (masked loads give the zero padding). A transposed conv is split by output phase φ = t mod s: outputs
   t = φ + s·j receive exactly the taps k ≡ k0_φ (mod s/gcd(s, d)), a stride-1 conv in j whose input
