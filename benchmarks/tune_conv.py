@@ -74,7 +74,7 @@ T32 = [("old", "old", None),
        ("tma 64x128x32 w4 s4", "tma", (64, 128, 32, 4, 4)),
        ("persistent tma 128x256x32 w8 s3", "pers-tma", (128, 256, 32, 8, 3))]
 T16_FP16 = [T16[i] for i in (0, 1)]
-T32X3 = [T32[i] for i in (0, 1, 3)]
+T32X3 = [T32[i] for i in (0, 1, 3)] + [("tma 128x128x32 w8 s3", "tma", (128, 128, 32, 8, 3))]
 # exact float32 (FMA dot): the tap kernel's rectangles (pointer loads) against the gather kernel
 TIEEE = [("old", "old", None),
          ("ptr 64x64x16 w4 s2", "pointer", (64, 64, 16, 4, 2)),
@@ -153,7 +153,7 @@ def candidate_fn(kind, cand, prec, x, w, b, kw, extra):
     name, mode, tile = cand
     persistent = mode.startswith("pers-")
     mode = mode.removeprefix("pers-")
-    cls = "16bit" if x.dtype != torch.float32 else ("ieee" if prec == "ieee" else "tf32")
+    cls = "ieee" if x.dtype == torch.float32 and prec == "ieee" else C._tap_class(x.dtype, prec)
 
     def setup():
         if mode == "auto":
@@ -164,7 +164,7 @@ def candidate_fn(kind, cand, prec, x, w, b, kw, extra):
         C.uses_tap_kernel = lambda dtype, precision, transposed, stride: transposed or stride == 1
         C.tap_kernel_fits = lambda t, groups: True
         C.tap_mode = (lambda t: "pointer") if mode == "pointer" else (lambda t: "tma")
-        C.TAP_PERSISTENT = {c: int(persistent) for c in ("16bit", "tf32", "ieee")}
+        C.TAP_PERSISTENT = {c: int(persistent) for c in ("16bit", "tf32", "tf32x3", "ieee")}
         C.DEVICE_DESCRIPTORS = mode != "tma-hostdesc"
         C.TAP_CONFIGS = {**_ORIG["TAP_CONFIGS"], cls: (C.GemmConfig(*tile),)}
 

@@ -110,7 +110,7 @@ def test_tap_tile_choice_for_model_layers():
                                                                               False).BLOCK_M) == (256, 128)
     assert pick(torch.bfloat16, "ieee", 1536, 500, 1, False).BLOCK_N == 128  # short sequence: more, smaller tiles
     assert pick(torch.float32, "tf32x3", 768, 3752, 1, False).BLOCK_K == 32
-    assert pick(torch.float32, "tf32x3", 1536, 16384, 1, False).BLOCK_N <= K.TAP_FUSED_MAX_N  # 128x256 spills
+    assert pick(torch.float32, "tf32x3", 1536, 16384, 1, False) == K.TAP_CONFIGS["tf32x3"][0]  # 128x256 spills
     assert pick(torch.bfloat16, "ieee", 256, 8000, 1, True).BLOCK_N <= K.TAP_FUSED_MAX_N  # fused: no spilling tile
     assert pick(torch.float16, "ieee", 64, 16, 1, False) == K.TAP_CONFIGS["16bit"][-1]  # tiny: the smallest
 
@@ -183,7 +183,7 @@ def test_time_major_descriptor_path_keeps_padding_and_batches_apart(monkeypatch,
 @pytest.mark.parametrize("transposed", [False, True])
 def test_persistent_tap_launch_walks_every_tile(monkeypatch, transposed):
     # three programs for 16-32 tiles: each program takes every third tile, in one flattened loop
-    monkeypatch.setattr(K, "TAP_PERSISTENT", {"16bit": 1, "tf32": 1})
+    monkeypatch.setattr(K, "TAP_PERSISTENT", {"16bit": 1, "tf32": 1, "tf32x3": 1})
     monkeypatch.setattr(K, "_sm_count", lambda device: 3)
     gen = torch.Generator().manual_seed(8)
     x = _rand(2, 32, 150, gen=gen).half()

@@ -369,11 +369,13 @@ TAP_CONFIGS: dict[str, tuple[GemmConfig, ...]] = {
     "16bit": (GemmConfig(128, 256, 64, 8, 3), GemmConfig(128, 128, 64, 8, 4), GemmConfig(64, 128, 64, 4, 4),
               GemmConfig(64, 64, 64, 4, 5)),
     "tf32": (GemmConfig(128, 256, 32, 8, 3), GemmConfig(128, 128, 32, 8, 3), GemmConfig(64, 128, 32, 4, 4)),
+    # tf32x3 splits each operand into high and low parts in registers: 128×256 spills, and 64×128 beat
+    # 128×128 at every model shape (decoder conv_in: 296 µs vs 414; large 1536ch: 7050 vs 7255)
+    "tf32x3": (GemmConfig(64, 128, 32, 4, 4),),
 }
 # A tap tile is taken when it yields at least this many tiles per SM (else the next, smaller one).
 TAP_MIN_TILES_PER_SM = 1 / 3
-# An input activation, a residual or tf32x3 (split operands in registers) runs on tiles of at most this
-# many columns: 128×256 spills with them.
+# An input activation or a residual runs on tiles of at most this many columns: 128×256 spills with them.
 TAP_FUSED_MAX_N = 128
 DIRECT_CONFIGS = ((16, 128), (2, 1024))  # (BLOCK_C, BLOCK_T): channel-rich and single-channel outputs
 _SM_COUNT_DEFAULT = 132  # H100/H200; read from the device when there is one
@@ -388,6 +390,11 @@ def _gemm_class(dtype: torch.dtype, precision: str) -> str:
     if dtype != torch.float32:
         return "16bit"
     return "ieee" if precision == "ieee" else "tf32"
+
+
+def _tap_class(dtype: torch.dtype, precision: str) -> str:
+    """Tap-kernel tile class: '16bit', 'tf32' or 'tf32x3'."""
+    return "tf32x3" if dtype == torch.float32 and precision == "tf32x3" else _gemm_class(dtype, precision)
 
 
 def _dot_precision(dtype: torch.dtype, precision: str) -> str:
@@ -414,10 +421,9 @@ def _sm_count(device: torch.device) -> int:
 def pick_tap_config(dtype: torch.dtype, precision: str, C_out_g: int, positions: int, programs: int,
                     fused: bool, sm_count: int = _SM_COUNT_DEFAULT) -> GemmConfig:
     """The first TAP_CONFIGS tile whose grid (phases·B·G = `programs` per (M tile, N tile)) gives the SMs
-    TAP_MIN_TILES_PER_SM tiles each, else the smallest; `fused` (input activation or residual) and tf32x3
-    keep to tiles of at most TAP_FUSED_MAX_N columns."""
-    narrow = fused or (dtype == torch.float32 and precision == "tf32x3")
-    configs = [c for c in TAP_CONFIGS[_gemm_class(dtype, precision)] if not narrow or c.BLOCK_N <= TAP_FUSED_MAX_N]
+    TAP_MIN_TILES_PER_SM tiles each, else the smallest; `fused` (input activation or residual) keeps to
+    tiles of at most TAP_FUSED_MAX_N columns."""
+    configs = [c for c in TAP_CONFIGS[_tap_class(dtype, precision)] if not fused or c.BLOCK_N <= TAP_FUSED_MAX_N]
     for c in configs:
         if _cdiv(C_out_g, c.BLOCK_M) * _cdiv(positions, c.BLOCK_N) * programs >= sm_count * TAP_MIN_TILES_PER_SM:
             return c
@@ -486,7 +492,7 @@ DEVICE_DESCRIPTORS = True
 # Per tile class: one program per SM walking the tiles (_conv_tap_kernel) once they outnumber the SMs this
 # many times over (16-bit large 1536ch k7: 743 µs persistent, 776 µs one tile per program); never with an
 # activation or residual (the epilogue of a persistent tile then spills).
-TAP_PERSISTENT = {"16bit": 4, "tf32": 0}
+TAP_PERSISTENT = {"16bit": 4, "tf32": 0, "tf32x3": 0}
 
 
 @functools.lru_cache(maxsize=1024)
@@ -743,7 +749,7 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
     if tap:
         tiles_n, n_tiles, persistent, pos_lo, pos_hi = _tap_geometry(
             transposed, B, C_out_g, groups, positions, phases, K, stride, padding, dilation, tap_step, base, cfg,
-            0 if act != "none" or residual is not None else TAP_PERSISTENT[_gemm_class(x.dtype, precision)],
+            0 if act != "none" or residual is not None else TAP_PERSISTENT[_tap_class(x.dtype, precision)],
             _sm_count(x.device))
         grid = (min(n_tiles, _sm_count(x.device)) if persistent else n_tiles,)
         w_tap, phase_base, U, C_in_pad = _packed_tap_weight(weight, transposed, groups, stride, padding, dilation,
@@ -1234,6 +1240,7 @@ def _tap_signature(dt: str, cfg: GemmConfig) -> dict[str, str]:
 # (storage dtype, tl.dot precision) per tile class
 _CLASS_FORMS = {"16bit": (("fp16", "ieee"), ("bf16", "ieee")), "tf32": (("fp32", "tf32"), ("fp32", "tf32x3")),
                 "ieee": (("fp32", "ieee"),)}
+_TAP_CLASS_FORMS = {"16bit": _CLASS_FORMS["16bit"], "tf32": (("fp32", "tf32"),), "tf32x3": (("fp32", "tf32x3"),)}
 _FUSIONS = (("snake", True, False), ("leaky_relu", False, True))  # (act, residual, transposed)
 
 
@@ -1292,12 +1299,11 @@ def conv_variants(transposed_forms=(False, True), fused=False) -> list[AotVarian
             tiles = sorted({fused_input_config(c, dtype, prec) for c in configs}, key=lambda c: -c.BLOCK_M)
             out += [_gemm_variant(dt, prec, c, tr, act, res) for c in tiles for act, res, tr in fusions if tr in forms]
     for cls, configs in TAP_CONFIGS.items():
-        for dt, prec in _CLASS_FORMS[cls]:
-            tiles = [c for c in configs if prec != "tf32x3" or c.BLOCK_N <= TAP_FUSED_MAX_N]
+        for dt, prec in _TAP_CLASS_FORMS[cls]:
             for transposed in transposed_forms:
-                out += [_tap_variant(dt, prec, cfg, transposed) for cfg in tiles]
+                out += [_tap_variant(dt, prec, cfg, transposed) for cfg in configs]
                 if TAP_PERSISTENT[cls]:
-                    out += [_tap_variant(dt, prec, cfg, transposed, persistent=True) for cfg in tiles]
+                    out += [_tap_variant(dt, prec, cfg, transposed, persistent=True) for cfg in configs]
             out += [_tap_variant(dt, prec, c, tr, act, res) for c in configs if c.BLOCK_N <= TAP_FUSED_MAX_N
                     for act, res, tr in fusions]
     out += [_time_major_pad_variant(dt) for dt in ("fp32", "fp16", "bf16")]
