@@ -75,7 +75,8 @@ def test_tile_choice_for_model_layers():
 def test_every_registered_variant_is_a_config_the_launcher_has():
     from tilewave.harness.registry import REGISTRY, load_all_kernels
     load_all_kernels()
-    tiles = {(c.BLOCK_M, c.BLOCK_N, c.BLOCK_K) for cs in K.GEMM_CONFIGS.values() for c in cs}
+    tiles = {(c.BLOCK_M, c.BLOCK_N, c.BLOCK_K) for table in (K.GEMM_CONFIGS, K.TAP_CONFIGS)
+             for cs in table.values() for c in cs}
     for name in ("conv1d", "conv1d_transpose", "conv1d_transpose_depthwise", "conv1d_fused"):
         variants = REGISTRY[name].variants()
         assert variants, name
@@ -83,9 +84,115 @@ def test_every_registered_variant_is_a_config_the_launcher_has():
             ce = v.constexprs
             if "BLOCK_K" in ce:
                 assert (ce["BLOCK_M"], ce["BLOCK_N"], ce["BLOCK_K"]) in tiles
-                assert v.expect_mma == (ce["PRECISION"] == "tf32" or v.signature["x_ptr"] != "*fp32"), v.name
+                assert v.expect_mma == (ce["PRECISION"] != "ieee" or v.signature["x_ptr"] != "*fp32"), v.name
+            elif v.fn is K._time_major_pad_kernel:
+                assert (ce["BLOCK_C"], ce["BLOCK_T"]) == K.TIME_MAJOR_PAD_BLOCK
             else:
                 assert (ce["BLOCK_C"], ce["BLOCK_T"]) in K.DIRECT_CONFIGS
+
+
+def test_tap_kernel_takes_tensor_core_calls_with_contiguous_taps():
+    assert K.uses_tap_kernel(torch.bfloat16, "ieee", False, 1)
+    assert K.uses_tap_kernel(torch.float32, "tf32x3", True, 8)
+    assert K.uses_tap_kernel(torch.float16, "ieee", True, 4)
+    assert not K.uses_tap_kernel(torch.float32, "ieee", False, 1)  # exact float32: FMA gather kernel
+    assert not K.uses_tap_kernel(torch.bfloat16, "ieee", False, 6)  # strided conv: taps are not shifts
+    assert K.tap_mode(torch.zeros(1, 1, 1)) == "pointer"
+    assert K.tap_kernel_fits(torch.zeros(1, 30, 8), 3)  # the interpreter: pointer loads, any grouping
+    for configs in K.TAP_CONFIGS.values():
+        for c in configs:  # TMA boxes: at most 256 per dimension; tl.dot's minimum 16
+            assert 16 <= min(c.BLOCK_M, c.BLOCK_N, c.BLOCK_K) and max(c.BLOCK_M, c.BLOCK_N, c.BLOCK_K) <= 256
+
+
+def test_tap_tile_choice_for_model_layers():
+    pick = K.pick_tap_config
+    assert (pick(torch.bfloat16, "ieee", 1536, 16384, 1, False).BLOCK_N, pick(torch.bfloat16, "ieee", 1536, 16384, 1,
+                                                                              False).BLOCK_M) == (256, 128)
+    assert pick(torch.bfloat16, "ieee", 1536, 500, 1, False).BLOCK_N == 128  # short sequence: more, smaller tiles
+    assert pick(torch.float32, "tf32x3", 768, 3752, 1, False).BLOCK_K == 32
+    assert pick(torch.float32, "tf32x3", 1536, 16384, 1, False) == K.TAP_CONFIGS["tf32x3"][0]  # 128x256 spills
+    assert pick(torch.bfloat16, "ieee", 256, 8000, 1, True).BLOCK_N <= K.TAP_FUSED_MAX_N  # fused: no spilling tile
+    assert pick(torch.float16, "ieee", 64, 16, 1, False) == K.TAP_CONFIGS["16bit"][-1]  # tiny: the smallest
+
+
+@pytest.mark.parametrize("transposed, stride, dilation, groups", [(False, 1, 3, 1), (False, 1, 1, 2),
+                                                                   (True, 3, 2, 1), (True, 4, 1, 2)])
+def test_tap_major_weight_holds_each_phase_tap_and_channel(transposed, stride, dilation, groups):
+    C_in, C_out, K_, pad, bk = 40, 24, 7, 2, 16
+    gen = torch.Generator().manual_seed(6)
+    shape = (C_in, C_out // groups, K_) if transposed else (C_out, C_in // groups, K_)
+    w = torch.randn(*shape, generator=gen)
+    packed, bases, U, C_in_pad = K._packed_tap_weight(w, transposed, groups, stride, pad, dilation, bk)
+    C_in_g, C_out_g = C_in // groups, C_out // groups
+    assert C_in_pad % bk == 0 and C_in_pad >= C_in_g
+    phases = stride if transposed else 1
+    p5 = packed.reshape(groups, phases, C_out_g, U, C_in_pad)
+    assert torch.all(p5[..., C_in_g:] == 0)  # channel padding: what a TMA box reads past the group is weighted 0
+    plan = K.transpose_phase_plan(K_, stride, pad, dilation) if transposed else [(0, -pad)]
+    step = stride // math.gcd(stride, dilation) if transposed else 1
+    for g in range(groups):
+        for phase, entry in enumerate(plan):
+            if entry is None:
+                assert torch.all(p5[g, phase] == 0)
+                continue
+            for u in range(U):
+                k = entry[0] + u * step
+                got = p5[g, phase, :, u, :C_in_g]
+                if k >= K_:
+                    assert torch.all(got == 0)
+                elif transposed:
+                    assert torch.equal(got, w[g * C_in_g:(g + 1) * C_in_g, :, k].T)
+                    assert int(bases[phase]) == entry[1]
+                else:
+                    assert torch.equal(got, w[g * C_out_g:(g + 1) * C_out_g, :, k])
+    assert K._packed_tap_weight(w, transposed, groups, stride, pad, dilation, bk)[0] is packed  # cached
+
+
+def test_time_major_copy_is_the_transposed_input_between_zero_rows():
+    gen = torch.Generator().manual_seed(9)
+    x = _rand(2, 5, 70, gen=gen)  # 5 channels: rows padded to a 16-byte pitch of 8
+    xt, left = K._x_time_major(x, -3, 81)
+    assert left == 3 and tuple(xt.shape) == (2, 3 + 70 + 11, 8)
+    ref = torch.zeros(2, 84, 8, device=KERNEL_DEVICE)
+    ref[:, 3:73, :5] = x.transpose(1, 2)
+    assert torch.equal(xt[..., :5], ref[..., :5])
+
+
+@pytest.mark.parametrize("device_descriptors", [True, False])
+@pytest.mark.parametrize("transposed, K_, stride, padding, dilation, output_padding, dtype",
+                         [(False, 7, 1, 9, 3, 0, torch.float32), (True, 5, 3, 2, 2, 1, torch.float32),
+                          (True, 16, 8, 0, 1, 0, torch.float32), (False, 5, 1, 4, 2, 0, torch.float16)])
+def test_time_major_descriptor_path_keeps_padding_and_batches_apart(monkeypatch, device_descriptors, transposed, K_,
+                                                                    stride, padding, dilation, output_padding, dtype):
+    # The interpreter follows descriptor loads whose last-dim offset is 16-byte aligned, which the time-major
+    # copy's channel offsets are: the TMA path runs here as on sm_90. Batch 1 is 100x larger, so a
+    # box reaching across the batch boundary instead of into the zero rows would show.
+    monkeypatch.setattr(K, "tap_mode", lambda x: "tma")
+    monkeypatch.setattr(K, "DEVICE_DESCRIPTORS", device_descriptors)
+    gen = torch.Generator().manual_seed(7)
+    x = (_rand(2, 32, 23, gen=gen) * torch.tensor([1.0, 100.0], device=KERNEL_DEVICE)[:, None, None]).to(dtype)
+    w = (_rand(*((32, 16, K_) if transposed else (16, 32, K_)), gen=gen) / (32 * K_) ** 0.5).to(dtype)
+    y = K.conv1d_fused(x, w, None, stride, padding, dilation, transposed=transposed, output_padding=output_padding,
+                       precision="tf32x3")
+    x64, w64 = x.cpu().double(), w.cpu().double()
+    ref = (F.conv_transpose1d(x64, w64, None, stride, padding, output_padding, 1, dilation) if transposed
+           else F.conv1d(x64, w64, None, stride, padding, dilation))
+    assert scaled_max_error(y[:1], ref[:1]) < (1e-5 if dtype == torch.float32 else 2e-3)
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_persistent_tap_launch_walks_every_tile(monkeypatch, transposed):
+    # three programs for 16-32 tiles: each program takes every third tile, in one flattened loop
+    monkeypatch.setattr(K, "TAP_PERSISTENT", {"16bit": 1, "tf32": 1, "tf32x3": 1})
+    monkeypatch.setattr(K, "_sm_count", lambda device: 3)
+    gen = torch.Generator().manual_seed(8)
+    x = _rand(2, 32, 150, gen=gen).half()
+    w = (_rand(*((32, 24, 4) if transposed else (48, 32, 3)), gen=gen) / 10).half()
+    if transposed:
+        y, ref = K.conv1d_transpose(x, w, None, 2, 1), F.conv_transpose1d(x.cpu().double(), w.cpu().double(), None, 2, 1)
+    else:
+        y, ref = K.conv1d(x, w, None, 1, 1), F.conv1d(x.cpu().double(), w.cpu().double(), None, 1, 1)
+    assert scaled_max_error(y, ref) < 2e-3
 
 
 def _rand(*shape, gen):

@@ -14,9 +14,20 @@ conv1d_fused      y = scale · (conv(act(x)) + bias + residual), for conv and tr
                   sin is costly, only while each input is activated at most SNAKE_FUSED_MAX_REPEATS
                   times (taps × output-channel tiles), else in one separate pass first.
 
-Two code paths, chosen per call by `uses_gemm` (tile by `pick_gemm_config`):
-- implicit GEMM on tensor cores (tl.dot), per group: M = C_out/G output channels, N = output positions,
-  reduction R = (C_in/G) × taps. A is the weight: OIK rows are already contiguous over (c, k), so the
+Three code paths, chosen per call by `uses_gemm`, `uses_tap_kernel` and `tap_kernel_fits` (tiles by
+`pick_tap_config` / `pick_gemm_config`):
+- tap-major implicit GEMM (_conv_tap_kernel) for tensor-core calls (16-bit storage, or float32 as tf32 or
+  tf32x3) whose taps are contiguous shifts of the input: stride-1 convs and every phase of a transposed
+  conv. The reduction walks (tap u, block of BLOCK_K input channels), so both operands are rectangles:
+  the weight repacked once per (weight, version) to [G·phases·C_out/G, U·C_in_pad] (channels zero-padded
+  to the block), and x[b, c0 : c0+BK, t0 + shift_u : +BN]. On sm_90 both arrive by TMA (tensor
+  descriptors) and Triton's pipeliner overlaps the copies with the asynchronous wgmma; x goes through one
+  copy into time-major layout with zero rows for the padding (a TMA box must start 16-byte aligned in its
+  innermost dimension: channels, not the shifted time). An input activation runs on the B tile in
+  registers. In the CPU interpreter the same rectangles come through masked loads from x. GPUs without
+  TMA keep the gather kernel.
+- gather implicit GEMM (_conv_gemm_kernel) for exact float32 (FMA units) and strided convs, per group:
+  M = C_out/G output channels, N = output positions, reduction R = (C_in/G) × taps. A is the weight: OIK rows are already contiguous over (c, k), so the
   reduction loop walks the weight contiguously and the taps sit inside it; B is gathered from x on the fly
   (masked loads give the zero padding). A transposed conv is split by output phase φ = t mod s: outputs
   t = φ + s·j receive exactly the taps k ≡ k0_φ (mod s/gcd(s, d)), a stride-1 conv in j whose input
@@ -25,10 +36,14 @@ Two code paths, chosen per call by `uses_gemm` (tile by `pick_gemm_config`):
   stages; the x tile starts at an arbitrary element (the tap shift), which cp.async cannot take for
   2-byte elements, so 16-bit kernels load the next x tile into registers while the current dot runs.
 - direct (no dot) for depthwise and tiny channel counts (tl.dot needs M, N, K ≥ 16 on the GPU).
-Precision: float32 storage multiplies in exact float32 ('ieee', FMA) or 'tf32' (tensor cores, ~1e-3
-relative); float16/bfloat16 storage runs on tensor cores; accumulation is float32 always.
+Precision: float32 storage multiplies in exact float32 ('ieee', FMA), 'tf32x3' (tensor cores, each product
+split into high and low tf32 parts: float32-class error) or 'tf32' (tensor cores, ~1e-3 relative);
+float16/bfloat16 storage runs on tensor cores; accumulation is float32 always.
 Launch invariants: x [B, C_in, L] (or [C_in, L]); every tensor is made contiguous; one dtype for
-x, weight, bias and residual; offsets into x and y are int64 (B·C·L may pass 2³¹).
+x, weight, bias and residual; offsets into x and y are int64 (B·C·L may pass 2³¹). TMA: a box past a
+group's channels reads the next group's inputs, multiplied by zero weights, so a non-finite value there
+would leak into the sum (the pointer path masks them); grouped calls whose group starts are not
+16-byte aligned run on the gather kernel.
 """
 from __future__ import annotations
 
@@ -49,7 +64,7 @@ from tilewave.kernels import activation
 from tilewave.kernels._common import randn, sin
 
 ACTS = ("none", "leaky_relu", "snake")
-PRECISIONS = ("ieee", "tf32")
+PRECISIONS = ("ieee", "tf32x3", "tf32")
 _DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
@@ -95,6 +110,15 @@ def _load_x_tile(x_rows, r0, R, U, pos0, tap_step, L_in, BLOCK_K: tl.constexpr):
     return tl.load(x_rows + c.to(tl.int64)[:, None] * L_in + pos, mask=mask, other=0.0)
 
 
+@triton.jit
+def _gemm_tile(n_phases, C_out_g, G, BLOCK_M: tl.constexpr):
+    # grid (phases · M tiles · N tiles, B·G), phases fastest, then M tiles: see _conv_gemm_kernel.
+    pid = tl.program_id(0)
+    bg = tl.program_id(1)
+    tiles_m = tl.cdiv(C_out_g, BLOCK_M)
+    return pid % n_phases, (pid // n_phases) % tiles_m, pid // (n_phases * tiles_m), bg // G, bg % G
+
+
 # Specialised: L_out and the reduction size (divisible by 16: the output and the weight rows
 # vectorise) and in_step/out_step (== 1: x loads and y stores are contiguous along time). The other
 # sizes would only multiply the compiled variants.
@@ -115,14 +139,7 @@ def _conv_gemm_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, phase_base_ptr, a_
     # num_stages buffers. The x tile starts at an arbitrary element offset (the tap shift): 2-byte
     # elements cannot go through cp.async, so for 16-bit storage (PREFETCH) the next x tile is loaded
     # into registers while the tensor cores work on the current one.
-    pid = tl.program_id(0)
-    bg = tl.program_id(1)
-    phase = pid % n_phases
-    tiles_m = tl.cdiv(C_out_g, BLOCK_M)
-    pid_m = (pid // n_phases) % tiles_m
-    pid_n = pid // (n_phases * tiles_m)
-    b = bg // G
-    g = bg % G
+    phase, pid_m, pid_n, b, g = _gemm_tile(n_phases, C_out_g, G, BLOCK_M)
     if TRANSPOSED:
         base = tl.load(phase_base_ptr + phase)
     co = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -154,6 +171,134 @@ def _conv_gemm_kernel(x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, phase_base_ptr, a_
     row = (b * C_out + g * C_out_g + co).to(tl.int64)
     _store_output(acc, y_ptr, bias_ptr, res_ptr, row, g * C_out_g + co, co_mask, t, t < L_out, L_out, scale,
                   HAS_BIAS, HAS_RES)
+
+
+@triton.jit
+def _conv_tap_tile(tile, x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, phase_base_ptr, a_ptr, b_ptr,
+                   C_in, L_in, C_out, L_out, G, C_in_g, C_out_g, C_in_pad, U, n_phases,
+                   tap_step, base, out_step, x_shift, tiles_n, slope, scale,
+                   TRANSPOSED: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr,
+                   PRECISION: tl.constexpr, UPCAST: tl.constexpr, USE_TMA: tl.constexpr,
+                   FAST_SIN: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # one output tile of _conv_tap_kernel
+    tiles_m = tl.cdiv(C_out_g, BLOCK_M)
+    per_bg = n_phases * tiles_m * tiles_n
+    n_cblk = C_in_pad // BLOCK_K
+    R_pad = U * C_in_pad
+    kk = tl.arange(0, BLOCK_K)
+    bg = tile // per_bg
+    rest = tile - bg * per_bg
+    phase = rest % n_phases
+    pid_m = (rest // n_phases) % tiles_m
+    pid_n = rest // (n_phases * tiles_m)
+    b = bg // G
+    g = bg - b * G
+    if TRANSPOSED:
+        shift0 = tl.load(phase_base_ptr + phase)
+    else:
+        shift0 = base
+    m0 = pid_m * BLOCK_M
+    j0 = pid_n * BLOCK_N
+    co = m0 + tl.arange(0, BLOCK_M)
+    co_mask = co < C_out_g
+    x_row0 = b * C_in + g * C_in_g
+    w_row0 = (g * n_phases + phase) * C_out_g
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for i in range(0, U * n_cblk):
+        u = i // n_cblk
+        c0 = (i - u * n_cblk) * BLOCK_K
+        pos0 = j0 + shift0 + u * tap_step
+        if USE_TMA:
+            a = w_desc.load([w_row0 + m0, u * C_in_pad + c0])
+            xb = tl.trans(x_desc.load([b * L_in + pos0 + x_shift, g * C_in_g + c0]))
+        else:
+            a = tl.load(w_ptr + (w_row0 + co).to(tl.int64)[:, None] * R_pad + (u * C_in_pad + c0 + kk)[None, :],
+                        mask=co_mask[:, None], other=0.0)
+            pos = pos0 + tl.arange(0, BLOCK_N)
+            xmask = ((c0 + kk) < C_in_g)[:, None] & ((pos >= 0) & (pos < L_in))[None, :]
+            xb = tl.load(x_ptr + (x_row0 + c0 + kk).to(tl.int64)[:, None] * L_in + pos[None, :], mask=xmask,
+                         other=0.0)
+        if ACT != "none":
+            ci = g * C_in_g + c0 + kk
+            xb = _activate(xb.to(tl.float32), ci[:, None], ((c0 + kk) < C_in_g)[:, None], a_ptr, b_ptr, slope,
+                           ACT, FAST_SIN).to(x_ptr.dtype.element_ty)
+        if UPCAST:  # the CPU interpreter cannot multiply bfloat16: widen there, never on the GPU
+            a = a.to(tl.float32)
+            xb = xb.to(tl.float32)
+        acc = tl.dot(a, xb, acc, input_precision=PRECISION)
+    row = (b * C_out + g * C_out_g + co).to(tl.int64)
+    if HAS_RES:
+        # in two column halves: a whole tile's residual, accumulator and 64-bit addresses at once spill
+        lo, hi = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
+        t = (j0 + tl.arange(0, BLOCK_N // 2)) * out_step + phase
+        _store_output(lo, y_ptr, bias_ptr, res_ptr, row, g * C_out_g + co, co_mask, t, t < L_out, L_out,
+                      scale, HAS_BIAS, HAS_RES)
+        t += (BLOCK_N // 2) * out_step
+        _store_output(hi, y_ptr, bias_ptr, res_ptr, row, g * C_out_g + co, co_mask, t, t < L_out, L_out,
+                      scale, HAS_BIAS, HAS_RES)
+    else:
+        t = (j0 + tl.arange(0, BLOCK_N)) * out_step + phase
+        _store_output(acc, y_ptr, bias_ptr, res_ptr, row, g * C_out_g + co, co_mask, t, t < L_out, L_out,
+                      scale, HAS_BIAS, HAS_RES)
+
+
+# L_out specialised (divisible by 16: the stores vectorise); the other sizes are runtime values.
+@triton.jit(do_not_specialize=["C_in", "L_in", "C_out", "G", "C_in_g", "C_out_g", "C_in_pad", "U", "tap_step",
+                               "base", "x_shift", "tiles_n", "n_tiles", "x_rows", "x_pitch"])
+def _conv_tap_kernel(x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, phase_base_ptr, a_ptr, b_ptr,
+                     C_in, L_in, C_out, L_out, G, C_in_g, C_out_g, C_in_pad, U, n_phases,
+                     tap_step, base, out_step, x_shift, tiles_n, n_tiles, x_rows, x_pitch, slope, scale,
+                     TRANSPOSED: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr,
+                     PRECISION: tl.constexpr, UPCAST: tl.constexpr, USE_TMA: tl.constexpr,
+                     DEVICE_DESC: tl.constexpr, PERSISTENT: tl.constexpr, FAST_SIN: tl.constexpr,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # Tap-major implicit GEMM for a stride-1 conv or one output phase of a transposed conv. Reduction step
+    # i covers tap u = i // n_cblk and input channels c0 .. c0 + BLOCK_K of the group, so both operand
+    # tiles are rectangles: A = Wp[row, u·C_in_pad + c0 : +BLOCK_K] (weight repacked tap-major, channels
+    # zero-padded to C_in_pad), B = x[b, g·C_in_g + c0 : +BLOCK_K, j0 + base + u·tap_step : +BLOCK_N].
+    # USE_TMA: both through tensor descriptors, and the pipeliner overlaps the copies of the next stages
+    # with the asynchronous wgmma. x_desc is a zero-padded time-major copy [B·L_in, C_in] of x (L_in the
+    # padded length, x_shift its left padding): its [BLOCK_N, BLOCK_K] boxes start at any time (TMA wants
+    # the innermost coordinate 16-byte aligned, which a channel offset is and a tap shift is not: on
+    # sm_90 a misaligned one faults), the zero rows are the conv's padding and keep boxes inside their
+    # batch, and the boxes are K-major as tf32 wgmma needs. Columns of B past the group's channels belong
+    # to the next group; their weights are the zero padding of Wp.
+    # DEVICE_DESC: x_desc and w_desc arrive as the plain pointers (time-major copy [x_rows, x_pitch],
+    # packed weight) and the descriptors are made here, which keeps the host launch cheap (a host
+    # descriptor is encoded on the CPU at every launch); it needs triton.set_allocator for their scratch.
+    # Otherwise plain masked loads of the same rectangles from x (the CPU interpreter).
+    # Tiles (n_tiles = phases · M tiles · N tiles · B·G, phases fastest, then M tiles, as in
+    # _conv_gemm_kernel): one per program, or PERSISTENT, one program per SM walking them with a grid
+    # stride in one flattened, pipelined loop, so that the next tile's loads overlap this tile's epilogue.
+    if DEVICE_DESC:
+        x_desc = tl.make_tensor_descriptor(x_desc, shape=[x_rows, C_in], strides=[x_pitch, 1],
+                                           block_shape=[BLOCK_N, BLOCK_K])
+        w_desc = tl.make_tensor_descriptor(w_ptr, shape=[G * n_phases * C_out_g, U * C_in_pad],
+                                           strides=[U * C_in_pad, 1], block_shape=[BLOCK_M, BLOCK_K])
+    args = (x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, phase_base_ptr, a_ptr, b_ptr,
+            C_in, L_in, C_out, L_out, G, C_in_g, C_out_g, C_in_pad, U, n_phases, tap_step, base, out_step, x_shift,
+            tiles_n, slope, scale)
+    if PERSISTENT:
+        for tile in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), flatten=True):
+            _conv_tap_tile(tile, *args, TRANSPOSED, ACT, HAS_BIAS, HAS_RES, PRECISION, UPCAST, USE_TMA, FAST_SIN,
+                           BLOCK_M, BLOCK_N, BLOCK_K)
+    else:
+        _conv_tap_tile(tl.program_id(0), *args, TRANSPOSED, ACT, HAS_BIAS, HAS_RES, PRECISION, UPCAST, USE_TMA,
+                       FAST_SIN, BLOCK_M, BLOCK_N, BLOCK_K)
+
+
+@triton.jit(do_not_specialize=["C", "L", "Lp", "left"])
+def _time_major_pad_kernel(x_ptr, xt_ptr, C, L, Lp, pitch, left, BLOCK_C: tl.constexpr, BLOCK_T: tl.constexpr):
+    # xt[b, t, c] = x[b, c, t − left] inside x, 0 elsewhere (t < Lp, c < pitch): the tap kernel's time-major
+    # input, in one pass. grid (cdiv(Lp, BLOCK_T), cdiv(pitch, BLOCK_C), B).
+    t = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)
+    c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    b = tl.program_id(2).to(tl.int64)
+    pos = t - left
+    inside = (c < C)[:, None] & ((pos >= 0) & (pos < L))[None, :]
+    v = tl.load(x_ptr + b * C * L + c.to(tl.int64)[:, None] * L + pos[None, :], mask=inside, other=0.0)
+    tl.store(xt_ptr + b * Lp * pitch + t.to(tl.int64)[:, None] * pitch + c[None, :], tl.trans(v),
+             mask=(t < Lp)[:, None] & (c < pitch)[None, :])
 
 
 @triton.jit(do_not_specialize=["C_in", "C_out", "C_in_g", "C_out_g", "K", "stride", "padding", "dilation"])
@@ -215,6 +360,23 @@ GEMM_CONFIGS: dict[str, tuple[GemmConfig, ...]] = {
     "tf32": (GemmConfig(128, 128, 32, 8, 3), GemmConfig(64, 128, 32, 8, 3), GemmConfig(32, 128, 32, 8, 3)),
     "ieee": (GemmConfig(64, 64, 16, 4, 2), GemmConfig(32, 64, 16, 4, 2)),
 }
+# The tap-major kernel's tiles (tensor-core classes only), in order of preference (`pick_tap_config`):
+# operands arrive by TMA, so stages are cheap in registers. Measured on the H200 (tune_conv, round 1c):
+# 128×256 is fastest wherever it still gives the SMs work (16-bit large 1536ch k7: 776 µs, 91% of peak;
+# 128×128: 876 µs), smaller tiles for short sequences (decoder conv_in L500: 57 µs at 128×128, 80 µs at
+# 128×256).
+TAP_CONFIGS: dict[str, tuple[GemmConfig, ...]] = {
+    "16bit": (GemmConfig(128, 256, 64, 8, 3), GemmConfig(128, 128, 64, 8, 4), GemmConfig(64, 128, 64, 4, 4),
+              GemmConfig(64, 64, 64, 4, 5)),
+    "tf32": (GemmConfig(128, 256, 32, 8, 3), GemmConfig(128, 128, 32, 8, 3), GemmConfig(64, 128, 32, 4, 4)),
+    # tf32x3 splits each operand into high and low parts in registers: 128×256 spills, and 64×128 beat
+    # 128×128 at every model shape (decoder conv_in: 296 µs vs 414; large 1536ch: 7050 vs 7255)
+    "tf32x3": (GemmConfig(64, 128, 32, 4, 4),),
+}
+# A tap tile is taken when it yields at least this many tiles per SM (else the next, smaller one).
+TAP_MIN_TILES_PER_SM = 1 / 3
+# An input activation or a residual runs on tiles of at most this many columns: 128×256 spills with them.
+TAP_FUSED_MAX_N = 128
 DIRECT_CONFIGS = ((16, 128), (2, 1024))  # (BLOCK_C, BLOCK_T): channel-rich and single-channel outputs
 _SM_COUNT_DEFAULT = 132  # H100/H200; read from the device when there is one
 # A fused input activation runs once per (tap, output-channel tile) that reads the element. Leaky ReLU
@@ -224,12 +386,25 @@ SNAKE_FUSED_MAX_REPEATS = 3
 
 
 def _gemm_class(dtype: torch.dtype, precision: str) -> str:
-    return precision if dtype == torch.float32 else "16bit"
+    """Tile class: '16bit', 'tf32' (tensor-core float32, tf32 or tf32x3) or 'ieee' (FMA float32)."""
+    if dtype != torch.float32:
+        return "16bit"
+    return "ieee" if precision == "ieee" else "tf32"
+
+
+def _tap_class(dtype: torch.dtype, precision: str) -> str:
+    """Tap-kernel tile class: '16bit', 'tf32' or 'tf32x3'."""
+    return "tf32x3" if dtype == torch.float32 and precision == "tf32x3" else _gemm_class(dtype, precision)
 
 
 def _dot_precision(dtype: torch.dtype, precision: str) -> str:
     """tl.dot's input_precision: it only means something for float32 operands."""
     return precision if dtype == torch.float32 else "ieee"
+
+
+def _cdiv(a: int, b: int) -> int:
+    # triton.cdiv goes through Triton's constexpr machinery: microseconds per call on the launch path
+    return -(-a // b)
 
 
 def _interpreted() -> bool:
@@ -243,6 +418,18 @@ def _sm_count(device: torch.device) -> int:
     return _SM_COUNT_DEFAULT
 
 
+def pick_tap_config(dtype: torch.dtype, precision: str, C_out_g: int, positions: int, programs: int,
+                    fused: bool, sm_count: int = _SM_COUNT_DEFAULT) -> GemmConfig:
+    """The first TAP_CONFIGS tile whose grid (phases·B·G = `programs` per (M tile, N tile)) gives the SMs
+    TAP_MIN_TILES_PER_SM tiles each, else the smallest; `fused` (input activation or residual) keeps to
+    tiles of at most TAP_FUSED_MAX_N columns."""
+    configs = [c for c in TAP_CONFIGS[_tap_class(dtype, precision)] if not fused or c.BLOCK_N <= TAP_FUSED_MAX_N]
+    for c in configs:
+        if _cdiv(C_out_g, c.BLOCK_M) * _cdiv(positions, c.BLOCK_N) * programs >= sm_count * TAP_MIN_TILES_PER_SM:
+            return c
+    return configs[-1]
+
+
 def pick_gemm_config(dtype: torch.dtype, precision: str, C_out_g: int, programs_per_m_tile: int,
                      sm_count: int = _SM_COUNT_DEFAULT) -> GemmConfig:
     """The smallest M tile covering the group's output channels (capped at the largest), then a smaller
@@ -252,7 +439,7 @@ def pick_gemm_config(dtype: torch.dtype, precision: str, C_out_g: int, programs_
     for c in configs:
         if c.BLOCK_M >= C_out_g:
             cfg = c
-    while cfg is not configs[-1] and triton.cdiv(C_out_g, cfg.BLOCK_M) * programs_per_m_tile < sm_count // 2:
+    while cfg is not configs[-1] and _cdiv(C_out_g, cfg.BLOCK_M) * programs_per_m_tile < sm_count // 2:
         cfg = configs[configs.index(cfg) + 1]
     return cfg
 
@@ -269,6 +456,87 @@ def fused_input_config(cfg: GemmConfig, dtype: torch.dtype, precision: str) -> G
     if cfg.BLOCK_M <= FUSED_INPUT_MAX_M[cls]:
         return cfg
     return next(c for c in GEMM_CONFIGS[cls] if c.BLOCK_M <= FUSED_INPUT_MAX_M[cls])
+
+
+@functools.lru_cache(maxsize=None)
+def _has_tma(device: torch.device) -> bool:
+    return torch.cuda.get_device_capability(device)[0] >= 9
+
+
+def tap_mode(x: torch.Tensor) -> str:
+    """How _conv_tap_kernel loads its tiles: 'tma' (tensor descriptors, sm_90+) or 'pointer' (masked
+    loads: older GPUs and the CPU interpreter)."""
+    if x.is_cuda and not _interpreted() and _has_tma(x.device):
+        return "tma"
+    return "pointer"
+
+
+def tap_kernel_fits(x: torch.Tensor, groups: int) -> bool:
+    """The tap kernel runs with TMA, or in the CPU interpreter (its pointer form, so that its indexing is
+    tested there). TMA boxes start at channel g·C_in/G, which must be 16-byte aligned. GPUs without TMA and
+    such groupings keep the gather kernel, which prefetches its 16-bit tiles itself."""
+    if not x.is_cuda:
+        return True
+    return tap_mode(x) == "tma" and (groups == 1 or (x.shape[1] // groups * x.element_size()) % 16 == 0)
+
+
+def uses_tap_kernel(dtype: torch.dtype, precision: str, transposed: bool, stride: int) -> bool:
+    """The tap-major kernel takes tensor-core calls whose taps are contiguous shifts of the input: a
+    stride-1 conv or any transposed conv (per phase); exact float32 and strided convs keep the gather."""
+    return _gemm_class(dtype, precision) != "ieee" and (transposed or stride == 1)
+
+
+TIME_MAJOR_PAD_BLOCK = (64, 64)  # (channels, time) per program of _time_major_pad_kernel
+# Make the TMA descriptors inside the kernel (plain pointer arguments) rather than on the host.
+DEVICE_DESCRIPTORS = True
+# Per tile class: one program per SM walking the tiles (_conv_tap_kernel) once they outnumber the SMs this
+# many times over (16-bit large 1536ch k7: 743 µs persistent, 776 µs one tile per program); never with an
+# activation or residual (the epilogue of a persistent tile then spills).
+TAP_PERSISTENT = {"16bit": 4, "tf32": 0, "tf32x3": 0}
+
+
+@functools.lru_cache(maxsize=1024)
+def _tap_geometry(transposed, B, C_out_g, groups, positions, phases, K, stride, padding, dilation, tap_step, base,
+                  cfg, persistent, sm_count):
+    """(N tiles, tiles, persistent launch (when there are more than `persistent` tiles per SM, 0 = never),
+    [lo, hi) input positions the boxes touch over all phases, taps and tiles): shape arithmetic, cached so
+    that a model's repeated layers skip it."""
+    tiles_n = _cdiv(positions, cfg.BLOCK_N)
+    n_tiles = phases * _cdiv(C_out_g, cfg.BLOCK_M) * tiles_n * B * groups
+    if transposed:
+        plan = transpose_phase_plan(K, stride, padding, dilation)
+        bases, U = [0 if e is None else e[1] for e in plan], _cdiv(K, stride // math.gcd(stride, dilation))
+    else:
+        bases, U = [base], K
+    shifts = [b + u * tap_step for b in bases for u in range(U)]
+    return (tiles_n, n_tiles, 0 < persistent and n_tiles > persistent * sm_count, min(shifts),
+            max(shifts) + tiles_n * cfg.BLOCK_N)
+
+
+def _x_time_major(x: torch.Tensor, pos_lo: int, pos_hi: int) -> tuple[torch.Tensor, int]:
+    """x [B, C, L] → (time-major copy [B, Lp, pitch] with zero rows where the kernel reads outside
+    [0, L), its left padding). The zero rows make the conv's padding and keep a box from reaching into
+    the next batch. Channels are padded to a 16-byte row pitch."""
+    B, C, L = x.shape
+    left, right = max(0, -pos_lo), max(0, pos_hi - L)
+    per_16b = 16 // x.element_size()
+    pitch = _cdiv(C, per_16b) * per_16b
+    Lp = left + L + right
+    xt = x.new_empty(B, Lp, pitch)
+    grid = (_cdiv(Lp, TIME_MAJOR_PAD_BLOCK[1]), _cdiv(pitch, TIME_MAJOR_PAD_BLOCK[0]), B)
+    _time_major_pad_kernel[grid](x, xt, C, L, Lp, pitch, left, BLOCK_C=TIME_MAJOR_PAD_BLOCK[0],
+                                 BLOCK_T=TIME_MAJOR_PAD_BLOCK[1], num_warps=4)
+    return xt, left
+
+
+def _tma_scratch(size: int, alignment: int, stream):
+    return torch.empty(size, dtype=torch.int8, device="cuda")
+
+
+@functools.lru_cache(maxsize=None)
+def _use_tma_scratch() -> None:
+    """Kernels that make TMA descriptors need global scratch for them: from PyTorch's allocator."""
+    triton.set_allocator(_tma_scratch)
 
 
 def uses_gemm(C_in_g: int, C_out_g: int, taps: int) -> bool:
@@ -298,38 +566,75 @@ def transpose_phase_plan(K: int, stride: int, padding: int, dilation: int) -> li
     return plan
 
 
-_PACKED: dict[int, tuple[weakref.ref, tuple, tuple]] = {}
+_PACKED: dict[tuple[int, str], tuple[weakref.ref, tuple, tuple]] = {}
+
+
+def _cached_pack(weight: torch.Tensor, form: str, args: tuple, build):
+    """build(weight) cached per (weight tensor, packed form): one entry each, replaced when the weight is
+    updated in place or used with other arguments, so that a model's static weights are repacked once."""
+    key = (id(weight), form)
+    signature = (weight._version, weight.data_ptr(), *args)
+    hit = _PACKED.get(key)
+    if hit is not None and hit[0]() is weight and hit[1] == signature:
+        return hit[2]
+    result = build(weight)
+    if hit is None or hit[0]() is not weight:
+        weakref.finalize(weight, _PACKED.pop, key, None)
+    _PACKED[key] = (weakref.ref(weight), signature, result)
+    return result
+
+
+def _phase_taps(K: int, stride: int, padding: int, dilation: int):
+    """(phase, taps of that phase, base) for each phase some tap reaches (transpose_phase_plan)."""
+    step = stride // math.gcd(stride, dilation)
+    return [(phase, list(range(entry[0], K, step)), entry[1])
+            for phase, entry in enumerate(transpose_phase_plan(K, stride, padding, dilation)) if entry is not None]
 
 
 def _packed_transpose_weight(weight: torch.Tensor, groups: int, stride: int, padding: int, dilation: int):
-    """[C_in, C_out/G, K] → ([G, s, C_out/G, (C_in/G)·U] phase-major weight, int32 base per phase, U),
-    cached per weight tensor (one entry, replaced when the weight is updated in place or used with other
-    arguments) so that a model's static weights are repacked once."""
-    signature = (weight._version, weight.data_ptr(), groups, stride, padding, dilation)
-    hit = _PACKED.get(id(weight))
-    if hit is not None and hit[0]() is weight and hit[1] == signature:
-        return hit[2]
-    C_in, C_out_g, K = weight.shape
-    C_in_g = C_in // groups
-    step = stride // math.gcd(stride, dilation)
-    U = triton.cdiv(K, step)
-    w = weight.reshape(groups, C_in_g, C_out_g, K)
-    packed = weight.new_zeros(groups, stride, C_out_g, C_in_g, U)
-    bases = []
-    for phase, entry in enumerate(transpose_phase_plan(K, stride, padding, dilation)):
-        if entry is None:
-            bases.append(0)
-            continue
-        k0, base = entry
-        taps = list(range(k0, K, step))
-        packed[:, phase, :, :, :len(taps)] = w[..., taps].permute(0, 2, 1, 3)
-        bases.append(base)
-    result = (packed.reshape(groups, stride, C_out_g, C_in_g * U),
-              torch.tensor(bases, dtype=torch.int32, device=weight.device), U)
-    if hit is None or hit[0]() is not weight:
-        weakref.finalize(weight, _PACKED.pop, id(weight), None)
-    _PACKED[id(weight)] = (weakref.ref(weight), signature, result)
-    return result
+    """[C_in, C_out/G, K] → ([G, s, C_out/G, (C_in/G)·U] phase-major weight, int32 base per phase, U)."""
+    def build(weight):
+        C_in, C_out_g, K = weight.shape
+        C_in_g = C_in // groups
+        U = _cdiv(K, stride // math.gcd(stride, dilation))
+        w = weight.reshape(groups, C_in_g, C_out_g, K)
+        packed = weight.new_zeros(groups, stride, C_out_g, C_in_g, U)
+        bases = [0] * stride
+        for phase, taps, base in _phase_taps(K, stride, padding, dilation):
+            packed[:, phase, :, :, :len(taps)] = w[..., taps].permute(0, 2, 1, 3)
+            bases[phase] = base
+        return (packed.reshape(groups, stride, C_out_g, C_in_g * U),
+                torch.tensor(bases, dtype=torch.int32, device=weight.device), U)
+    return _cached_pack(weight, "phase-major", (groups, stride, padding, dilation), build)
+
+
+def _packed_tap_weight(weight: torch.Tensor, transposed: bool, groups: int, stride: int, padding: int,
+                       dilation: int, block_k: int):
+    """Tap-major weight for _conv_tap_kernel: [G·phases·C_out/G, U·C_in_pad] with row (g, phase, o) and
+    column u·C_in_pad + c, channels zero-padded to C_in_pad = ⌈C_in/G / block_k⌉·block_k; int32 base
+    per phase (transposed), U taps per phase. A stride-1 conv is one phase whose U = K taps are its own."""
+    def build(weight):
+        if transposed:
+            C_in, C_out_g, K = weight.shape
+            C_in_g = C_in // groups
+            U = _cdiv(K, stride // math.gcd(stride, dilation))
+            w = weight.reshape(groups, C_in_g, C_out_g, K).permute(0, 2, 3, 1)  # [G, C_out/G, K, C_in/G]
+            phases = _phase_taps(K, stride, padding, dilation)
+            n_phases = stride
+        else:
+            C_out, C_in_g, K = weight.shape
+            C_out_g, U = C_out // groups, K
+            w = weight.reshape(groups, C_out_g, C_in_g, K).permute(0, 1, 3, 2)
+            phases, n_phases = [(0, list(range(K)), 0)], 1
+        C_in_pad = _cdiv(C_in_g, block_k) * block_k
+        packed = weight.new_zeros(groups, n_phases, C_out_g, U, C_in_pad)
+        bases = [0] * n_phases
+        for phase, taps, base in phases:
+            packed[:, phase, :, :len(taps), :C_in_g] = w[:, :, taps]
+            bases[phase] = base
+        return (packed.reshape(groups * n_phases * C_out_g, U * C_in_pad),
+                torch.tensor(bases, dtype=torch.int32, device=weight.device), U, C_in_pad)
+    return _cached_pack(weight, "tap-major", (transposed, groups, stride, padding, dilation, block_k), build)
 
 
 _DUMMY_INT: dict[torch.device, torch.Tensor] = {}
@@ -411,34 +716,77 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
     b_arg = a_arg if beta is None else beta.contiguous()
     if transposed:
         step = stride // math.gcd(stride, dilation)
-        taps = triton.cdiv(K, step)
+        taps = _cdiv(K, step)
     else:
         taps = K
     gemm = uses_gemm(C_in_g, C_out_g, taps)
+    tap = gemm and uses_tap_kernel(x.dtype, precision, transposed, stride) and tap_kernel_fits(x, groups)
     if gemm:
         if transposed:
-            w_arg, phase_base, U = _packed_transpose_weight(weight, groups, stride, padding, dilation)
-            phases, positions = stride, triton.cdiv(L_out, stride)
+            phases, positions = stride, _cdiv(L_out, stride)
             in_step, tap_step, base, out_step = 1, -(dilation // math.gcd(stride, dilation)), 0, stride
         else:
-            w_arg, phase_base, U = weight, _dummy_int(x.device), K
             phases, positions = 1, L_out
             in_step, tap_step, base, out_step = stride, dilation, -padding, 1
-        cfg = pick_gemm_config(x.dtype, precision, C_out_g, triton.cdiv(positions, 128) * B * groups * phases,
-                               _sm_count(x.device))
-        fused_cfg = fused_input_config(cfg, x.dtype, precision) if act != "none" else cfg
-        activations_per_input = taps * triton.cdiv(C_out_g, fused_cfg.BLOCK_M)
+        if tap:
+            cfg = pick_tap_config(x.dtype, precision, C_out_g, positions, B * groups * phases,
+                                  act != "none" or residual is not None, _sm_count(x.device))
+            fused_cfg = cfg
+        else:
+            cfg = pick_gemm_config(x.dtype, precision, C_out_g, _cdiv(positions, 128) * B * groups * phases,
+                                   _sm_count(x.device))
+            fused_cfg = fused_input_config(cfg, x.dtype, precision) if act != "none" else cfg
+        activations_per_input = taps * _cdiv(C_out_g, fused_cfg.BLOCK_M)
     else:
         BLOCK_C, BLOCK_T = DIRECT_CONFIGS[0] if C_out >= DIRECT_CONFIGS[0][0] else DIRECT_CONFIGS[1]
         activations_per_input = K * C_out_g
-    if act == "snake" and activations_per_input > SNAKE_FUSED_MAX_REPEATS:
+    if act == "snake" and activations_per_input > SNAKE_FUSED_MAX_REPEATS and not tap:
         x, act = activation.snake(x, alpha, beta), "none"
     elif gemm:
         cfg = fused_cfg
     # FAST_SIN: the SFU sine on the GPU (the interpreter cannot run inline PTX)
     flags = dict(ACT=act, HAS_BIAS=bias is not None, HAS_RES=residual is not None, FAST_SIN=x.is_cuda)
-    if gemm:
-        grid = (phases * triton.cdiv(C_out_g, cfg.BLOCK_M) * triton.cdiv(positions, cfg.BLOCK_N), B * groups)
+    if tap:
+        tiles_n, n_tiles, persistent, pos_lo, pos_hi = _tap_geometry(
+            transposed, B, C_out_g, groups, positions, phases, K, stride, padding, dilation, tap_step, base, cfg,
+            0 if act != "none" or residual is not None else TAP_PERSISTENT[_tap_class(x.dtype, precision)],
+            _sm_count(x.device))
+        grid = (min(n_tiles, _sm_count(x.device)) if persistent else n_tiles,)
+        w_tap, phase_base, U, C_in_pad = _packed_tap_weight(weight, transposed, groups, stride, padding, dilation,
+                                                            cfg.BLOCK_K)
+        if not transposed:
+            phase_base = _dummy_int(x.device)
+        mode = tap_mode(x)
+        device_desc = mode == "tma" and DEVICE_DESCRIPTORS
+        x_shift, L_desc, x_rows, x_pitch = 0, L_in, 0, 0
+        x_desc, w_desc = x, w_tap
+        if mode == "tma":
+            xt, x_shift = _x_time_major(x, pos_lo, pos_hi)
+            L_desc, x_pitch = xt.shape[1], xt.shape[2]
+            x_rows = B * L_desc
+            if device_desc:
+                x_desc = xt
+                _use_tma_scratch()
+            else:
+                from triton.tools.tensor_descriptor import TensorDescriptor
+                x_desc = TensorDescriptor(xt.reshape(x_rows, x_pitch), [x_rows, C_in], [x_pitch, 1],
+                                          [cfg.BLOCK_N, cfg.BLOCK_K])
+                w_desc = TensorDescriptor.from_tensor(w_tap, [cfg.BLOCK_M, cfg.BLOCK_K])
+        upcast = _interpreted() and x.dtype == torch.bfloat16
+        _conv_tap_kernel[grid](
+            x_desc, w_desc, x, w_tap, bias_arg, res_arg, out, phase_base, a_arg, b_arg,
+            C_in, L_desc, C_out, L_out, groups, C_in_g, C_out_g, C_in_pad, U, phases,
+            tap_step, base, out_step, x_shift, tiles_n, n_tiles, x_rows, x_pitch, float(slope), float(scale),
+            TRANSPOSED=transposed, UPCAST=upcast, PERSISTENT=persistent, DEVICE_DESC=device_desc,
+            PRECISION=_dot_precision(torch.float32 if upcast else x.dtype, precision), USE_TMA=mode == "tma",
+            BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K,
+            num_warps=cfg.num_warps, num_stages=cfg.num_stages, **flags)
+    elif gemm:
+        if transposed:
+            w_arg, phase_base, U = _packed_transpose_weight(weight, groups, stride, padding, dilation)
+        else:
+            w_arg, phase_base, U = weight, _dummy_int(x.device), K
+        grid = (phases * _cdiv(C_out_g, cfg.BLOCK_M) * _cdiv(positions, cfg.BLOCK_N), B * groups)
         upcast = _interpreted() and x.dtype == torch.bfloat16
         _conv_gemm_kernel[grid](
             x, w_arg, bias_arg, res_arg, out, phase_base, a_arg, b_arg,
@@ -450,7 +798,7 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
             BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K,
             num_warps=cfg.num_warps, num_stages=cfg.num_stages, **flags)
     else:
-        grid = (triton.cdiv(L_out, BLOCK_T), triton.cdiv(C_out, BLOCK_C), B)
+        grid = (_cdiv(L_out, BLOCK_T), _cdiv(C_out, BLOCK_C), B)
         _conv_direct_kernel[grid](
             x, weight, bias_arg, res_arg, out, a_arg, b_arg,
             C_in, L_in, C_out, L_out, C_in_g, C_out_g, K, stride, padding, dilation, float(slope), float(scale),
@@ -480,7 +828,7 @@ def conv1d_fused(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1
 
 
 def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, precision="ieee", out=None):
-    """torch.nn.functional.conv1d; `precision` ('ieee' | 'tf32') applies to float32 storage."""
+    """torch.nn.functional.conv1d; `precision` ('ieee' | 'tf32x3' | 'tf32') applies to float32 storage."""
     return conv1d_fused(x, weight, bias, stride, padding, dilation, groups, precision=precision, out=out)
 
 
@@ -682,6 +1030,7 @@ CONV1D_CASES = [
     _conv_case(C_in=16, C_out=32, L=50, K=7, dilation=3, padding=9, bias=False, precision="tf32", dtypes=_FP32),
     _conv_case(C_in=32, C_out=32, L=64, K=5, dilation=2, padding=4),
     _conv_case(C_in=22, C_out=32, L=61, K=12, stride=6, padding=3),        # strided (noise conv form)
+    _conv_case(C_in=24, C_out=32, L=45, K=5, dilation=2, padding=4, precision="tf32x3", dtypes=_FP32),
     _conv_case(B=2, C_in=24, C_out=24, L=37, K=3, padding=1, groups=24),     # depthwise (direct)
     _conv_case(B=2, C_in=32, C_out=32, L=40, K=3, padding=2, groups=2),
     _conv_case(C_in=16, C_out=1, L=45, K=7, padding=3),                      # tiny output (direct)
@@ -697,6 +1046,9 @@ CONV1D_CASES = [
     _conv_case(_GPU, C_in=22, C_out=128, L=3001, K=1),
     _conv_case(_GPU, C_in=1090, C_out=1024, L=401, K=3, padding=1),
     _conv_case(_GPU, C_in=514, C_out=1024, L=400, K=3, padding=1, precision="tf32", dtypes=_FP32),
+    _conv_case(_GPU, C_in=768, C_out=768, L=1001, K=7, dilation=3, padding=9, precision="tf32x3", dtypes=_FP32),
+    _conv_case(_GPU, C_in=100, C_out=1536, L=251, K=7, padding=3, precision="tf32x3", dtypes=_FP32),
+    _conv_case(_GPU, C_in=1536, C_out=1536, L=300, K=7, padding=3, precision="tf32x3", dtypes=_FP32),
     _conv_case(_GPU, C_in=256, C_out=1, L=801, K=1),
     _conv_case(_GPU, B=3, C_in=512, C_out=512, L=123, K=5, padding=2),
     _conv_case(_GPU, C_in=512, C_out=512, L=801, K=3, padding=1, groups=512),
@@ -722,10 +1074,13 @@ CONV1D_TRANSPOSE_CASES = [
     _conv_case(B=2, C_in=8, C_out=4, L=20, K=8, stride=4, padding=2),                  # tiny channels (direct)
     _conv_case(C_in=32, C_out=32, L=15, K=4, stride=2, padding=1, groups=2, bias=False),
     _conv_case(C_in=16, C_out=16, L=9, K=16, stride=8),                                 # causal form
+    _conv_case(C_in=24, C_out=16, L=10, K=10, stride=5, precision="tf32x3", dtypes=_FP32),
     # Kokoro generator upsamplers
     _conv_case(_GPU, C_in=512, C_out=256, L=401, K=20, stride=10, padding=5),
     _conv_case(_GPU, C_in=256, C_out=128, L=1001, K=12, stride=6, padding=3),
     _conv_case(_GPU, C_in=256, C_out=128, L=1001, K=12, stride=6, padding=3, precision="tf32", dtypes=_FP32),
+    _conv_case(_GPU, C_in=1536, C_out=768, L=250, K=8, stride=4, padding=2, precision="tf32x3", dtypes=_FP32),
+    _conv_case(_GPU, C_in=512, C_out=256, L=401, K=20, stride=10, padding=5, precision="tf32x3", dtypes=_FP32),
     # BigVGAN v2 24 kHz upsamplers
     _conv_case(_GPU, C_in=1536, C_out=768, L=250, K=8, stride=4, padding=2),
     _conv_case(_GPU, C_in=768, C_out=384, L=1001, K=8, stride=4, padding=2),
@@ -768,6 +1123,8 @@ FUSED_CASES = [
     _conv_case(_GPU, C_in=768, C_out=768, L=992, K=7, dilation=9, padding=_same(7, 9), beta=True, **_SNAKE_RES),
     _conv_case(_GPU, C_in=768, C_out=768, L=992, K=1, beta=True, **_SNAKE_RES),
     _conv_case(_GPU, C_in=768, C_out=384, L=992, K=10, stride=5, act="snake", beta=True, transposed=True),
+    _conv_case(_GPU, C_in=256, C_out=256, L=2001, K=11, dilation=5, padding=_same(11, 5), precision="tf32x3",
+               dtypes=_FP32, **_SNAKE_RES),
     # StyleTTS2 decoder block output: (conv(x) + shortcut) / √2
     _conv_case(_GPU, C_in=1024, C_out=1024, L=801, K=3, padding=1, residual=True, scale=0.5 ** 0.5),
 ]
@@ -792,6 +1149,15 @@ CONV1D_BENCH = [
     _bench("large 1536ch k7 [1, 1536, 16384]", C_in=1536, C_out=1536, L=16384, K=7, padding=3),
 ]
 
+
+def _float32_tensor_core_bench(shapes, picks):
+    """tf32 and tf32x3 rows (float32 storage) for some of the shapes, the precision in the label."""
+    return [BenchShape(f"{b.label} {prec}", {**b.params, "precision": prec}, b.flops, b.bytes, dtypes=_FP32)
+            for i in picks for b in (shapes[i],) for prec in ("tf32", "tf32x3")]
+
+
+CONV1D_BENCH += _float32_tensor_core_bench(CONV1D_BENCH, (0, 6, 10))
+
 CONV1D_TRANSPOSE_BENCH = [
     _bench("Kokoro gen up x10 512->256 k20 [1, 512, 800]", C_in=512, C_out=256, L=800, K=20, stride=10, padding=5),
     _bench("Kokoro gen up x6 256->128 k12 [1, 256, 8000]", C_in=256, C_out=128, L=8000, K=12, stride=6, padding=3),
@@ -805,6 +1171,7 @@ CONV1D_TRANSPOSE_BENCH = [
 ]
 for _b in CONV1D_TRANSPOSE_BENCH:
     _b.params["transposed"] = True
+CONV1D_TRANSPOSE_BENCH += _float32_tensor_core_bench(CONV1D_TRANSPOSE_BENCH, (2, 7))
 
 DEPTHWISE_TRANSPOSE_BENCH = [
     _bench("Kokoro decoder pool x2 [1, 1090, 400]", C_in=1090, C_out=1090, L=400, K=3, stride=2, padding=1,
@@ -851,18 +1218,60 @@ def _direct_signature(dt: str) -> dict[str, str]:
     return sig
 
 
-_GEMM_DTYPES = {"16bit": ("fp16", "bf16"), "tf32": ("fp32",), "ieee": ("fp32",)}
+def _tap_signature(dt: str, cfg: GemmConfig) -> dict[str, str]:
+    # host descriptors as Triton spells a TensorDescriptor argument (element type and box shape), or the
+    # pointers the kernel makes its descriptors from
+    ptr = f"*{dt}"
+    if DEVICE_DESCRIPTORS:
+        sig = {"x_desc": ptr, "w_desc": ptr}
+    else:
+        sig = {"x_desc": f"tensordesc<{dt}[{cfg.BLOCK_N}, {cfg.BLOCK_K}]>",
+               "w_desc": f"tensordesc<{dt}[{cfg.BLOCK_M}, {cfg.BLOCK_K}]>"}
+    sig.update({n: ptr for n in ("x_ptr", "w_ptr", "bias_ptr", "res_ptr", "y_ptr")})
+    sig["phase_base_ptr"] = "*i32"
+    sig.update(a_ptr=ptr, b_ptr=ptr)
+    sig.update({n: "i32" for n in ("C_in", "L_in", "C_out", "L_out", "G", "C_in_g", "C_out_g", "C_in_pad", "U",
+                                   "n_phases", "tap_step", "base", "out_step", "x_shift", "tiles_n", "n_tiles",
+                                   "x_rows", "x_pitch")})
+    sig.update(slope="fp32", scale="fp32")
+    return sig
+
+
+# (storage dtype, tl.dot precision) per tile class
+_CLASS_FORMS = {"16bit": (("fp16", "ieee"), ("bf16", "ieee")), "tf32": (("fp32", "tf32"), ("fp32", "tf32x3")),
+                "ieee": (("fp32", "ieee"),)}
+_TAP_CLASS_FORMS = {"16bit": _CLASS_FORMS["16bit"], "tf32": (("fp32", "tf32"),), "tf32x3": (("fp32", "tf32x3"),)}
 _FUSIONS = (("snake", True, False), ("leaky_relu", False, True))  # (act, residual, transposed)
 
 
-def _gemm_variant(cls, dt, cfg, transposed, act="none", res=False):
+def _form(dt, prec, cfg, transposed, act, res):
+    label = "16bit" if dt != "fp32" else prec
+    return (f"[{dt},{label},{cfg.BLOCK_M}x{cfg.BLOCK_N}x{cfg.BLOCK_K},{'transposed' if transposed else 'conv'},"
+            f"{act}{',res' if res else ''}]")
+
+
+def _gemm_variant(dt, prec, cfg, transposed, act="none", res=False):
     return AotVariant(
-        f"_conv_gemm_kernel[{dt},{cls},{cfg.BLOCK_M}x{cfg.BLOCK_N}x{cfg.BLOCK_K},"
-        f"{'transposed' if transposed else 'conv'},{act}{',res' if res else ''}]",
-        _conv_gemm_kernel, _gemm_signature(dt),
-        dict(TRANSPOSED=transposed, ACT=act, HAS_BIAS=True, HAS_RES=res, PRECISION="tf32" if cls == "tf32" else "ieee",
-             UPCAST=False, PREFETCH=cls == "16bit", FAST_SIN=True, BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K),
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages, expect_mma=cls != "ieee")
+        "_conv_gemm_kernel" + _form(dt, prec, cfg, transposed, act, res), _conv_gemm_kernel, _gemm_signature(dt),
+        dict(TRANSPOSED=transposed, ACT=act, HAS_BIAS=True, HAS_RES=res, PRECISION=prec, UPCAST=False,
+             PREFETCH=dt != "fp32", FAST_SIN=True, BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K),
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages, expect_mma=dt != "fp32" or prec != "ieee")
+
+
+def _tap_variant(dt, prec, cfg, transposed, act="none", res=False, persistent=False):
+    name = "_conv_tap_kernel" + _form(dt, prec, cfg, transposed, act, res)
+    return AotVariant(
+        name[:-1] + ",persistent]" if persistent else name, _conv_tap_kernel, _tap_signature(dt, cfg),
+        dict(TRANSPOSED=transposed, ACT=act, HAS_BIAS=True, HAS_RES=res, PRECISION=prec, UPCAST=False,
+             USE_TMA=True, DEVICE_DESC=DEVICE_DESCRIPTORS, PERSISTENT=persistent, FAST_SIN=True,
+             BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K),
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages, expect_mma=True)
+
+
+def _time_major_pad_variant(dt):
+    sig = {"x_ptr": f"*{dt}", "xt_ptr": f"*{dt}", **{n: "i32" for n in ("C", "L", "Lp", "pitch", "left")}}
+    return AotVariant(f"_time_major_pad_kernel[{dt}]", _time_major_pad_kernel, sig,
+                      dict(BLOCK_C=TIME_MAJOR_PAD_BLOCK[0], BLOCK_T=TIME_MAJOR_PAD_BLOCK[1]), num_warps=4)
 
 
 def _direct_variant(dt, block, transposed, act="none", res=False):
@@ -876,22 +1285,32 @@ def _direct_variant(dt, block, transposed, act="none", res=False):
 
 
 def conv_variants(transposed_forms=(False, True), fused=False) -> list[AotVariant]:
-    """Every tile the launcher can pick, per storage dtype and precision, for the given conv forms;
-    `fused` adds the activation/residual forms at every tile a fused input activation can run on."""
+    """Every tile the launcher can pick on sm_90, per storage dtype and precision, for the given conv forms:
+    the tap kernel (TMA) for the tensor-core classes, the gather kernel for exact float32 and for strided
+    convs; `fused` adds the activation/residual forms at every tile a fused input activation can run on."""
     out = []
+    fusions = [f for f in _FUSIONS if f[2] in transposed_forms] if fused else []
     for cls, configs in GEMM_CONFIGS.items():
-        for dt in _GEMM_DTYPES[cls]:
+        forms = transposed_forms if cls == "ieee" else tuple(t for t in transposed_forms if not t)
+        for dt, prec in _CLASS_FORMS[cls]:
+            for transposed in forms:
+                out += [_gemm_variant(dt, prec, cfg, transposed) for cfg in configs]
+            dtype = torch.float32 if dt == "fp32" else torch.float16
+            tiles = sorted({fused_input_config(c, dtype, prec) for c in configs}, key=lambda c: -c.BLOCK_M)
+            out += [_gemm_variant(dt, prec, c, tr, act, res) for c in tiles for act, res, tr in fusions if tr in forms]
+    for cls, configs in TAP_CONFIGS.items():
+        for dt, prec in _TAP_CLASS_FORMS[cls]:
             for transposed in transposed_forms:
-                out += [_gemm_variant(cls, dt, cfg, transposed) for cfg in configs]
-            if fused:
-                tiles = {fused_input_config(c, torch.float32 if dt == "fp32" else torch.float16, cls)
-                         for c in configs}
-                out += [_gemm_variant(cls, dt, c, tr, act, res) for c in sorted(tiles, key=lambda c: -c.BLOCK_M)
-                        for act, res, tr in _FUSIONS]
+                out += [_tap_variant(dt, prec, cfg, transposed) for cfg in configs]
+                if TAP_PERSISTENT[cls]:
+                    out += [_tap_variant(dt, prec, cfg, transposed, persistent=True) for cfg in configs]
+            out += [_tap_variant(dt, prec, c, tr, act, res) for c in configs if c.BLOCK_N <= TAP_FUSED_MAX_N
+                    for act, res, tr in fusions]
+    out += [_time_major_pad_variant(dt) for dt in ("fp32", "fp16", "bf16")]
     for dt in ("fp32", "fp16", "bf16"):
         for transposed in transposed_forms:
             out += [_direct_variant(dt, block, transposed) for block in DIRECT_CONFIGS]
-        if fused:
+        if fused and False in transposed_forms:
             out.append(_direct_variant(dt, DIRECT_CONFIGS[0], False, "snake", True))
     return out
 
