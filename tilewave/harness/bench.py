@@ -46,9 +46,18 @@ class BenchResult:
         return text
 
 
+def _matmul_label(kernel: Kernel, params: dict, dtype: str) -> str:
+    """float32 rows name the tensor-core precision they ran at (tf32, tf32x3); others their dtype."""
+    if dtype == "float32" and params.get("precision") in ("tf32", "tf32x3"):
+        return params["precision"]
+    return kernel.precision(params, dtype)
+
+
 def _peak_flops(peaks: dict[str, float], kernel: Kernel, params: dict, dtype: str) -> float:
-    precision = kernel.precision(params, dtype)
-    return peaks.get(f"{precision}_GFLOPs", peaks["float32_GFLOPs"])
+    label = _matmul_label(kernel, params, dtype)
+    if label == "tf32x3":  # three tf32 MMAs per product: its roofline is a third of the tf32 peak
+        return peaks["tf32_GFLOPs"] / 3
+    return peaks.get(f"{label}_GFLOPs", peaks["float32_GFLOPs"])
 
 
 @contextlib.contextmanager
@@ -87,7 +96,8 @@ def bench_shape(kernel: Kernel, shape: BenchShape, dtype: str, peaks: dict[str, 
     pct_flops = gflops / _peak_flops(peaks, kernel, shape.params, dtype)
     verdict = ("memory-bound" if pct_bw >= MEMORY_BOUND else
                "compute-bound" if pct_flops >= COMPUTE_BOUND else "latency-bound")
-    return BenchResult(kernel.name, shape.label, dtype if precision == dtype else f"{dtype}/{precision}",
+    label = _matmul_label(kernel, shape.params, dtype)
+    return BenchResult(kernel.name, shape.label, dtype if label == dtype else f"{dtype}/{label}",
                        ours.median_us, peer_us, gbps, gflops, pct_bw, pct_flops,
                        flops / nbytes if nbytes else 0.0, verdict, peer_us / ours.median_us, err)
 
