@@ -55,6 +55,9 @@ ISTFT_FRAMES_TILE = (64, 64, 16)  # frames, taps, bins per step
 MEL_TILES = ((16, 64), (64, 32))  # (frames, bins per step)
 MEL_BLOCK_K, MEL_BLOCK_M, MEL_WIDE_PROGRAMS = 32, 128, 264
 ISTFT_BLOCK_Q, OLA_BLOCK_S = 64, 256
+# Small inverse transform (n_fft <= DIRECT_MAX_NFFT): frames per program, warps, and whether the output goes out
+# through one contiguous store (True) or one strided store per tap-row.
+ISTFT_OLA_FRAMES, ISTFT_OLA_WARPS, ISTFT_OLA_FLAT = 512, 8, True
 SCAN_BLOCK_L, SOURCE_BLOCK_T = 64, 128
 GEMM_WARPS = 8
 # The interpreter runs one program at a time and pays per tl op, not per element: wide tiles there keep the
@@ -62,7 +65,7 @@ GEMM_WARPS = 8
 if os.environ.get("TRITON_INTERPRET") == "1":
     STFT_TILE, ISTFT_FRAMES_TILE = (64, 256, 256), (64, 256, 256)
     MEL_TILES, MEL_BLOCK_K = ((16, 256), (64, 256)), 256
-PRECISIONS = ("ieee", "tf32")
+PRECISIONS = ("ieee", "tf32x3", "tf32")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -233,6 +236,100 @@ def _istft_gather_kernel(a_ptr, c_ptr, icos_ptr, isin_ptr, wsq_ptr, y_ptr, T, L_
 
 
 @triton.jit
+def _sincos(x, FAST: tl.constexpr):
+    # (sin x, cos x). FAST (GPU only: inline PTX): the Cody-Waite reduction of tilewave.kernels._common.sin,
+    # then the SFU's sin.approx/cos.approx (~1e-6 absolute on [-pi, pi]); libdevice's pair costs ~50 instructions
+    # per element and made the small inverse transform compute-bound.
+    if FAST:
+        k = tl.floor(x * 0.15915494309189535 + 0.5)
+        r = x - k * 6.28125 - k * 0.0019353071795864769
+        s = tl.inline_asm_elementwise("sin.approx.f32 $0, $1;", "=r,r", [r], dtype=tl.float32, is_pure=True, pack=1)
+        c = tl.inline_asm_elementwise("cos.approx.f32 $0, $1;", "=r,r", [r], dtype=tl.float32, is_pure=True, pack=1)
+    else:
+        s = tl.sin(x)
+        c = tl.cos(x)
+    return s, c
+
+
+@triton.jit
+def _istft_ola_kernel(a_ptr, c_ptr, even_ptr, odd_ptr, win_ptr, wsq_ptr, y_ptr, T, L_out, batch_stride,
+                      N_FFT: tl.constexpr, HOP: tl.constexpr, NF: tl.constexpr, EXP_SIN: tl.constexpr,
+                      FAST: tl.constexpr, OUT_FLAT: tl.constexpr, BT: tl.constexpr, S_P: tl.constexpr):
+    # grid: (B, cdiv(cdiv(L_out + N_FFT//2, HOP), BT − OV + 1)), OV = ceil(N_FFT/HOP). Small transforms, one pass:
+    # a program owns RQ = BT − OV + 1 hop-rows q (output positions p = q·HOP + u, u < HOP, sample j = p − N_FFT//2)
+    # and evaluates the BT frames t = q0 − OV + 1 … q0 + RQ − 1 that cover them (OV − 1 halo frames recomputed).
+    # Every tensor is a vector over those frames: each (frame, bin) is loaded and turned into (Re, Im) once, the
+    # taps come from unrolled FMAs with scalar coefficients (no padding of bins or taps), and the overlap-add
+    # shifts tap u + r·HOP of frame t − r onto row t with tl.gather (on-chip), so nothing is serialised.
+    # Taps n and N − n share their cosine and sine sums (even/odd halves of the real inverse DFT):
+    # z[n] = w[n]·(E[n] + O[n]), z[N − n] = w[N − n]·(E[n] − O[n]), E = Σ_k Re_k·even[n, k], O = Σ_k Im_k·odd[n, k].
+    OV: tl.constexpr = (N_FFT + HOP - 1) // HOP
+    RQ: tl.constexpr = BT - OV + 1
+    HALF: tl.constexpr = N_FFT // 2
+    b = tl.program_id(0).to(tl.int64)
+    q0 = tl.program_id(1) * RQ
+    i = tl.arange(0, BT)
+    t = q0 - (OV - 1) + i
+    tmask = (t >= 0) & (t < T)
+    re = ()
+    im = ()
+    for k in tl.static_range(NF):
+        offs = b * batch_stride + k * T + t
+        mag = tl.load(a_ptr + offs, mask=tmask, other=0.0).to(tl.float32)
+        ph = tl.load(c_ptr + offs, mask=tmask, other=0.0).to(tl.float32)
+        if EXP_SIN:
+            mag = tl.where(tmask, tl.exp(mag), 0.0)
+            ph, _ = _sincos(ph, FAST)
+        s, c = _sincos(ph, FAST)
+        re = re + (mag * c,)
+        im = im + (mag * s,)
+    lo = ()  # taps 0 … N//2
+    hi = ()  # taps N − 1 … N//2 + 1 (hi[n − 1] = tap N − n)
+    for n in tl.static_range(HALF + 1):
+        e = tl.zeros((BT,), dtype=tl.float32)
+        o = tl.zeros((BT,), dtype=tl.float32)
+        for k in tl.static_range(NF):
+            e += re[k] * tl.load(even_ptr + n * NF + k)
+            if (2 * k * n) % N_FFT != 0:  # sin(2πkn/N) = 0 there
+                o += im[k] * tl.load(odd_ptr + n * NF + k)
+        lo = lo + ((e + o) * tl.load(win_ptr + n),)
+        if n > 0 and 2 * n < N_FFT:
+            hi = hi + ((e - o) * tl.load(win_ptr + N_FFT - n),)
+    rows = ()
+    for u in tl.static_range(HOP):
+        acc = tl.zeros((BT,), dtype=tl.float32)
+        wsum = tl.zeros((BT,), dtype=tl.float32)
+        for r in tl.static_range(OV):
+            if u + r * HOP < N_FFT:
+                if u + r * HOP <= HALF:
+                    z = lo[u + r * HOP]
+                else:
+                    z = hi[N_FFT - u - r * HOP - 1]
+                if r > 0:
+                    z = tl.gather(z, tl.maximum(i - r, 0), 0)
+                acc += z
+                wsum += tl.where((t - r >= 0) & (t - r < T), tl.load(wsq_ptr + u + r * HOP), 0.0)
+        # rows past the ends of the signal have an empty envelope (torch rejects a zero envelope inside)
+        val = acc / tl.where(wsum > 0.0, wsum, 1.0)
+        if OUT_FLAT:
+            rows = rows + (val,)
+        else:
+            j = t * HOP + u - HALF
+            tl.store(y_ptr + b * L_out + j, val.to(y_ptr.dtype.element_ty),
+                     mask=(i >= OV - 1) & (j >= 0) & (j < L_out))
+    if OUT_FLAT:
+        # one contiguous store: sample s of the tile is row s // HOP + OV − 1, tap-row u = s % HOP
+        s_ = tl.arange(0, S_P)
+        row = tl.minimum(s_ // HOP + (OV - 1), BT - 1)
+        uu = s_ % HOP
+        y = tl.zeros((S_P,), dtype=tl.float32)
+        for u in tl.static_range(HOP):
+            y = tl.where(uu == u, tl.gather(rows[u], row, 0), y)
+        j = q0 * HOP + s_ - HALF
+        tl.store(y_ptr + b * L_out + j, y.to(y_ptr.dtype.element_ty), mask=(s_ < RQ * HOP) & (j >= 0) & (j < L_out))
+
+
+@triton.jit
 def _istft_frames_kernel(a_ptr, c_ptr, icos_ptr, isin_ptr, frames_ptr, T, NF, batch_stride,
                          N_FFT: tl.constexpr, EXP_SIN: tl.constexpr, PRECISION: tl.constexpr,
                          BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_F: tl.constexpr):
@@ -369,15 +466,17 @@ def _cos_sin(n_fft: int) -> tuple[np.ndarray, np.ndarray]:
 @functools.lru_cache(maxsize=32)
 def _bases(n_fft: int, win_length: int, device: str) -> dict[str, torch.Tensor]:
     """Forward basis w·cos, −w·sin [n_fft, F]; inverse basis c_k·w·cos/n, −c_k·w·sin/n [n_fft, F] (c_k = 2 except
-    DC and, for even n_fft, Nyquist: the one-sided spectrum's doubling); w² [n_fft]."""
+    DC and, for even n_fft, Nyquist: the one-sided spectrum's doubling); its unwindowed first half c_k·cos/n,
+    −c_k·sin/n [n_fft//2 + 1, F] (even, odd); w and w² [n_fft]."""
     w = padded_hann(n_fft, win_length)[:, None]
     cos, sin = _cos_sin(n_fft)
     c = np.full(n_fft // 2 + 1, 2.0)
     c[0] = 1.0
     if n_fft % 2 == 0:
         c[-1] = 1.0
+    half = n_fft // 2 + 1
     tables = {"cos": w * cos, "sin": -w * sin, "icos": c * w * cos / n_fft, "isin": -c * w * sin / n_fft,
-              "wsq": w[:, 0] ** 2}
+              "wsq": w[:, 0] ** 2, "even": c * cos[:half] / n_fft, "odd": -c * sin[:half] / n_fft, "win": w[:, 0]}
     return {k: torch.tensor(v, dtype=torch.float32, device=device) for k, v in tables.items()}
 
 
@@ -462,6 +561,13 @@ def mel_spectrogram_magnitude(x, mel_basis, n_fft, hop, win_length=None, pad=Non
     return mel_spectrogram(x, mel_basis, n_fft, hop, win_length, pad, True, mag_eps, eps, precision, out)
 
 
+def istft_ola_config(n_fft: int, hop: int) -> tuple[int, int, bool]:
+    """(frames per program BT, warps, one flat store) of the small inverse transform; every frame holds
+    n_fft//2 + 1 (Re, Im) pairs and n_fft taps in registers, so BT per thread shrinks as n_fft grows."""
+    bt = ISTFT_OLA_FRAMES if n_fft <= 32 else ISTFT_OLA_FRAMES // 2
+    return max(bt, triton.next_power_of_2(2 * triton.cdiv(n_fft, hop))), ISTFT_OLA_WARPS, ISTFT_OLA_FLAT
+
+
 def _istft_launch(a, c, batch_stride, B, NF, T, n_fft, hop, win_length, exp_sin, precision, out):
     if n_fft // 2 + 1 != NF:
         raise ValueError(f"istft: n_fft={n_fft} has {n_fft // 2 + 1} bins, the spectrum has {NF}")
@@ -475,10 +581,12 @@ def _istft_launch(a, c, batch_stride, B, NF, T, n_fft, hop, win_length, exp_sin,
         return out
     overlap = triton.cdiv(n_fft, hop)
     if n_fft <= DIRECT_MAX_NFFT:
-        _istft_gather_kernel[(B, triton.cdiv(L_out + pad, ISTFT_BLOCK_Q * hop))](
-            a, c, basis["icos"], basis["isin"], basis["wsq"], out, T, L_out, pad, hop, NF, batch_stride,
-            N_FFT=n_fft, OVERLAP=overlap, EXP_SIN=exp_sin, BLOCK_Q=ISTFT_BLOCK_Q, HOP_P=triton.next_power_of_2(hop),
-            BLOCK_F=triton.next_power_of_2(NF), num_warps=4)
+        bt, warps, flat = istft_ola_config(n_fft, hop)
+        rows = triton.cdiv(L_out + pad, hop)
+        _istft_ola_kernel[(B, triton.cdiv(rows, bt - overlap + 1))](
+            a, c, basis["even"], basis["odd"], basis["win"], basis["wsq"], out, T, L_out, batch_stride,
+            N_FFT=n_fft, HOP=hop, NF=NF, EXP_SIN=exp_sin, FAST=a.is_cuda, OUT_FLAT=flat, BT=bt,
+            S_P=triton.next_power_of_2((bt - overlap + 1) * hop), num_warps=warps)
         return out
     frames = torch.empty(B, T, n_fft, device=a.device, dtype=torch.float32)
     bt, bn, bf = ISTFT_FRAMES_TILE
