@@ -84,14 +84,63 @@ def small_istft_cases():
     return cases
 
 
+FFT_CONFIGS = {"float32": [("ieee", 4, 8), ("ieee", 2, 4), ("tf32x3", 4, 4), ("tf32x3", 4, 8), ("tf32x3", 8, 8),
+                             ("tf32", 4, 4), ("tf32", 4, 8)],
+               "bfloat16": [("tf32", 4, 4), ("tf32", 4, 8), ("ieee", 4, 8)]}
+
+
 def large_cases():
     out = []
     for op in ("stft", "istft", "mel"):
         for shape, label in ((1, "10 s model"), (BIG_B, "large")):
             for dtype in (torch.float32, torch.bfloat16):
-                precs = ("ieee", "tf32x3", "tf32") if dtype == torch.float32 else ("tf32", "ieee")
+                configs = FFT_CONFIGS[str(dtype).removeprefix("torch.")]
+                cands = [("current dft-gemm ieee", ("gemm", "ieee"))] + [
+                    (f"fft {p} BT={bt} warps={w}", ("fft", p, bt, w)) for p, bt, w in configs]
                 out.append({"op": op, "n_fft": 1024, "hop": 256, "B": shape, "dtype": dtype, "label": label,
-                            "cands": [(f"dft-gemm {p}", ("gemm", p)) for p in precs]})
+                            "cands": cands})
+    return out
+
+
+def _gemm_current(op, inp, n_fft, hop, prec):
+    """The direct-DFT GEMM kernels that the n_fft 1024 launchers used before the FFT kernels."""
+    NF = n_fft // 2 + 1
+    basis = K._bases(n_fft, n_fft, str(DEV))
+    if op == "stft":
+        x = inp["x"]
+        B, N = x.shape
+        T = 1 + N // hop
+        re, im = x.new_empty(B, NF, T), x.new_empty(B, NF, T)
+        bt, bf, bk = K.STFT_TILE
+        K._stft_gemm_kernel[(B, triton.cdiv(T, bt), triton.cdiv(NF, bf))](
+            x, basis["cos"], basis["sin"], re, im, N, T, hop, n_fft // 2, NF, N_FFT=n_fft, POLAR=False,
+            PRECISION=prec, BLOCK_T=bt, BLOCK_F=bf, BLOCK_K=bk, num_warps=K.GEMM_WARPS)
+        return re, im
+    if op == "istft":
+        a, c = inp["mag"], inp["ph"]
+        B, _, T = a.shape
+        L_out = hop * (T - 1)
+        out = a.new_empty(B, L_out)
+        frames = torch.empty(B, T, n_fft, device=a.device, dtype=torch.float32)
+        bt, bn, bf = K.ISTFT_FRAMES_TILE
+        K._istft_frames_kernel[(B, triton.cdiv(T, bt), triton.cdiv(n_fft, bn))](
+            a, c, basis["icos"], basis["isin"], frames, T, NF, NF * T, N_FFT=n_fft, EXP_SIN=False,
+            PRECISION=prec, BLOCK_T=bt, BLOCK_N=bn, BLOCK_F=bf, num_warps=K.GEMM_WARPS)
+        K._overlap_add_kernel[(B, triton.cdiv(L_out, K.OLA_BLOCK_S))](
+            frames, basis["wsq"], out, T, L_out, n_fft // 2, hop, N_FFT=n_fft, OVERLAP=triton.cdiv(n_fft, hop),
+            BLOCK_S=K.OLA_BLOCK_S, num_warps=4)
+        return out
+    x, fb = inp["x"], inp["fb"]
+    B, N = x.shape
+    pad = 384
+    T = 1 + (N + 2 * pad - n_fft) // hop
+    NM = fb.shape[0]
+    out = x.new_empty(B, NM, T)
+    bt, bf = K.MEL_TILES[B * triton.cdiv(T, K.MEL_TILES[1][0]) >= K.MEL_WIDE_PROGRAMS]
+    K._mel_kernel[(B, triton.cdiv(T, bt), triton.cdiv(NM, K.MEL_BLOCK_M))](
+        x, basis["cos"], basis["sin"], fb, out, N, T, hop, pad, NF, NM, 1e-9, 1e-5, N_FFT=n_fft, MAGNITUDE=True,
+        PRECISION=prec, BLOCK_T=bt, BLOCK_F=bf, BLOCK_K=K.MEL_BLOCK_K, BLOCK_M=K.MEL_BLOCK_M,
+        num_warps=K.GEMM_WARPS)
     return out
 
 
@@ -148,13 +197,18 @@ def runner(case, cand, inp):
         if kind == "old":
             return lambda: _istft_small_old(a, c, bs, B, NF, T, n_fft, hop, exp_sin, out)
         return lambda: _istft_small_ola(a, c, bs, B, NF, T, n_fft, hop, exp_sin, out, *cand[1:])
-    prec = cand[1]
-    if op == "stft":
-        x = inp["x"]
-        return lambda: K.stft(x, n_fft, hop, polar=False, precision=prec)
-    if op == "istft":
-        return lambda: K.istft(inp["mag"], inp["ph"], n_fft, hop, precision=prec)
-    return lambda: K.mel_spectrogram(inp["x"], inp["fb"], n_fft, hop, pad=384, magnitude=True, precision=prec)
+    if kind == "gemm":
+        return lambda: _gemm_current(op, inp, n_fft, hop, cand[1])
+    prec, bt, warps = cand[1:]
+
+    def fft():
+        K.FFT_TILES[prec] = (bt, warps)
+        if op == "stft":
+            return K.stft(inp["x"], n_fft, hop, polar=False, precision=prec)
+        if op == "istft":
+            return K.istft(inp["mag"], inp["ph"], n_fft, hop, precision=prec)
+        return K.mel_spectrogram(inp["x"], inp["fb"], n_fft, hop, pad=384, magnitude=True, precision=prec)
+    return fft
 
 
 def peer_and_reference(case, inp):
