@@ -14,18 +14,25 @@ harmonic_source       tanh(w·(sin(φ_k)·amp·uv + noise_amp·noise) + b) [B, T
                       interpolations (see harmonic_source_oracle).
 
 Kernel forms:
-- Small transforms (n_fft <= DIRECT_MAX_NFFT, Kokoro's n_fft 20 / hop 5 / 11 bins): a direct DFT in registers,
-  one program per (batch, frame tile), all bins at once.
-- Larger ones (n_fft 1024 / hop 256): a DFT as a GEMM, frames gathered from the signal (reflect padding folded
-  into the gather) times a precomputed window·cos / −window·sin basis with tl.dot; the mel variant multiplies
-  each bin tile into the filterbank inside the same program, so the spectrum never reaches memory.
-- Inverse: gather form, each output sample sums the ceil(n_fft/hop) frames that overlap it (no atomics). Small
-  transforms evaluate those frames' inverse DFTs in registers in one kernel (the generator tail: exp and sin
-  fused in); larger ones compute the windowed frames as a GEMM against the inverse basis into a float32 scratch,
-  then overlap-add them in a second gather kernel.
+- Small transforms (n_fft <= DIRECT_MAX_NFFT, Kokoro's n_fft 20 / hop 5 / 11 bins): a direct DFT in registers.
+  The inverse is one pass (_istft_ola_kernel): a program takes a run of frames as vectors, turns each
+  (frame, bin) into (Re, Im) once, evaluates the taps with unrolled FMAs on scalar coefficients (taps n and
+  n_fft − n share their even/odd sums: ~n_fft·(n_fft/2 + 1) MACs per frame), and overlap-adds on chip: tap
+  u + r·hop of frame t − r is moved onto row t by tl.gather, so the ~8 flop/byte transform streams at memory speed.
+- Power-of-two n_fft >= 256 (speech: 1024 / hop 256): a four-step FFT, n_fft = N1·N2 (32·32), on tensor cores or
+  FMAs (_fft_tile): a DFT-N1 GEMM over a tile of frames, twiddles, a per-frame transpose, a DFT-N2 GEMM for the
+  first N2/2 outputs plus the Nyquist bin as a reduction. Per frame 2·n_fft·(N1 + N2) real MACs (1024: 131k)
+  against 2·n_fft·(n_fft/2 + 1) = 1.05M for a direct DFT. Roofline at 1024/256, float32, [16, 480000]: 7.9 GFLOP
+  and 153 MB (polar out): ~155 µs of FMA work with "ieee" (51 TFLOP/s measured), ~60 µs of tensor-core work with
+  "tf32x3" (3 MMAs per product, 405 TFLOP/s tf32), 36 µs of memory: compute-bound, not a copy-bandwidth kernel. The inverse writes windowed frames to a float32 scratch [B, T, n_fft] that a gather kernel overlap-adds;
+  the mel variant writes the float32 power (or magnitude) spectrum [B, T, F] and a filterbank GEMM takes the log.
+- Other sizes: a DFT as a GEMM, frames gathered from the signal (reflect padding folded into the gather) times a
+  precomputed window·cos / −window·sin basis with tl.dot; the mel variant multiplies each bin tile into the
+  filterbank inside the same program; the inverse computes windowed frames against the inverse basis into a
+  float32 scratch, then overlap-adds them in a second gather kernel.
 - Harmonic source: a frame-rate scan (one program per batch row) then one sample-rate pass.
 The DFT runs on float32 operands whatever the storage dtype: phase is ill-conditioned near zero-magnitude bins,
-and a 16-bit basis would move it. tf32 is opt-in (tilewave.ops.fp32_matmul_precision). The harmonic phase is
+and a 16-bit basis would move it. tf32x3 and tf32 are opt-in (tilewave.ops.fp32_matmul_precision). The harmonic phase is
 accumulated in float64: at 10 s the phase reaches ~10^6 rad, where a float32 phase is off by ~0.1 rad.
 Launch invariants: inputs contiguous (the harmonic source's noise may be a transposed view: strides are passed),
 reflect padding needs pad < N, the harmonic source needs T % upsample_scale == 0 (as the reference does).
@@ -57,19 +64,19 @@ MEL_BLOCK_K, MEL_BLOCK_M, MEL_WIDE_PROGRAMS = 32, 128, 264
 ISTFT_BLOCK_Q, OLA_BLOCK_S = 64, 256
 # Small inverse transform (n_fft <= DIRECT_MAX_NFFT): frames per program, warps, and whether the output goes out
 # through one contiguous store (True) or one strided store per tap-row.
-ISTFT_OLA_FRAMES, ISTFT_OLA_WARPS, ISTFT_OLA_FLAT = 512, 8, True
+ISTFT_OLA_FRAMES, ISTFT_OLA_WARPS, ISTFT_OLA_FLAT = 512, 4, True
 SCAN_BLOCK_L, SOURCE_BLOCK_T = 64, 128
 GEMM_WARPS = 8
 PRECISIONS = ("ieee", "tf32x3", "tf32")
 # four-step FFT kernels (n_fft a power of two >= 256): (frames per program, warps) per dot precision
 FFT_TILES = {"ieee": (4, 8), "tf32x3": (4, 8), "tf32": (4, 4)}
-MEL_PROJECT_TILE = (64, 128, 32)  # frames, mel bands, bins per step
+MEL_PROJECT_TILE = (64, 128, 32, 8)  # frames, mel bands, bins per step, warps
 # The interpreter runs one program at a time and pays per tl op, not per element: wide tiles there keep the
 # n_fft 1024 tests to seconds. The GPU tiles above are the ones the AOT variants compile.
 if os.environ.get("TRITON_INTERPRET") == "1":
     STFT_TILE, ISTFT_FRAMES_TILE = (64, 256, 256), (64, 256, 256)
     MEL_TILES, MEL_BLOCK_K = ((16, 256), (64, 256)), 256
-    MEL_PROJECT_TILE = (64, 128, 256)
+    MEL_PROJECT_TILE = (64, 128, 256, 4)
     FFT_TILES = {p: (16, 4) for p in FFT_TILES}
 
 
@@ -757,12 +764,14 @@ def mel_spectrogram(x: torch.Tensor, mel_basis: torch.Tensor, n_fft: int, hop: i
         spec = torch.empty(B, T, NF, device=x.device, dtype=torch.float32)
         _stft_fft_launch(x, n_fft, hop, win_length, pad, T, spec, spec, polar=False, power=True, magnitude=magnitude,
                          mag_eps=mag_eps, precision=prec)
-        bt, bm, bk = MEL_PROJECT_TILE
+        bt, bm, bk, warps = MEL_PROJECT_TILE
         _mel_project_kernel[(B, triton.cdiv(T, bt), triton.cdiv(NM, bm))](
             spec, mel_basis, out, T, NF, NM, float(eps), PRECISION=prec, BLOCK_T=bt, BLOCK_M=bm, BLOCK_K=bk,
-            num_warps=4)
+            num_warps=warps)
     elif B and T and NM:
-        bt, bf = MEL_TILES[B * triton.cdiv(T, MEL_TILES[1][0]) >= MEL_WIDE_PROGRAMS]
+        # tf32x3's split operands do not fit the wide tile's registers
+        wide = B * triton.cdiv(T, MEL_TILES[1][0]) >= MEL_WIDE_PROGRAMS and precision != "tf32x3"
+        bt, bf = MEL_TILES[wide]
         grid = (B, triton.cdiv(T, bt), triton.cdiv(NM, MEL_BLOCK_M))
         _mel_kernel[grid](x, basis["cos"], basis["sin"], mel_basis, out, N, T, hop, pad, NF, NM,
                           float(mag_eps), float(eps), N_FFT=n_fft, MAGNITUDE=magnitude,
@@ -1065,6 +1074,27 @@ def _stft_bytes(p, itemsize):
     return itemsize * (B * N + 2 * B * (p["n_fft"] // 2 + 1) * _stft_frames(p))
 
 
+FFT_NFFT = 1024  # the four-step FFT variants are declared at the speech size; the DFT GEMMs at a non-power of two
+GEMM_NFFT = 1000
+
+
+def _fft_table_sig(names):
+    return {f"{n}_ptr": "*fp32" for n in names}
+
+
+def _stft_fft_variants(dt: str, mode: str, prec: str) -> AotVariant:
+    """mode: 'polar' / 'cartesian' (the spectrum [B, F, T] in dt) or 'power' / 'magnitude' (float32 [B, T, F])."""
+    out_dt = dt if mode in ("polar", "cartesian") else "fp32"
+    bt, warps = FFT_TILES[prec]
+    n1, n2 = fft_split(FFT_NFFT)
+    return AotVariant(
+        f"_stft_fft_kernel[{dt},n_fft={FFT_NFFT},{mode},{prec}]", _stft_fft_kernel,
+        {"x_ptr": f"*{dt}", **_fft_table_sig(("f1c", "f1s", "twc", "tws", "f2c", "f2s", "win")), "a_ptr": f"*{out_dt}",
+         "c_ptr": f"*{out_dt}", "N": "i32", "T": "i32", "hop": "i32", "pad": "i32", "mag_eps": "fp32"},
+        {"POLAR": mode == "polar", "POWER": mode in ("power", "magnitude"), "MAGNITUDE": mode == "magnitude",
+         "PRECISION": prec, "N1": n1, "N2": n2, "BT": bt}, num_warps=warps, expect_mma=prec != "ieee")
+
+
 def _stft_variants():
     out = []
     for dt in ("fp32", "fp16", "bf16"):
@@ -1074,11 +1104,13 @@ def _stft_variants():
             out.append(AotVariant(f"_stft_direct_kernel[{dt},n_fft=20,polar={polar}]", _stft_direct_kernel, sig,
                                   {"N_FFT": 20, "NF": 11, "POLAR": polar, "BLOCK_T": DIRECT_BLOCK_T, "BLOCK_F": 16}))
             for prec in PRECISIONS:
+                out.append(_stft_fft_variants(dt, "polar" if polar else "cartesian", prec))
                 out.append(AotVariant(
-                    f"_stft_gemm_kernel[{dt},n_fft=1024,polar={polar},{prec}]", _stft_gemm_kernel, {**sig, "NF": "i32"},
-                    {"N_FFT": 1024, "POLAR": polar, "PRECISION": prec, "BLOCK_T": STFT_TILE[0],
+                    f"_stft_gemm_kernel[{dt},n_fft={GEMM_NFFT},polar={polar},{prec}]", _stft_gemm_kernel,
+                    {**sig, "NF": "i32"},
+                    {"N_FFT": GEMM_NFFT, "POLAR": polar, "PRECISION": prec, "BLOCK_T": STFT_TILE[0],
                      "BLOCK_F": STFT_TILE[1], "BLOCK_K": STFT_TILE[2]}, num_warps=GEMM_WARPS,
-                    expect_mma=prec == "tf32"))
+                    expect_mma=prec != "ieee"))
     return out
 
 
@@ -1140,21 +1172,31 @@ def _istft_bytes(p, itemsize):
 
 def _istft_variants(exp_sin: bool):
     out = []
+    n1, n2 = fft_split(FFT_NFFT)
     for dt in ("fp32", "fp16", "bf16"):
-        spec = {"a_ptr": f"*{dt}", "c_ptr": f"*{dt}", "icos_ptr": "*fp32", "isin_ptr": "*fp32"}
-        out.append(AotVariant(f"_istft_gather_kernel[{dt},n_fft=20,exp_sin={exp_sin}]", _istft_gather_kernel,
-                              {**spec, "wsq_ptr": "*fp32", "y_ptr": f"*{dt}", "T": "i32", "L_out": "i32",
-                               "pad": "i32", "hop": "i32", "NF": "i32", "batch_stride": "i64"},
-                              {"N_FFT": 20, "OVERLAP": 4, "EXP_SIN": exp_sin, "BLOCK_Q": ISTFT_BLOCK_Q, "HOP_P": 8,
-                               "BLOCK_F": 16}))
+        spec = {"a_ptr": f"*{dt}", "c_ptr": f"*{dt}"}
+        bt, warps, flat = istft_ola_config(20, 5)
+        out.append(AotVariant(f"_istft_ola_kernel[{dt},n_fft=20,hop=5,exp_sin={exp_sin}]", _istft_ola_kernel,
+                              {**spec, **_fft_table_sig(("even", "odd", "win", "wsq")), "y_ptr": f"*{dt}",
+                               "T": "i32", "L_out": "i32", "batch_stride": "i64"},
+                              {"N_FFT": 20, "HOP": 5, "NF": 11, "EXP_SIN": exp_sin, "FAST": True, "OUT_FLAT": flat,
+                               "BT": bt, "S_P": triton.next_power_of_2((bt - 3) * 5)}, num_warps=warps))
         for prec in PRECISIONS:
-            out.append(AotVariant(f"_istft_frames_kernel[{dt},n_fft=1024,exp_sin={exp_sin},{prec}]",
+            bt, warps = FFT_TILES[prec]
+            out.append(AotVariant(f"_istft_fft_frames_kernel[{dt},n_fft={FFT_NFFT},exp_sin={exp_sin},{prec}]",
+                                  _istft_fft_frames_kernel,
+                                  {**spec, **_fft_table_sig(("g2c", "g2s", "twc", "tws", "g1c", "g1s", "win")),
+                                   "frames_ptr": "*fp32", "T": "i32", "batch_stride": "i64"},
+                                  {"EXP_SIN": exp_sin, "FAST": True, "PRECISION": prec, "N1": n1, "N2": n2, "BT": bt},
+                                  num_warps=warps, expect_mma=prec != "ieee"))
+            out.append(AotVariant(f"_istft_frames_kernel[{dt},n_fft={GEMM_NFFT},exp_sin={exp_sin},{prec}]",
                                   _istft_frames_kernel,
-                                  {**spec, "frames_ptr": "*fp32", "T": "i32", "NF": "i32", "batch_stride": "i64"},
-                                  {"N_FFT": 1024, "EXP_SIN": exp_sin, "PRECISION": prec,
+                                  {**spec, "icos_ptr": "*fp32", "isin_ptr": "*fp32", "frames_ptr": "*fp32",
+                                   "T": "i32", "NF": "i32", "batch_stride": "i64"},
+                                  {"N_FFT": GEMM_NFFT, "EXP_SIN": exp_sin, "PRECISION": prec,
                                    "BLOCK_T": ISTFT_FRAMES_TILE[0], "BLOCK_N": ISTFT_FRAMES_TILE[1],
                                    "BLOCK_F": ISTFT_FRAMES_TILE[2]}, num_warps=GEMM_WARPS,
-                                  expect_mma=prec == "tf32"))
+                                  expect_mma=prec != "ieee"))
         out.append(AotVariant(f"_overlap_add_kernel[{dt},n_fft=1024]", _overlap_add_kernel,
                               {"frames_ptr": "*fp32", "wsq_ptr": "*fp32", "y_ptr": f"*{dt}", "T": "i32",
                                "L_out": "i32", "pad": "i32", "hop": "i32"},
@@ -1237,14 +1279,25 @@ def _mel_bytes(p, itemsize):
 
 
 def _mel_variants(magnitude: bool):
-    return [AotVariant(f"_mel_kernel[{dt},magnitude={magnitude},{prec},block_t={bt}]", _mel_kernel,
+    gemm = [AotVariant(f"_mel_kernel[{dt},n_fft={GEMM_NFFT},magnitude={magnitude},{prec},block_t={bt}]", _mel_kernel,
                        {"x_ptr": f"*{dt}", "cos_ptr": "*fp32", "sin_ptr": "*fp32", "mel_ptr": "*fp32",
                         "out_ptr": f"*{dt}", "N": "i32", "T": "i32", "hop": "i32", "pad": "i32", "NF": "i32",
                         "NM": "i32", "mag_eps": "fp32", "log_eps": "fp32"},
-                       {"N_FFT": 1024, "MAGNITUDE": magnitude, "PRECISION": prec, "BLOCK_T": bt, "BLOCK_F": bf,
+                       {"N_FFT": GEMM_NFFT, "MAGNITUDE": magnitude, "PRECISION": prec, "BLOCK_T": bt, "BLOCK_F": bf,
                         "BLOCK_K": MEL_BLOCK_K, "BLOCK_M": MEL_BLOCK_M},
-                       num_warps=GEMM_WARPS, expect_mma=prec == "tf32")
-            for dt in ("fp32", "fp16", "bf16") for prec in PRECISIONS for bt, bf in MEL_TILES]
+                       num_warps=GEMM_WARPS, expect_mma=prec != "ieee")
+            for dt in ("fp32", "fp16", "bf16") for prec in PRECISIONS
+            for bt, bf in (MEL_TILES[:1] if prec == "tf32x3" else MEL_TILES)]
+    fft = [_stft_fft_variants(dt, "magnitude" if magnitude else "power", prec)
+           for dt in ("fp32", "fp16", "bf16") for prec in PRECISIONS]
+    bt, bm, bk, warps = MEL_PROJECT_TILE
+    project = [AotVariant(f"_mel_project_kernel[{dt},{prec}]", _mel_project_kernel,
+                          {"s_ptr": "*fp32", "mel_ptr": "*fp32", "out_ptr": f"*{dt}", "T": "i32", "NF": "i32",
+                           "NM": "i32", "log_eps": "fp32"},
+                          {"PRECISION": prec, "BLOCK_T": bt, "BLOCK_M": bm, "BLOCK_K": bk}, num_warps=warps,
+                          expect_mma=prec != "ieee")
+               for dt in ("fp32", "fp16", "bf16") for prec in PRECISIONS]
+    return gemm + fft + project
 
 
 # BigVGAN's convention: reflect pad (n_fft − hop)/2 per side, no centring.
