@@ -55,19 +55,21 @@ def _istft_small_old(a, c, bs, B, NF, T, n_fft, hop, exp_sin, out):
     return out
 
 
-def _istft_small_ola(a, c, bs, B, NF, T, n_fft, hop, exp_sin, out, bt, warps, flat):
+def _istft_small_ola(a, c, bs, B, NF, T, n_fft, hop, exp_sin, out, bt, warps, mode):
     basis = K._bases(n_fft, n_fft, str(a.device))
     ov = triton.cdiv(n_fft, hop)
     L_out = out.shape[-1]
     rows = triton.cdiv(L_out + n_fft // 2, hop)
     K._istft_ola_kernel[(B, triton.cdiv(rows, bt - ov + 1))](
         a, c, basis["even"], basis["odd"], basis["win"], basis["wsq"], out, T, L_out, bs,
-        N_FFT=n_fft, HOP=hop, NF=NF, EXP_SIN=exp_sin, FAST=not SMOKE, OUT_FLAT=flat, BT=bt,
+        N_FFT=n_fft, HOP=hop, NF=NF, EXP_SIN=exp_sin, FAST=not SMOKE, MODE=mode, BT=bt,
         S_P=triton.next_power_of_2((bt - ov + 1) * hop), num_warps=warps)
     return out
 
 
-OLA_CONFIGS = [(256, 4, True), (512, 4, True), (512, 8, True), (512, 8, False), (1024, 8, True), (256, 8, True)]
+MODES = {0: "strided", 1: "flat-gather", 2: "joined-2d"}
+OLA_CONFIGS = [(512, 4, 2), (512, 8, 2), (256, 4, 2), (1024, 8, 2), (256, 8, 2), (512, 4, 1), (512, 8, 1),
+               (512, 4, 0), (512, 8, 0)]
 
 
 def small_istft_cases():
@@ -75,10 +77,9 @@ def small_istft_cases():
     for exp_sin in (False, True):
         for shape, label in zip(SMALL_SHAPES, ("Kokoro 10 s", "large")):
             for dtype in (torch.float32, torch.bfloat16):
-                configs = OLA_CONFIGS if dtype == torch.float32 else OLA_CONFIGS[1:3]
+                configs = OLA_CONFIGS if dtype == torch.float32 else OLA_CONFIGS[:2] + OLA_CONFIGS[5:6]
                 cands = [("current gather kernel", ("old",))] + [
-                    (f"ola BT={bt} warps={w} {'flat' if f else 'strided'} store", ("ola", bt, w, f))
-                    for bt, w, f in configs]
+                    (f"ola BT={bt} warps={w} {MODES[m]}", ("ola", bt, w, m)) for bt, w, m in configs]
                 cases.append({"op": "istft_exp_sin" if exp_sin else "istft", "n_fft": 20, "hop": 5, "B": shape[0],
                               "T": shape[1], "dtype": dtype, "label": label, "cands": cands})
     return cases

@@ -62,9 +62,9 @@ ISTFT_FRAMES_TILE = (64, 64, 16)  # frames, taps, bins per step
 MEL_TILES = ((16, 64), (64, 32))  # (frames, bins per step)
 MEL_BLOCK_K, MEL_BLOCK_M, MEL_WIDE_PROGRAMS = 32, 128, 264
 ISTFT_BLOCK_Q, OLA_BLOCK_S = 64, 256
-# Small inverse transform (n_fft <= DIRECT_MAX_NFFT): frames per program, warps, and whether the output goes out
-# through one contiguous store (True) or one strided store per tap-row.
-ISTFT_OLA_FRAMES, ISTFT_OLA_WARPS, ISTFT_OLA_FLAT = 512, 4, True
+# Small inverse transform (n_fft <= DIRECT_MAX_NFFT): frames per program, warps, and how the overlap-add leaves:
+# 0 one strided store per tap-row, 1 one contiguous store after a gather, 2 joined [frames, hop] tiles.
+ISTFT_OLA_FRAMES, ISTFT_OLA_WARPS, ISTFT_OLA_MODE = 512, 4, 2
 SCAN_BLOCK_L, SOURCE_BLOCK_T = 64, 128
 GEMM_WARPS = 8
 PRECISIONS = ("ieee", "tf32x3", "tf32")
@@ -420,7 +420,7 @@ def _sincos(x, FAST: tl.constexpr):
 @triton.jit
 def _istft_ola_kernel(a_ptr, c_ptr, even_ptr, odd_ptr, win_ptr, wsq_ptr, y_ptr, T, L_out, batch_stride,
                       N_FFT: tl.constexpr, HOP: tl.constexpr, NF: tl.constexpr, EXP_SIN: tl.constexpr,
-                      FAST: tl.constexpr, OUT_FLAT: tl.constexpr, BT: tl.constexpr, S_P: tl.constexpr):
+                      FAST: tl.constexpr, MODE: tl.constexpr, BT: tl.constexpr, S_P: tl.constexpr):
     # grid: (B, cdiv(cdiv(L_out + N_FFT//2, HOP), BT − OV + 1)), OV = ceil(N_FFT/HOP). Small transforms, one pass:
     # a program owns RQ = BT − OV + 1 hop-rows q (output positions p = q·HOP + u, u < HOP, sample j = p − N_FFT//2)
     # and evaluates the BT frames t = q0 − OV + 1 … q0 + RQ − 1 that cover them (OV − 1 halo frames recomputed).
@@ -461,38 +461,87 @@ def _istft_ola_kernel(a_ptr, c_ptr, even_ptr, odd_ptr, win_ptr, wsq_ptr, y_ptr, 
         lo = lo + ((e + o) * tl.load(win_ptr + n),)
         if n > 0 and 2 * n < N_FFT:
             hi = hi + ((e - o) * tl.load(win_ptr + N_FFT - n),)
-    rows = ()
-    for u in tl.static_range(HOP):
-        acc = tl.zeros((BT,), dtype=tl.float32)
-        wsum = tl.zeros((BT,), dtype=tl.float32)
-        for r in tl.static_range(OV):
-            if u + r * HOP < N_FFT:
-                if u + r * HOP <= HALF:
-                    z = lo[u + r * HOP]
-                else:
-                    z = hi[N_FFT - u - r * HOP - 1]
-                if r > 0:
-                    z = tl.gather(z, tl.maximum(i - r, 0), 0)
-                acc += z
-                wsum += tl.where((t - r >= 0) & (t - r < T), tl.load(wsq_ptr + u + r * HOP), 0.0)
-        # rows past the ends of the signal have an empty envelope (torch rejects a zero envelope inside)
-        val = acc / tl.where(wsum > 0.0, wsum, 1.0)
-        if OUT_FLAT:
-            rows = rows + (val,)
-        else:
-            j = t * HOP + u - HALF
-            tl.store(y_ptr + b * L_out + j, val.to(y_ptr.dtype.element_ty),
-                     mask=(i >= OV - 1) & (j >= 0) & (j < L_out))
-    if OUT_FLAT:
-        # one contiguous store: sample s of the tile is row s // HOP + OV − 1, tap-row u = s % HOP
-        s_ = tl.arange(0, S_P)
-        row = tl.minimum(s_ // HOP + (OV - 1), BT - 1)
-        uu = s_ % HOP
-        y = tl.zeros((S_P,), dtype=tl.float32)
+    if MODE == 2:
+        _ola_joined(lo, hi, i, t, T, L_out, wsq_ptr, y_ptr + b * L_out, N_FFT, HOP, BT)
+    else:
+        rows = ()
         for u in tl.static_range(HOP):
-            y = tl.where(uu == u, tl.gather(rows[u], row, 0), y)
-        j = q0 * HOP + s_ - HALF
-        tl.store(y_ptr + b * L_out + j, y.to(y_ptr.dtype.element_ty), mask=(s_ < RQ * HOP) & (j >= 0) & (j < L_out))
+            acc = tl.zeros((BT,), dtype=tl.float32)
+            wsum = tl.zeros((BT,), dtype=tl.float32)
+            for r in tl.static_range(OV):
+                if u + r * HOP < N_FFT:
+                    z = _tap(lo, hi, u + r * HOP, N_FFT)
+                    if r > 0:
+                        z = tl.gather(z, tl.maximum(i - r, 0), 0)
+                    acc += z
+                    wsum += tl.where((t - r >= 0) & (t - r < T), tl.load(wsq_ptr + u + r * HOP), 0.0)
+            # rows past the ends of the signal have an empty envelope (torch rejects a zero envelope inside)
+            val = acc / tl.where(wsum > 0.0, wsum, 1.0)
+            if MODE == 1:
+                rows = rows + (val,)
+            else:
+                j = t * HOP + u - HALF
+                tl.store(y_ptr + b * L_out + j, val.to(y_ptr.dtype.element_ty),
+                         mask=(i >= OV - 1) & (j >= 0) & (j < L_out))
+        if MODE == 1:
+            # one contiguous store: sample s of the tile is row s // HOP + OV − 1, tap-row u = s % HOP
+            s_ = tl.arange(0, S_P)
+            row = tl.minimum(s_ // HOP + (OV - 1), BT - 1)
+            uu = s_ % HOP
+            y = tl.zeros((S_P,), dtype=tl.float32)
+            for u in tl.static_range(HOP):
+                y = tl.where(uu == u, tl.gather(rows[u], row, 0), y)
+            j = q0 * HOP + s_ - HALF
+            tl.store(y_ptr + b * L_out + j, y.to(y_ptr.dtype.element_ty),
+                     mask=(s_ < RQ * HOP) & (j >= 0) & (j < L_out))
+
+
+@triton.jit
+def _tap(lo, hi, n: tl.constexpr, N_FFT: tl.constexpr):
+    if n <= N_FFT // 2:
+        z = lo[n]
+    else:
+        z = hi[N_FFT - n - 1]
+    return z
+
+
+@triton.jit
+def _ola_joined(lo, hi, i, t, T, L_out, wsq_ptr, y_row, N_FFT: tl.constexpr, HOP: tl.constexpr, BT: tl.constexpr):
+    # The overlap-add on [BT, HOP_P] tiles: for each shift r the HOP taps u + r·HOP are joined (in registers) into
+    # one tile, moved down r rows by a single tl.gather, and the sum leaves through one 2-D store of contiguous rows.
+    # tl.join appends the new axis last, so after log2(HOP_P) pairwise joins column c holds tap-row bitreverse(c).
+    OV: tl.constexpr = (N_FFT + HOP - 1) // HOP
+    LOG: tl.constexpr = (HOP - 1).bit_length()
+    HOP_P: tl.constexpr = 1 << LOG
+    col = tl.arange(0, HOP_P)
+    u = tl.zeros((HOP_P,), dtype=tl.int32)
+    for bit in tl.static_range(LOG):
+        u += ((col >> bit) & 1) << (LOG - 1 - bit)
+    acc = tl.zeros((BT, HOP_P), dtype=tl.float32)
+    wsum = tl.zeros((BT, HOP_P), dtype=tl.float32)
+    for r in tl.static_range(OV):
+        level = ()
+        for v in tl.static_range(HOP_P):
+            if v < HOP and v + r * HOP < N_FFT:
+                level = level + (_tap(lo, hi, v + r * HOP, N_FFT),)
+            else:
+                level = level + (tl.zeros((BT,), dtype=tl.float32),)
+        for _ in tl.static_range(LOG):
+            joined = ()
+            for p in tl.static_range(len(level) // 2):
+                joined = joined + (tl.join(level[2 * p], level[2 * p + 1]),)
+            level = joined
+        z = tl.reshape(level[0], (BT, HOP_P))
+        if r > 0:
+            z = tl.gather(z, tl.broadcast_to(tl.maximum(i - r, 0)[:, None], (BT, HOP_P)), 0)
+        acc += z
+        n = u + r * HOP
+        w2 = tl.load(wsq_ptr + n, mask=(u < HOP) & (n < N_FFT), other=0.0)
+        wsum += tl.where(((t - r >= 0) & (t - r < T))[:, None], w2[None, :], 0.0)
+    val = acc / tl.where(wsum > 0.0, wsum, 1.0)
+    j = t[:, None] * HOP + u[None, :] - N_FFT // 2
+    tl.store(y_row + j, val.to(y_row.dtype.element_ty),
+             mask=(i >= OV - 1)[:, None] & (u < HOP)[None, :] & (j >= 0) & (j < L_out))
 
 
 @triton.jit
@@ -785,11 +834,11 @@ def mel_spectrogram_magnitude(x, mel_basis, n_fft, hop, win_length=None, pad=Non
     return mel_spectrogram(x, mel_basis, n_fft, hop, win_length, pad, True, mag_eps, eps, precision, out)
 
 
-def istft_ola_config(n_fft: int, hop: int) -> tuple[int, int, bool]:
-    """(frames per program BT, warps, one flat store) of the small inverse transform; every frame holds
+def istft_ola_config(n_fft: int, hop: int) -> tuple[int, int, int]:
+    """(frames per program BT, warps, output mode) of the small inverse transform; every frame holds
     n_fft//2 + 1 (Re, Im) pairs and n_fft taps in registers, so BT per thread shrinks as n_fft grows."""
     bt = ISTFT_OLA_FRAMES if n_fft <= 32 else ISTFT_OLA_FRAMES // 2
-    return max(bt, triton.next_power_of_2(2 * triton.cdiv(n_fft, hop))), ISTFT_OLA_WARPS, ISTFT_OLA_FLAT
+    return max(bt, triton.next_power_of_2(2 * triton.cdiv(n_fft, hop))), ISTFT_OLA_WARPS, ISTFT_OLA_MODE
 
 
 def _istft_launch(a, c, batch_stride, B, NF, T, n_fft, hop, win_length, exp_sin, precision, out):
@@ -805,11 +854,11 @@ def _istft_launch(a, c, batch_stride, B, NF, T, n_fft, hop, win_length, exp_sin,
         return out
     overlap = triton.cdiv(n_fft, hop)
     if n_fft <= DIRECT_MAX_NFFT:
-        bt, warps, flat = istft_ola_config(n_fft, hop)
+        bt, warps, mode = istft_ola_config(n_fft, hop)
         rows = triton.cdiv(L_out + pad, hop)
         _istft_ola_kernel[(B, triton.cdiv(rows, bt - overlap + 1))](
             a, c, basis["even"], basis["odd"], basis["win"], basis["wsq"], out, T, L_out, batch_stride,
-            N_FFT=n_fft, HOP=hop, NF=NF, EXP_SIN=exp_sin, FAST=a.is_cuda, OUT_FLAT=flat, BT=bt,
+            N_FFT=n_fft, HOP=hop, NF=NF, EXP_SIN=exp_sin, FAST=a.is_cuda, MODE=mode, BT=bt,
             S_P=triton.next_power_of_2((bt - overlap + 1) * hop), num_warps=warps)
         return out
     frames = torch.empty(B, T, n_fft, device=a.device, dtype=torch.float32)
@@ -1175,11 +1224,11 @@ def _istft_variants(exp_sin: bool):
     n1, n2 = fft_split(FFT_NFFT)
     for dt in ("fp32", "fp16", "bf16"):
         spec = {"a_ptr": f"*{dt}", "c_ptr": f"*{dt}"}
-        bt, warps, flat = istft_ola_config(20, 5)
+        bt, warps, mode = istft_ola_config(20, 5)
         out.append(AotVariant(f"_istft_ola_kernel[{dt},n_fft=20,hop=5,exp_sin={exp_sin}]", _istft_ola_kernel,
                               {**spec, **_fft_table_sig(("even", "odd", "win", "wsq")), "y_ptr": f"*{dt}",
                                "T": "i32", "L_out": "i32", "batch_stride": "i64"},
-                              {"N_FFT": 20, "HOP": 5, "NF": 11, "EXP_SIN": exp_sin, "FAST": True, "OUT_FLAT": flat,
+                              {"N_FFT": 20, "HOP": 5, "NF": 11, "EXP_SIN": exp_sin, "FAST": True, "MODE": mode,
                                "BT": bt, "S_P": triton.next_power_of_2((bt - 3) * 5)}, num_warps=warps))
         for prec in PRECISIONS:
             bt, warps = FFT_TILES[prec]
