@@ -1171,6 +1171,9 @@ _STFT_CASES = [
     Case({"shape": (1, 72000), "n_fft": 20, "hop": 5}, devices=("cuda",)),
     Case({"shape": (2, 120011), "n_fft": 1024, "hop": 256}, devices=("cuda",)),
     Case({"shape": (1, 24000), "n_fft": 1024, "hop": 256, "precision": "tf32"}, devices=("cuda",), dtypes=("float32",)),
+    # tf32x3 is held to the float32 row: three tensor-core products per term, float32-class error
+    Case({"shape": (2, 120011), "n_fft": 1024, "hop": 256, "precision": "tf32x3"}, devices=("cuda",),
+         dtypes=("float32",)),
 ]
 
 register(Kernel(
@@ -1262,7 +1265,9 @@ register(Kernel(
            Case({"shape": (1, 9, 13), "hop": 4, "win_length": 14}),
            Case({"shape": (2, 11, 48001), "hop": 5}, devices=("cuda",)),
            Case({"shape": (1, 513, 938), "hop": 256}, devices=("cuda",)),
-           Case({"shape": (2, 513, 301), "hop": 256, "precision": "tf32"}, devices=("cuda",), dtypes=("float32",))],
+           Case({"shape": (2, 513, 301), "hop": 256, "precision": "tf32"}, devices=("cuda",), dtypes=("float32",)),
+           Case({"shape": (2, 513, 301), "hop": 256, "precision": "tf32x3"}, devices=("cuda",),
+                dtypes=("float32",))],
     tol_kind="reduction",
     bench=[BenchShape("iSTFT 10 s [1, 11, 48001] n_fft 20 hop 5", {"shape": (1, 11, 48001), "hop": 5},
                       flops=_istft_flops, bytes=_istft_bytes),
@@ -1360,6 +1365,8 @@ _MEL_CASES = [
     # tf32 (~1e-3 relative per bin) on the dense random filterbank: a Slaney band of 2-3 low bins that happen to be
     # near zero turns that absolute error into a large log error, which says nothing about the kernel.
     Case({"shape": (1, 48000), **_BIGVGAN, "n_mels": 100, "filterbank": "random", "precision": "tf32"},
+         devices=("cuda",), dtypes=("float32",)),
+    Case({"shape": (2, 48000), **_BIGVGAN, "n_mels": 100, "filterbank": "slaney", "precision": "tf32x3"},
          devices=("cuda",), dtypes=("float32",)),
 ]
 _MEL_BENCH = [("BigVGAN mel 10 s @24k [1, 240000] n_fft 1024 hop 256 100 mels",
