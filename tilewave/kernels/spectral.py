@@ -70,13 +70,14 @@ GEMM_WARPS = 8
 PRECISIONS = ("ieee", "tf32x3", "tf32")
 # four-step FFT kernels (n_fft a power of two >= 256): (frames per program, warps) per dot precision
 FFT_TILES = {"ieee": (4, 8), "tf32x3": (4, 8), "tf32": (4, 4)}
-MEL_PROJECT_TILE = (64, 128, 32, 8)  # frames, mel bands, bins per step, warps
+# filterbank GEMM tiles (frames, mel bands, bins per step, warps): narrow while wide tiles would leave SMs idle
+MEL_PROJECT_TILES = ((16, 128, 16, 4), (64, 128, 32, 8))
 # The interpreter runs one program at a time and pays per tl op, not per element: wide tiles there keep the
 # n_fft 1024 tests to seconds. The GPU tiles above are the ones the AOT variants compile.
 if os.environ.get("TRITON_INTERPRET") == "1":
     STFT_TILE, ISTFT_FRAMES_TILE = (64, 256, 256), (64, 256, 256)
     MEL_TILES, MEL_BLOCK_K = ((16, 256), (64, 256)), 256
-    MEL_PROJECT_TILE = (64, 128, 256, 4)
+    MEL_PROJECT_TILES = ((16, 128, 256, 4), (64, 128, 256, 4))
     FFT_TILES = {p: (16, 4) for p in FFT_TILES}
 
 
@@ -813,7 +814,7 @@ def mel_spectrogram(x: torch.Tensor, mel_basis: torch.Tensor, n_fft: int, hop: i
         spec = torch.empty(B, T, NF, device=x.device, dtype=torch.float32)
         _stft_fft_launch(x, n_fft, hop, win_length, pad, T, spec, spec, polar=False, power=True, magnitude=magnitude,
                          mag_eps=mag_eps, precision=prec)
-        bt, bm, bk, warps = MEL_PROJECT_TILE
+        bt, bm, bk, warps = MEL_PROJECT_TILES[B * triton.cdiv(T, MEL_PROJECT_TILES[1][0]) >= MEL_WIDE_PROGRAMS]
         _mel_project_kernel[(B, triton.cdiv(T, bt), triton.cdiv(NM, bm))](
             spec, mel_basis, out, T, NF, NM, float(eps), PRECISION=prec, BLOCK_T=bt, BLOCK_M=bm, BLOCK_K=bk,
             num_warps=warps)
@@ -1344,13 +1345,12 @@ def _mel_variants(magnitude: bool):
             for bt, bf in (MEL_TILES[:1] if prec == "tf32x3" else MEL_TILES)]
     fft = [_stft_fft_variants(dt, "magnitude" if magnitude else "power", prec)
            for dt in ("fp32", "fp16", "bf16") for prec in PRECISIONS]
-    bt, bm, bk, warps = MEL_PROJECT_TILE
-    project = [AotVariant(f"_mel_project_kernel[{dt},{prec}]", _mel_project_kernel,
+    project = [AotVariant(f"_mel_project_kernel[{dt},{prec},block_t={bt}]", _mel_project_kernel,
                           {"s_ptr": "*fp32", "mel_ptr": "*fp32", "out_ptr": f"*{dt}", "T": "i32", "NF": "i32",
                            "NM": "i32", "log_eps": "fp32"},
                           {"PRECISION": prec, "BLOCK_T": bt, "BLOCK_M": bm, "BLOCK_K": bk}, num_warps=warps,
                           expect_mma=prec != "ieee")
-               for dt in ("fp32", "fp16", "bf16") for prec in PRECISIONS]
+               for dt in ("fp32", "fp16", "bf16") for prec in PRECISIONS for bt, bm, bk, warps in MEL_PROJECT_TILES]
     return gemm + fft + project
 
 
