@@ -1114,7 +1114,8 @@ def _spec_alloc(inputs):
 
 
 def _dft_flops(p):
-    # 2 real MACs per tap per bin (cos and sin), as a direct DFT / GEMM computes it.
+    # DFT-equivalent work: 2 real MACs per tap per bin (cos and sin), as a direct DFT / GEMM computes it; the
+    # four-step FFT of a power-of-two n_fft >= 256 does n_fft/(2·(N1 + N2)) times less (1024: 8x).
     B = p["shape"][0]
     return 4.0 * B * _stft_frames(p) * p["n_fft"] * (p["n_fft"] // 2 + 1)
 
@@ -1187,7 +1188,9 @@ register(Kernel(
            BenchShape("speech STFT 10 s @24k [1, 240000] n_fft 1024 hop 256",
                       {"shape": (1, 240000), "n_fft": 1024, "hop": 256}, flops=_dft_flops, bytes=_stft_bytes),
            BenchShape("large [16, 480000] n_fft 1024 hop 256", {"shape": (16, 480000), "n_fft": 1024, "hop": 256},
-                      flops=_dft_flops, bytes=_stft_bytes)],
+                      flops=_dft_flops, bytes=_stft_bytes),
+           BenchShape("large [16, 480000] n_fft 1024 hop 256, tf32x3 FFT", {"shape": (16, 480000), "n_fft": 1024,
+                      "hop": 256, "precision": "tf32x3"}, flops=_dft_flops, bytes=_stft_bytes, dtypes=("float32",))],
     variants=_stft_variants,
 ))
 
@@ -1277,7 +1280,9 @@ register(Kernel(
            BenchShape("large [16, 11, 96001] n_fft 20 hop 5", {"shape": (16, 11, 96001), "hop": 5},
                       flops=_istft_flops, bytes=_istft_bytes),
            BenchShape("large [16, 513, 1876] n_fft 1024 hop 256", {"shape": (16, 513, 1876), "hop": 256},
-                      flops=_istft_flops, bytes=_istft_bytes)],
+                      flops=_istft_flops, bytes=_istft_bytes),
+           BenchShape("large [16, 513, 1876] n_fft 1024 hop 256, tf32x3 FFT", {"shape": (16, 513, 1876), "hop": 256,
+                      "precision": "tf32x3"}, flops=_istft_flops, bytes=_istft_bytes, dtypes=("float32",))],
     variants=lambda: _istft_variants(False),
 ))
 
@@ -1371,7 +1376,9 @@ _MEL_CASES = [
 ]
 _MEL_BENCH = [("BigVGAN mel 10 s @24k [1, 240000] n_fft 1024 hop 256 100 mels",
                {"shape": (1, 240000), **_BIGVGAN, "n_mels": 100}),
-              ("large [16, 480000] n_fft 1024 hop 256 100 mels", {"shape": (16, 480000), **_BIGVGAN, "n_mels": 100})]
+              ("large [16, 480000] n_fft 1024 hop 256 100 mels", {"shape": (16, 480000), **_BIGVGAN, "n_mels": 100}),
+              ("large [16, 480000] n_fft 1024 hop 256 100 mels, tf32x3 FFT",
+               {"shape": (16, 480000), **_BIGVGAN, "n_mels": 100, "precision": "tf32x3"})]
 
 for _name, _magnitude in (("mel_spectrogram", False), ("mel_spectrogram_magnitude", True)):
     register(Kernel(
@@ -1382,7 +1389,8 @@ for _name, _magnitude in (("mel_spectrogram", False), ("mel_spectrogram_magnitud
         alloc_out=_mel_alloc, launch=mel_spectrogram, oracle=mel_oracle, peer=mel_torch,
         cases=[Case({**c.params, "magnitude": _magnitude}, c.devices, c.dtypes) for c in _MEL_CASES],
         tol_kind="reduction",
-        bench=[BenchShape(label, {**p, "magnitude": _magnitude}, flops=_mel_flops, bytes=_mel_bytes)
+        bench=[BenchShape(label, {**p, "magnitude": _magnitude}, flops=_mel_flops, bytes=_mel_bytes,
+                          dtypes=("float32",) if "precision" in p else None)
                for label, p in _MEL_BENCH],
         variants=lambda m=_magnitude: _mel_variants(m),
     ))
