@@ -97,7 +97,10 @@ def large_cases():
             for dtype in (torch.float32, torch.bfloat16):
                 configs = FFT_CONFIGS[str(dtype).removeprefix("torch.")]
                 cands = [("current dft-gemm ieee", ("gemm", "ieee"))] + [
-                    (f"fft {p} BT={bt} warps={w}", ("fft", p, bt, w)) for p, bt, w in configs]
+                    (f"fft {p} BT={bt} warps={w}", ("fft", p, bt, w, True)) for p, bt, w in configs]
+                if op == "istft":  # the same FFT writing every frame instead of one partial tile per program
+                    cands += [(f"fft {p} BT={bt} warps={w} frames", ("fft", p, bt, w, False))
+                              for p, bt, w in configs[:1] + configs[3:4]]
                 out.append({"op": op, "n_fft": 1024, "hop": 256, "B": shape, "dtype": dtype, "label": label,
                             "cands": cands})
     return out
@@ -200,10 +203,11 @@ def runner(case, cand, inp):
         return lambda: _istft_small_ola(a, c, bs, B, NF, T, n_fft, hop, exp_sin, out, *cand[1:])
     if kind == "gemm":
         return lambda: _gemm_current(op, inp, n_fft, hop, cand[1])
-    prec, bt, warps = cand[1:]
+    prec, bt, warps, partial = cand[1:]
 
     def fft():
         K.FFT_TILES[prec] = (bt, warps)
+        K.ISTFT_FFT_PARTIAL = partial
         if op == "stft":
             return K.stft(inp["x"], n_fft, hop, polar=False, precision=prec)
         if op == "istft":

@@ -72,6 +72,9 @@ PRECISIONS = ("ieee", "tf32x3", "tf32")
 FFT_TILES = {"ieee": (4, 8), "tf32x3": (4, 8), "tf32": (4, 4)}
 # filterbank GEMM tiles (frames, mel bands, bins per step, warps): narrow while wide tiles would leave SMs idle
 MEL_PROJECT_TILES = ((16, 128, 16, 4), (64, 128, 32, 8))
+# the FFT inverse overlap-adds its BT frames in registers and leaves one partial tile per program (when hop is a
+# multiple of N2), else it writes every windowed frame
+ISTFT_FFT_PARTIAL = True
 # The interpreter runs one program at a time and pays per tl op, not per element: wide tiles there keep the
 # n_fft 1024 tests to seconds. The GPU tiles above are the ones the AOT variants compile.
 if os.environ.get("TRITON_INTERPRET") == "1":
@@ -289,7 +292,8 @@ def _polar_to_cartesian(a_ptr, c_ptr, offs, mask, EXP_SIN: tl.constexpr, FAST: t
 @triton.jit
 def _istft_fft_frames_kernel(a_ptr, c_ptr, g2c_ptr, g2s_ptr, twc_ptr, tws_ptr, g1c_ptr, g1s_ptr, win_ptr, frames_ptr,
                              T, batch_stride, EXP_SIN: tl.constexpr, FAST: tl.constexpr, PRECISION: tl.constexpr,
-                             N1: tl.constexpr, N2: tl.constexpr, BT: tl.constexpr):
+                             N1: tl.constexpr, N2: tl.constexpr, BT: tl.constexpr, PARTIAL_HOP: tl.constexpr,
+                             SPAN_P: tl.constexpr):
     # grid: (B, cdiv(T, BT)). Windowed time frames [B, T, n_fft] (float32 scratch) by the inverse four-step FFT,
     # n = N2·n1 + n2, k = k1 + N1·k2, Y = c_k·X/n_fft (the one-sided spectrum's doubling):
     #   C[(t, k1), n2] = Σ_{k2 < N2/2} Y[t, k1 + N1·k2]·W_N2^{−k2·n2};  D = C·W_N^{−k1·n2}
@@ -335,7 +339,51 @@ def _istft_fft_frames_kernel(a_ptr, c_ptr, g2c_ptr, g2s_ptr, twc_ptr, tws_ptr, g
     x += (nyq * (1.0 - 2.0 * (n2 % 2).to(tl.float32)) / NFFT)[:, None]
     n = N2 * n1[None, :] + n2[:, None]
     x = x * tl.load(win_ptr + n)
-    tl.store(frames_ptr + (b * T + tr[:, None]) * NFFT + n, x, mask=(tr < T)[:, None])
+    if PARTIAL_HOP == 0:
+        tl.store(frames_ptr + (b * T + tr[:, None]) * NFFT + n, x, mask=(tr < T)[:, None])
+    else:
+        # PARTIAL_HOP = hop, a multiple of N2: the program's BT frames overlap-added in place, span
+        # (BT − 1)·hop + n_fft samples = SPAN columns of N2 (frame t's tap n1 lands in column n1 + t·hop/N2), one
+        # tile of partial sums per program in frames_ptr [B, cdiv(T, BT), SPAN·N2]; _overlap_add_partials_kernel
+        # adds the ceil(SPAN·N2 / (BT·hop)) tiles that cover each sample.
+        H1: tl.constexpr = PARTIAL_HOP // N2
+        SPAN: tl.constexpr = H1 * (BT - 1) + N1
+        xs = tl.reshape(tl.permute(tl.reshape(x, (BT, N2, N1)), (1, 0, 2)), (N2, BT * N1))
+        col = tl.arange(0, SPAN_P)
+        part = tl.zeros((N2, SPAN_P), dtype=tl.float32)
+        for f in tl.static_range(BT):
+            src = col - H1 * f
+            idx = f * N1 + tl.minimum(tl.maximum(src, 0), N1 - 1)
+            g = tl.gather(xs, tl.broadcast_to(idx[None, :], (N2, SPAN_P)), 1)
+            part += tl.where(((src >= 0) & (src < N1))[None, :], g, 0.0)
+        tile = b * tl.num_programs(1) + tl.program_id(1)
+        tl.store(frames_ptr + tile * (SPAN * N2) + col[None, :] * N2 + m2[:, None], part,
+                 mask=(col < SPAN)[None, :])
+
+
+@triton.jit
+def _overlap_add_partials_kernel(part_ptr, wsq_ptr, y_ptr, T, L_out, pad, hop, n_tiles,
+                                 N_FFT: tl.constexpr, OVERLAP: tl.constexpr, BT: tl.constexpr, SPAN: tl.constexpr,
+                                 COVER: tl.constexpr, BLOCK_S: tl.constexpr):
+    # grid: (B, cdiv(L_out, BLOCK_S)); output j at p = j + pad: the partial tiles g (starting at g·BT·hop, SPAN
+    # samples long) that cover p, at most COVER of them, divided by the window-square envelope.
+    b = tl.program_id(0).to(tl.int64)
+    j = tl.program_id(1) * BLOCK_S + tl.arange(0, BLOCK_S)
+    p = j + pad
+    acc = tl.zeros((BLOCK_S,), dtype=tl.float32)
+    g_last = p // (BT * hop)
+    for d in tl.static_range(COVER):
+        g = g_last - d
+        off = p - g * (BT * hop)
+        valid = (j < L_out) & (g >= 0) & (g < n_tiles) & (off < SPAN)
+        acc += tl.load(part_ptr + (b * n_tiles + g) * SPAN + off, mask=valid, other=0.0)
+    wsq = tl.zeros((BLOCK_S,), dtype=tl.float32)
+    for r in tl.static_range(OVERLAP):
+        t = p // hop - r
+        n = p - t * hop
+        wsq += tl.load(wsq_ptr + n, mask=(j < L_out) & (t >= 0) & (t < T) & (n < N_FFT), other=0.0)
+    wsq = tl.where(wsq > 0.0, wsq, 1.0)
+    tl.store(y_ptr + b * L_out + j, (acc / wsq).to(y_ptr.dtype.element_ty), mask=j < L_out)
 
 
 @triton.jit
@@ -862,15 +910,26 @@ def _istft_launch(a, c, batch_stride, B, NF, T, n_fft, hop, win_length, exp_sin,
             N_FFT=n_fft, HOP=hop, NF=NF, EXP_SIN=exp_sin, FAST=a.is_cuda, MODE=mode, BT=bt,
             S_P=triton.next_power_of_2((bt - overlap + 1) * hop), num_warps=warps)
         return out
-    frames = torch.empty(B, T, n_fft, device=a.device, dtype=torch.float32)
     if fft_split(n_fft):
         tb = _fft_tables(n_fft, win_length or n_fft, str(a.device))
         n1, n2 = fft_split(n_fft)
         bt, warps = fft_config(_precision(precision))
-        _istft_fft_frames_kernel[(B, triton.cdiv(T, bt))](
-            a, c, tb["g2c"], tb["g2s"], tb["itwc"], tb["itws"], tb["g1c"], tb["g1s"], tb["win"], frames, T,
-            batch_stride, EXP_SIN=exp_sin, FAST=a.is_cuda, PRECISION=precision, N1=n1, N2=n2, BT=bt, num_warps=warps)
+        partial = ISTFT_FFT_PARTIAL and hop % n2 == 0
+        tiles = triton.cdiv(T, bt)
+        span = (bt - 1) * hop + n_fft
+        scratch = torch.empty((B, tiles, span) if partial else (B, T, n_fft), device=a.device, dtype=torch.float32)
+        _istft_fft_frames_kernel[(B, tiles)](
+            a, c, tb["g2c"], tb["g2s"], tb["itwc"], tb["itws"], tb["g1c"], tb["g1s"], tb["win"], scratch, T,
+            batch_stride, EXP_SIN=exp_sin, FAST=a.is_cuda, PRECISION=precision, N1=n1, N2=n2, BT=bt,
+            PARTIAL_HOP=hop if partial else 0, SPAN_P=triton.next_power_of_2(span // n2), num_warps=warps)
+        if partial:
+            _overlap_add_partials_kernel[(B, triton.cdiv(L_out, OLA_BLOCK_S))](
+                scratch, basis["wsq"], out, T, L_out, pad, hop, tiles, N_FFT=n_fft, OVERLAP=overlap, BT=bt,
+                SPAN=span, COVER=triton.cdiv(span, bt * hop), BLOCK_S=OLA_BLOCK_S, num_warps=4)
+            return out
+        frames = scratch
     else:
+        frames = torch.empty(B, T, n_fft, device=a.device, dtype=torch.float32)
         bt, bn, bf = ISTFT_FRAMES_TILE
         _istft_frames_kernel[(B, triton.cdiv(T, bt), triton.cdiv(n_fft, bn))](
             a, c, basis["icos"], basis["isin"], frames, T, NF, batch_stride, N_FFT=n_fft, EXP_SIN=exp_sin,
@@ -1239,12 +1298,16 @@ def _istft_variants(exp_sin: bool):
                                "BT": bt, "S_P": triton.next_power_of_2((bt - 3) * 5)}, num_warps=warps))
         for prec in PRECISIONS:
             bt, warps = FFT_TILES[prec]
-            out.append(AotVariant(f"_istft_fft_frames_kernel[{dt},n_fft={FFT_NFFT},exp_sin={exp_sin},{prec}]",
-                                  _istft_fft_frames_kernel,
-                                  {**spec, **_fft_table_sig(("g2c", "g2s", "twc", "tws", "g1c", "g1s", "win")),
-                                   "frames_ptr": "*fp32", "T": "i32", "batch_stride": "i64"},
-                                  {"EXP_SIN": exp_sin, "FAST": True, "PRECISION": prec, "N1": n1, "N2": n2, "BT": bt},
-                                  num_warps=warps, expect_mma=prec != "ieee"))
+            span = (bt - 1) * 256 + FFT_NFFT
+            for partial_hop in (256, 0):
+                out.append(AotVariant(
+                    f"_istft_fft_frames_kernel[{dt},n_fft={FFT_NFFT},exp_sin={exp_sin},{prec},partial_hop={partial_hop}]",
+                    _istft_fft_frames_kernel,
+                    {**spec, **_fft_table_sig(("g2c", "g2s", "twc", "tws", "g1c", "g1s", "win")),
+                     "frames_ptr": "*fp32", "T": "i32", "batch_stride": "i64"},
+                    {"EXP_SIN": exp_sin, "FAST": True, "PRECISION": prec, "N1": n1, "N2": n2, "BT": bt,
+                     "PARTIAL_HOP": partial_hop, "SPAN_P": triton.next_power_of_2(span // n2)},
+                    num_warps=warps, expect_mma=prec != "ieee"))
             out.append(AotVariant(f"_istft_frames_kernel[{dt},n_fft={GEMM_NFFT},exp_sin={exp_sin},{prec}]",
                                   _istft_frames_kernel,
                                   {**spec, "icos_ptr": "*fp32", "isin_ptr": "*fp32", "frames_ptr": "*fp32",
@@ -1253,6 +1316,14 @@ def _istft_variants(exp_sin: bool):
                                    "BLOCK_T": ISTFT_FRAMES_TILE[0], "BLOCK_N": ISTFT_FRAMES_TILE[1],
                                    "BLOCK_F": ISTFT_FRAMES_TILE[2]}, num_warps=GEMM_WARPS,
                                   expect_mma=prec != "ieee"))
+        for bt in sorted({bt for bt, _ in FFT_TILES.values()}):
+            span = (bt - 1) * 256 + FFT_NFFT
+            out.append(AotVariant(f"_overlap_add_partials_kernel[{dt},n_fft={FFT_NFFT},hop=256,bt={bt}]",
+                                  _overlap_add_partials_kernel,
+                                  {"part_ptr": "*fp32", "wsq_ptr": "*fp32", "y_ptr": f"*{dt}", "T": "i32",
+                                   "L_out": "i32", "pad": "i32", "hop": "i32", "n_tiles": "i32"},
+                                  {"N_FFT": FFT_NFFT, "OVERLAP": 4, "BT": bt, "SPAN": span,
+                                   "COVER": triton.cdiv(span, bt * 256), "BLOCK_S": OLA_BLOCK_S}))
         out.append(AotVariant(f"_overlap_add_kernel[{dt},n_fft=1024]", _overlap_add_kernel,
                               {"frames_ptr": "*fp32", "wsq_ptr": "*fp32", "y_ptr": f"*{dt}", "T": "i32",
                                "L_out": "i32", "pad": "i32", "hop": "i32"},
