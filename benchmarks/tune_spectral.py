@@ -15,6 +15,9 @@ import multiprocessing as mp
 import os
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import TimeoutError as FuturesTimeout
+from concurrent.futures.process import BrokenProcessPool
 
 import torch
 import triton
@@ -24,6 +27,7 @@ from tilewave.harness.tolerance import scaled_max_error, tolerance
 from tilewave.kernels import spectral as K
 
 COPY_GBS = 4252.0
+WARM_BUDGET_S, TOTAL_BUDGET_S = 75.0, 135.0  # the lead runs this under `timeout 150`
 # TUNE_SMOKE=1 TRITON_INTERPRET=1: the same script on the CPU interpreter at tiny shapes (checks the plumbing)
 SMOKE = os.environ.get("TUNE_SMOKE") == "1"
 DEV = "cpu" if SMOKE else "cuda"
@@ -273,17 +277,28 @@ def main():
     t0 = time.time()
     cases = all_cases()
     jobs = [(ci, ki) for ci, c in enumerate(cases) for ki in range(len(c["cands"]))]
+    warm_errors = {j: None for j in jobs}
     if SMOKE:
         warm_errors = {j: _warm(j) for j in jobs}
     else:
-        with mp.get_context("spawn").Pool(min(14, os.cpu_count() or 4)) as pool:
-            warm_errors = dict(zip(jobs, pool.map(_warm, jobs, chunksize=1)))
+        # a worker that dies (a crash in a compiler) breaks the pool instead of hanging it; whatever did not
+        # finish is then compiled in this process, on first use
+        try:
+            with ProcessPoolExecutor(min(14, os.cpu_count() or 4), mp_context=mp.get_context("spawn")) as pool:
+                futures = {j: pool.submit(_warm, j) for j in jobs}
+                for j, fut in futures.items():
+                    warm_errors[j] = fut.result(timeout=max(1.0, WARM_BUDGET_S - (time.time() - t0)))
+        except (BrokenProcessPool, FuturesTimeout) as exc:
+            print(f"# parallel compile stopped ({type(exc).__name__}); the rest compiles on first use", flush=True)
     device = "cpu interpreter" if SMOKE else torch.cuda.get_device_name()
     print(f"# compiled {len(jobs)} candidates in {time.time() - t0:.0f} s "
           f"(torch {torch.__version__}, triton {triton.__version__}, {device})", flush=True)
     print(f"{'op':<14}{'shape':<12}{'dtype':<9}{'candidate':<36}{'µs':>9}{'peer µs':>10}{'speedup':>9}"
           f"{'%copyBW':>9}{'TFLOP/s':>9}{'err':>10}")
     for ci, case in enumerate(cases):
+        if time.time() - t0 > TOTAL_BUDGET_S:
+            print(f"# time budget spent: skipped {case['op']} {case['label']} {case['dtype']} and what follows")
+            break
         inp = make_inputs(case)
         peer, ref = peer_and_reference(case, inp)
         reps = 30 if case["B"] == BIG_B and case["n_fft"] == 1024 else 100
