@@ -61,20 +61,25 @@ ISTFT_FRAMES_TILE = (64, 64, 16)  # frames, taps, bins per step
 # give 15 programs for 132 SMs, so inputs with fewer than MEL_WIDE_PROGRAMS wide tiles take 16-frame tiles.
 MEL_TILES = ((16, 64), (64, 32))  # (frames, bins per step)
 MEL_BLOCK_K, MEL_BLOCK_M, MEL_WIDE_PROGRAMS = 32, 128, 264
-ISTFT_BLOCK_Q, OLA_BLOCK_S = 64, 256
-# Small inverse transform (n_fft <= DIRECT_MAX_NFFT): frames per program, warps, and how the overlap-add leaves:
-# 0 one strided store per tap-row, 1 one contiguous store after a gather, 2 joined [frames, hop] tiles.
-ISTFT_OLA_FRAMES, ISTFT_OLA_WARPS, ISTFT_OLA_MODE = 512, 4, 2
+OLA_BLOCK_S = 256
+# Small inverse transform (n_fft <= DIRECT_MAX_NFFT): frames per program, warps, how the overlap-add leaves (0 one
+# strided store per tap-row, 1 contiguous chunks of ISTFT_OLA_CHUNK samples assembled by gathers, 2 joined
+# [frames, hop] tiles). H200, round 1: mode 1 at 256 frames / 4 warps streamed the large shapes at ~50% of copy
+# bandwidth (mode 2: 43%, mode 0: 39%).
+ISTFT_OLA_FRAMES, ISTFT_OLA_WARPS, ISTFT_OLA_MODE, ISTFT_OLA_CHUNK = 256, 4, 1, 256
 SCAN_BLOCK_L, SOURCE_BLOCK_T = 64, 128
 GEMM_WARPS = 8
 PRECISIONS = ("ieee", "tf32x3", "tf32")
 # four-step FFT kernels (n_fft a power of two >= 256): (frames per program, warps) per dot precision
-FFT_TILES = {"ieee": (4, 8), "tf32x3": (4, 8), "tf32": (4, 4)}
+FFT_TILES = {"ieee": (2, 4), "tf32x3": (4, 8), "tf32": (4, 4)}
 # filterbank GEMM tiles (frames, mel bands, bins per step, warps): narrow while wide tiles would leave SMs idle
 MEL_PROJECT_TILES = ((16, 128, 16, 4), (64, 128, 32, 8))
 # the FFT inverse overlap-adds its BT frames in registers and leaves one partial tile per program (when hop is a
 # multiple of N2), else it writes every windowed frame
 ISTFT_FFT_PARTIAL = True
+# the FFT kernels read and write [B, F, T] spectra as [k1, k2, frame] tiles (frames contiguous), else as the
+# FFT's (frame, k1) rows
+FFT_T_FAST = True
 # The interpreter runs one program at a time and pays per tl op, not per element: wide tiles there keep the
 # n_fft 1024 tests to seconds. The GPU tiles above are the ones the AOT variants compile.
 if os.environ.get("TRITON_INTERPRET") == "1":
@@ -230,7 +235,8 @@ def _fft_tile(x_row, f1c_ptr, f1s_ptr, twc_ptr, tws_ptr, f2c_ptr, f2s_ptr, win_p
 @triton.jit
 def _stft_fft_kernel(x_ptr, f1c_ptr, f1s_ptr, twc_ptr, tws_ptr, f2c_ptr, f2s_ptr, win_ptr, a_ptr, c_ptr,
                      N, T, hop, pad, mag_eps, POLAR: tl.constexpr, POWER: tl.constexpr, MAGNITUDE: tl.constexpr,
-                     PRECISION: tl.constexpr, N1: tl.constexpr, N2: tl.constexpr, BT: tl.constexpr):
+                     PRECISION: tl.constexpr, N1: tl.constexpr, N2: tl.constexpr, BT: tl.constexpr,
+                     T_FAST: tl.constexpr):
     # grid: (B, cdiv(T, BT)); see _fft_tile. Outputs [B, F, T] as _stft_gemm_kernel; with POWER, one float32
     # spectrum S [B, T, F] (rows of bins, what the filterbank GEMM reads) = Re² + Im², or √(Re² + Im² + mag_eps)
     # with MAGNITUDE.
@@ -253,8 +259,18 @@ def _stft_fft_kernel(x_ptr, f1c_ptr, f1s_ptr, twc_ptr, tws_ptr, f2c_ptr, f2s_ptr
         tl.store(a_ptr + rows[:, None] + k1[:, None] + N1 * k2[None, :], spec, mask=(t < T)[:, None])
         tl.store(a_ptr + rows + NF - 1, nyq, mask=(t < T) & (k1 == 0))
     else:
-        offs = (b * NF + k1[:, None] + N1 * k2[None, :]) * T + t[:, None]
-        _store_spectrum(a_ptr, c_ptr, offs, (t < T)[:, None], x_re, x_im, POLAR)
+        if T_FAST:
+            # [B, F, T] has frames contiguous: store [k1, k2, frame] tiles so that neighbouring lanes hold
+            # neighbouring frames (the (frame, k1) rows would scatter every element to its own sector)
+            kk1 = tl.arange(0, N1)
+            tt = t0 + tl.arange(0, BT)
+            offs = (b * NF + kk1[:, None, None] + N1 * k2[None, :, None]) * T + tt[None, None, :]
+            _store_spectrum(a_ptr, c_ptr, offs, (tt < T)[None, None, :],
+                            tl.permute(tl.reshape(x_re, (BT, N1, N2 // 2)), (1, 2, 0)),
+                            tl.permute(tl.reshape(x_im, (BT, N1, N2 // 2)), (1, 2, 0)), POLAR)
+        else:
+            offs = (b * NF + k1[:, None] + N1 * k2[None, :]) * T + t[:, None]
+            _store_spectrum(a_ptr, c_ptr, offs, (t < T)[:, None], x_re, x_im, POLAR)
         _store_spectrum(a_ptr, c_ptr, (b * NF + NF - 1) * T + t, (t < T) & (k1 == 0), nyquist,
                         tl.zeros_like(nyquist), POLAR)
 
@@ -293,12 +309,12 @@ def _polar_to_cartesian(a_ptr, c_ptr, offs, mask, EXP_SIN: tl.constexpr, FAST: t
 def _istft_fft_frames_kernel(a_ptr, c_ptr, g2c_ptr, g2s_ptr, twc_ptr, tws_ptr, g1c_ptr, g1s_ptr, win_ptr, frames_ptr,
                              T, batch_stride, EXP_SIN: tl.constexpr, FAST: tl.constexpr, PRECISION: tl.constexpr,
                              N1: tl.constexpr, N2: tl.constexpr, BT: tl.constexpr, PARTIAL_HOP: tl.constexpr,
-                             SPAN_P: tl.constexpr):
+                             SPAN_P: tl.constexpr, T_FAST: tl.constexpr):
     # grid: (B, cdiv(T, BT)). Windowed time frames [B, T, n_fft] (float32 scratch) by the inverse four-step FFT,
     # n = N2·n1 + n2, k = k1 + N1·k2, Y = c_k·X/n_fft (the one-sided spectrum's doubling):
     #   C[(t, k1), n2] = Σ_{k2 < N2/2} Y[t, k1 + N1·k2]·W_N2^{−k2·n2};  D = C·W_N^{−k1·n2}
     #   x[(t, n2), n1] = Re Σ_k1 D[(t, n2), k1]·W_N1^{−k1·n1} + Re Y[t, n_fft/2]·(−1)^n2
-    # (imaginary parts of DC and Nyquist drop out, as in irfft). a/c as in _istft_gather_kernel.
+    # (imaginary parts of DC and Nyquist drop out, as in irfft). a/c as in _istft_ola_kernel.
     NFFT: tl.constexpr = N1 * N2
     K2: tl.constexpr = N2 // 2
     b = tl.program_id(0).to(tl.int64)
@@ -307,12 +323,23 @@ def _istft_fft_frames_kernel(a_ptr, c_ptr, g2c_ptr, g2s_ptr, twc_ptr, tws_ptr, g
     k1 = r % N1
     t = t0 + r // N1
     k2 = tl.arange(0, K2)
-    k = k1[:, None] + N1 * k2[None, :]
-    y_re, y_im = _polar_to_cartesian(a_ptr, c_ptr, b * batch_stride + k * T + t[:, None], (t < T)[:, None],
-                                     EXP_SIN, FAST)
-    scale = tl.where(k == 0, 1.0 / NFFT, 2.0 / NFFT)
-    y_re = y_re * scale
-    y_im = tl.where(k == 0, 0.0, y_im * scale)
+    if T_FAST:
+        # load [k1, k2, frame] tiles (frames are contiguous in [B, F, T]), then transpose to rows (frame, k1)
+        kk1 = tl.arange(0, N1)
+        tt = t0 + tl.arange(0, BT)
+        k = kk1[:, None, None] + N1 * k2[None, :, None]
+        y_re, y_im = _polar_to_cartesian(a_ptr, c_ptr, b * batch_stride + k * T + tt[None, None, :],
+                                         (tt < T)[None, None, :], EXP_SIN, FAST)
+        scale = tl.where(k == 0, 1.0 / NFFT, 2.0 / NFFT)
+        y_re = tl.reshape(tl.permute(y_re * scale, (2, 0, 1)), (BT * N1, K2))
+        y_im = tl.reshape(tl.permute(tl.where(k == 0, 0.0, y_im * scale), (2, 0, 1)), (BT * N1, K2))
+    else:
+        k = k1[:, None] + N1 * k2[None, :]
+        y_re, y_im = _polar_to_cartesian(a_ptr, c_ptr, b * batch_stride + k * T + t[:, None], (t < T)[:, None],
+                                         EXP_SIN, FAST)
+        scale = tl.where(k == 0, 1.0 / NFFT, 2.0 / NFFT)
+        y_re = y_re * scale
+        y_im = tl.where(k == 0, 0.0, y_im * scale)
     m2 = tl.arange(0, N2)
     g2 = k2[:, None] * N2 + m2[None, :]
     g2c = tl.load(g2c_ptr + g2)
@@ -410,47 +437,6 @@ def _mel_kernel(x_ptr, cos_ptr, sin_ptr, mel_ptr, out_ptr, N, T, hop, pad, NF, N
 
 
 @triton.jit
-def _istft_gather_kernel(a_ptr, c_ptr, icos_ptr, isin_ptr, wsq_ptr, y_ptr, T, L_out, pad, hop, NF, batch_stride,
-                         N_FFT: tl.constexpr, OVERLAP: tl.constexpr, EXP_SIN: tl.constexpr,
-                         BLOCK_Q: tl.constexpr, HOP_P: tl.constexpr, BLOCK_F: tl.constexpr):
-    # grid: (B, cdiv(L_out + pad, BLOCK_Q·hop)). Output sample j sits at p = j + pad = q·hop + u of the overlap-add
-    # (u < hop); the frames covering it are t = q − r, r < OVERLAP = ceil(n_fft/hop), at tap n = u + r·hop < n_fft.
-    # A program owns BLOCK_Q hop-rows q and all u, so each (frame, bin) of the spectrum is loaded and turned into
-    # (Re, Im) once per r (not once per output sample), then expanded over the hop taps [BLOCK_Q, HOP_P, BLOCK_F].
-    # a/c: magnitude/phase (or the generator's log-magnitude/pre-sine phase when EXP_SIN), [B, F, T] at batch_stride.
-    b = tl.program_id(0).to(tl.int64)
-    q = tl.program_id(1) * BLOCK_Q + tl.arange(0, BLOCK_Q)
-    u = tl.arange(0, HOP_P)
-    f = tl.arange(0, BLOCK_F)
-    j = q[:, None] * hop + u[None, :] - pad
-    jmask = (u[None, :] < hop) & (j >= 0) & (j < L_out)
-    acc = tl.zeros((BLOCK_Q, HOP_P), dtype=tl.float32)
-    wsq = tl.zeros((BLOCK_Q, HOP_P), dtype=tl.float32)
-    for r in range(OVERLAP):
-        t = q - r
-        n = u + r * hop
-        tmask = (t >= 0) & (t < T)
-        nmask = (u < hop) & (n < N_FFT)
-        m2 = tmask[:, None] & (f[None, :] < NF)
-        offs = b * batch_stride + f[None, :] * T + t[:, None]
-        mag = tl.load(a_ptr + offs, mask=m2, other=0.0).to(tl.float32)
-        ph = tl.load(c_ptr + offs, mask=m2, other=0.0).to(tl.float32)
-        if EXP_SIN:
-            mag = tl.where(m2, tl.exp(mag), 0.0)
-            ph = tl.sin(ph)
-        re = mag * tl.cos(ph)
-        im = mag * tl.sin(ph)
-        bmask = nmask[:, None] & (f[None, :] < NF)
-        ic = tl.load(icos_ptr + n[:, None] * NF + f[None, :], mask=bmask, other=0.0)
-        isn = tl.load(isin_ptr + n[:, None] * NF + f[None, :], mask=bmask, other=0.0)
-        acc += tl.sum(re[:, None, :] * ic[None, :, :] + im[:, None, :] * isn[None, :, :], axis=2)
-        w2 = tl.load(wsq_ptr + n, mask=nmask, other=0.0)
-        wsq += tl.where(tmask[:, None], w2[None, :], 0.0)
-    wsq = tl.where(wsq > 0.0, wsq, 1.0)  # lanes past the ends; torch rejects a zero envelope inside
-    tl.store(y_ptr + b * L_out + j, (acc / wsq).to(y_ptr.dtype.element_ty), mask=jmask)
-
-
-@triton.jit
 def _sincos(x, FAST: tl.constexpr):
     # (sin x, cos x). FAST (GPU only: inline PTX): the Cody-Waite reduction of tilewave.kernels._common.sin,
     # then the SFU's sin.approx/cos.approx (~1e-6 absolute on [-pi, pi]); libdevice's pair costs ~50 instructions
@@ -533,16 +519,18 @@ def _istft_ola_kernel(a_ptr, c_ptr, even_ptr, odd_ptr, win_ptr, wsq_ptr, y_ptr, 
                 tl.store(y_ptr + b * L_out + j, val.to(y_ptr.dtype.element_ty),
                          mask=(i >= OV - 1) & (j >= 0) & (j < L_out))
         if MODE == 1:
-            # one contiguous store: sample s of the tile is row s // HOP + OV − 1, tap-row u = s % HOP
-            s_ = tl.arange(0, S_P)
-            row = tl.minimum(s_ // HOP + (OV - 1), BT - 1)
-            uu = s_ % HOP
-            y = tl.zeros((S_P,), dtype=tl.float32)
-            for u in tl.static_range(HOP):
-                y = tl.where(uu == u, tl.gather(rows[u], row, 0), y)
-            j = q0 * HOP + s_ - HALF
-            tl.store(y_ptr + b * L_out + j, y.to(y_ptr.dtype.element_ty),
-                     mask=(s_ < RQ * HOP) & (j >= 0) & (j < L_out))
+            # contiguous stores of S_P samples each: sample s of the tile is row s // HOP + OV − 1, tap-row
+            # u = s % HOP (chunks keep the gathers to the RQ·HOP samples that exist)
+            for c0 in tl.static_range(0, RQ * HOP, S_P):
+                s_ = c0 + tl.arange(0, S_P)
+                row = tl.minimum(s_ // HOP + (OV - 1), BT - 1)
+                uu = s_ % HOP
+                y = tl.zeros((S_P,), dtype=tl.float32)
+                for u in tl.static_range(HOP):
+                    y = tl.where(uu == u, tl.gather(rows[u], row, 0), y)
+                j = q0 * HOP + s_ - HALF
+                tl.store(y_ptr + b * L_out + j, y.to(y_ptr.dtype.element_ty),
+                         mask=(s_ < RQ * HOP) & (j >= 0) & (j < L_out))
 
 
 @triton.jit
@@ -598,7 +586,7 @@ def _istft_frames_kernel(a_ptr, c_ptr, icos_ptr, isin_ptr, frames_ptr, T, NF, ba
                          N_FFT: tl.constexpr, EXP_SIN: tl.constexpr, PRECISION: tl.constexpr,
                          BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_F: tl.constexpr):
     # grid: (B, cdiv(T, BLOCK_T), cdiv(N_FFT, BLOCK_N)). Windowed time frames [B, T, N_FFT] (float32 scratch):
-    # (Re, Im) [BLOCK_T, BLOCK_F] @ inverse basis [BLOCK_F, BLOCK_N]; a/c as in _istft_gather_kernel.
+    # (Re, Im) [BLOCK_T, BLOCK_F] @ inverse basis [BLOCK_F, BLOCK_N]; a/c as in _istft_ola_kernel.
     b = tl.program_id(0).to(tl.int64)
     t = tl.program_id(1) * BLOCK_T + tl.arange(0, BLOCK_T)
     n = tl.program_id(2) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -810,7 +798,7 @@ def _stft_fft_launch(x, n_fft, hop, win_length, pad, T, a, c, *, polar, power, m
     _stft_fft_kernel[(B, triton.cdiv(T, bt))](
         x, tb["f1c"], tb["f1s"], tb["twc"], tb["tws"], tb["f2c"], tb["f2s"], tb["win"], a, c, N, T, hop, pad,
         float(mag_eps), POLAR=polar, POWER=power, MAGNITUDE=magnitude, PRECISION=precision, N1=n1, N2=n2, BT=bt,
-        num_warps=warps)
+        T_FAST=FFT_T_FAST, num_warps=warps)
 
 
 def stft(x: torch.Tensor, n_fft: int, hop: int, win_length: int | None = None, pad: int | None = None,
@@ -883,11 +871,13 @@ def mel_spectrogram_magnitude(x, mel_basis, n_fft, hop, win_length=None, pad=Non
     return mel_spectrogram(x, mel_basis, n_fft, hop, win_length, pad, True, mag_eps, eps, precision, out)
 
 
-def istft_ola_config(n_fft: int, hop: int) -> tuple[int, int, int]:
-    """(frames per program BT, warps, output mode) of the small inverse transform; every frame holds
-    n_fft//2 + 1 (Re, Im) pairs and n_fft taps in registers, so BT per thread shrinks as n_fft grows."""
+def istft_ola_config(n_fft: int, hop: int) -> tuple[int, int, int, int]:
+    """(frames per program BT, warps, output mode, samples per output chunk) of the small inverse transform; every
+    frame holds n_fft//2 + 1 (Re, Im) pairs and n_fft taps in registers, so BT per thread shrinks as n_fft grows."""
     bt = ISTFT_OLA_FRAMES if n_fft <= 32 else ISTFT_OLA_FRAMES // 2
-    return max(bt, triton.next_power_of_2(2 * triton.cdiv(n_fft, hop))), ISTFT_OLA_WARPS, ISTFT_OLA_MODE
+    bt = max(bt, triton.next_power_of_2(2 * triton.cdiv(n_fft, hop)))
+    chunk = min(ISTFT_OLA_CHUNK, triton.next_power_of_2((bt - triton.cdiv(n_fft, hop) + 1) * hop))
+    return bt, ISTFT_OLA_WARPS, ISTFT_OLA_MODE, chunk
 
 
 def _istft_launch(a, c, batch_stride, B, NF, T, n_fft, hop, win_length, exp_sin, precision, out):
@@ -903,12 +893,12 @@ def _istft_launch(a, c, batch_stride, B, NF, T, n_fft, hop, win_length, exp_sin,
         return out
     overlap = triton.cdiv(n_fft, hop)
     if n_fft <= DIRECT_MAX_NFFT:
-        bt, warps, mode = istft_ola_config(n_fft, hop)
+        bt, warps, mode, chunk = istft_ola_config(n_fft, hop)
         rows = triton.cdiv(L_out + pad, hop)
         _istft_ola_kernel[(B, triton.cdiv(rows, bt - overlap + 1))](
             a, c, basis["even"], basis["odd"], basis["win"], basis["wsq"], out, T, L_out, batch_stride,
             N_FFT=n_fft, HOP=hop, NF=NF, EXP_SIN=exp_sin, FAST=a.is_cuda, MODE=mode, BT=bt,
-            S_P=triton.next_power_of_2((bt - overlap + 1) * hop), num_warps=warps)
+            S_P=chunk, num_warps=warps)
         return out
     if fft_split(n_fft):
         tb = _fft_tables(n_fft, win_length or n_fft, str(a.device))
@@ -921,7 +911,8 @@ def _istft_launch(a, c, batch_stride, B, NF, T, n_fft, hop, win_length, exp_sin,
         _istft_fft_frames_kernel[(B, tiles)](
             a, c, tb["g2c"], tb["g2s"], tb["itwc"], tb["itws"], tb["g1c"], tb["g1s"], tb["win"], scratch, T,
             batch_stride, EXP_SIN=exp_sin, FAST=a.is_cuda, PRECISION=precision, N1=n1, N2=n2, BT=bt,
-            PARTIAL_HOP=hop if partial else 0, SPAN_P=triton.next_power_of_2(span // n2), num_warps=warps)
+            PARTIAL_HOP=hop if partial else 0, SPAN_P=triton.next_power_of_2(span // n2), T_FAST=FFT_T_FAST,
+            num_warps=warps)
         if partial:
             _overlap_add_partials_kernel[(B, triton.cdiv(L_out, OLA_BLOCK_S))](
                 scratch, basis["wsq"], out, T, L_out, pad, hop, tiles, N_FFT=n_fft, OVERLAP=overlap, BT=bt,
@@ -1202,7 +1193,8 @@ def _stft_fft_variants(dt: str, mode: str, prec: str) -> AotVariant:
         {"x_ptr": f"*{dt}", **_fft_table_sig(("f1c", "f1s", "twc", "tws", "f2c", "f2s", "win")), "a_ptr": f"*{out_dt}",
          "c_ptr": f"*{out_dt}", "N": "i32", "T": "i32", "hop": "i32", "pad": "i32", "mag_eps": "fp32"},
         {"POLAR": mode == "polar", "POWER": mode in ("power", "magnitude"), "MAGNITUDE": mode == "magnitude",
-         "PRECISION": prec, "N1": n1, "N2": n2, "BT": bt}, num_warps=warps, expect_mma=prec != "ieee")
+         "PRECISION": prec, "N1": n1, "N2": n2, "BT": bt, "T_FAST": FFT_T_FAST}, num_warps=warps,
+        expect_mma=prec != "ieee")
 
 
 def _stft_variants():
@@ -1290,12 +1282,12 @@ def _istft_variants(exp_sin: bool):
     n1, n2 = fft_split(FFT_NFFT)
     for dt in ("fp32", "fp16", "bf16"):
         spec = {"a_ptr": f"*{dt}", "c_ptr": f"*{dt}"}
-        bt, warps, mode = istft_ola_config(20, 5)
+        bt, warps, mode, chunk = istft_ola_config(20, 5)
         out.append(AotVariant(f"_istft_ola_kernel[{dt},n_fft=20,hop=5,exp_sin={exp_sin}]", _istft_ola_kernel,
                               {**spec, **_fft_table_sig(("even", "odd", "win", "wsq")), "y_ptr": f"*{dt}",
                                "T": "i32", "L_out": "i32", "batch_stride": "i64"},
                               {"N_FFT": 20, "HOP": 5, "NF": 11, "EXP_SIN": exp_sin, "FAST": True, "MODE": mode,
-                               "BT": bt, "S_P": triton.next_power_of_2((bt - 3) * 5)}, num_warps=warps))
+                               "BT": bt, "S_P": chunk}, num_warps=warps))
         for prec in PRECISIONS:
             bt, warps = FFT_TILES[prec]
             span = (bt - 1) * 256 + FFT_NFFT
@@ -1306,7 +1298,8 @@ def _istft_variants(exp_sin: bool):
                     {**spec, **_fft_table_sig(("g2c", "g2s", "twc", "tws", "g1c", "g1s", "win")),
                      "frames_ptr": "*fp32", "T": "i32", "batch_stride": "i64"},
                     {"EXP_SIN": exp_sin, "FAST": True, "PRECISION": prec, "N1": n1, "N2": n2, "BT": bt,
-                     "PARTIAL_HOP": partial_hop, "SPAN_P": triton.next_power_of_2(span // n2)},
+                     "PARTIAL_HOP": partial_hop, "SPAN_P": triton.next_power_of_2(span // n2),
+                     "T_FAST": FFT_T_FAST},
                     num_warps=warps, expect_mma=prec != "ieee"))
             out.append(AotVariant(f"_istft_frames_kernel[{dt},n_fft={GEMM_NFFT},exp_sin={exp_sin},{prec}]",
                                   _istft_frames_kernel,
