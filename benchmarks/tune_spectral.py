@@ -61,9 +61,8 @@ def _istft_small_ola(a, c, bs, B, NF, T, n_fft, hop, exp_sin, out, bt, warps, mo
 
 
 MODES = {0: "strided", 1: "flat-gather", 2: "joined-2d"}
-# (frames, warps, mode, output chunk); round 1: mode 1 (one flat store) at 256/4 was best (50.9% of copy BW)
-OLA_CONFIGS = [(256, 4, 1, 4096), (256, 4, 1, 256), (256, 4, 1, 512), (128, 4, 1, 128), (128, 2, 1, 128),
-               (256, 2, 1, 256), (256, 8, 1, 256), (512, 8, 1, 512), (512, 4, 1, 512), (256, 4, 0, 256)]
+# (frames, warps, mode, output chunk); rounds 1-1c: mode 1 (one flat store) at 256/4, one chunk, was best (~50%)
+OLA_CONFIGS = [(256, 4, 1, 4096), (512, 8, 1, 4096)]
 
 
 def small_istft_cases():
@@ -71,7 +70,7 @@ def small_istft_cases():
     for exp_sin in (False, True):
         for shape, label in zip(SMALL_SHAPES, ("Kokoro 10 s", "large")):
             for dtype in (torch.float32, torch.bfloat16):
-                configs = OLA_CONFIGS if dtype == torch.float32 else OLA_CONFIGS[:3]
+                configs = OLA_CONFIGS if dtype == torch.float32 else OLA_CONFIGS[:1]
                 cands = [(f"ola BT={bt} warps={w} {MODES[m]} chunk={ch}", ("ola", bt, w, m, ch))
                          for bt, w, m, ch in configs]
                 cases.append({"op": "istft_exp_sin" if exp_sin else "istft", "n_fft": 20, "hop": 5, "B": shape[0],
@@ -79,14 +78,18 @@ def small_istft_cases():
     return cases
 
 
-# (precision, frames per program, warps, [k1, k2, frame] I/O tiles, partial overlap-add tiles in the inverse).
-# Round 1: tf32 misses the float32 row (1.2e-3); ieee best at BT=2/4 warps, tf32x3 at BT=4/8 warps; the inverse
-# was faster writing whole frames than partial tiles.
-FFT_CONFIGS = {"float32": [("ieee", 2, 4, True, False), ("ieee", 4, 8, True, False), ("tf32x3", 4, 8, True, False),
-                           ("tf32x3", 8, 8, True, False), ("tf32x3", 4, 4, True, False),
-                           ("tf32x3", 4, 8, False, False), ("ieee", 2, 4, False, False),
-                           ("tf32x3", 4, 8, True, True)],
-               "bfloat16": [("tf32", 4, 4, True, False), ("tf32", 8, 8, True, False), ("tf32", 4, 4, False, False)]}
+# (precision, frames per program, warps, mel: [bands, frames] GEMM tiles, mel: wide GEMM tile (frames, bands, bins,
+# warps)). Round 1c: [k1, k2, frame] I/O tiles 1.6x faster for stft; ieee best at 2/4, tf32x3 at 4/4; tf32 misses
+# the float32 row.
+FFT_CONFIGS = {
+    "float32": [("ieee", 2, 4, True, (64, 128, 32, 8)), ("tf32x3", 4, 4, True, (64, 128, 32, 8)),
+                ("ieee", 1, 4, True, (64, 128, 32, 8)), ("ieee", 2, 2, True, (64, 128, 32, 8)),
+                ("tf32x3", 2, 4, True, (64, 128, 32, 8))],
+    "bfloat16": [("tf32", 4, 4, True, (64, 128, 32, 8)), ("tf32", 2, 4, True, (64, 128, 32, 8))]}
+MEL_GEMMS = {"float32": [("ieee", 2, 4, False, (64, 128, 32, 8)), ("ieee", 2, 4, True, (128, 128, 32, 8)),
+                         ("ieee", 2, 4, True, (64, 128, 16, 4)), ("ieee", 2, 4, True, (128, 128, 16, 8)),
+                         ("tf32x3", 4, 4, False, (64, 128, 32, 8)), ("tf32x3", 4, 4, True, (128, 128, 32, 8))],
+             "bfloat16": [("tf32", 4, 4, False, (64, 128, 32, 8))]}
 
 
 def large_cases():
@@ -94,10 +97,10 @@ def large_cases():
     for op in ("stft", "istft", "mel"):
         for shape, label in ((1, "10 s model"), (BIG_B, "large")):
             for dtype in (torch.float32, torch.bfloat16):
-                configs = FFT_CONFIGS[str(dtype).removeprefix("torch.")]
-                cands = [(f"fft {p} BT={bt} w={w}{' tfast' if tf else ''}{' partial' if pa else ''}",
-                          ("fft", p, bt, w, tf, pa))
-                         for p, bt, w, tf, pa in configs if op == "istft" or not pa]
+                dt = str(dtype).removeprefix("torch.")
+                configs = FFT_CONFIGS[dt] + (MEL_GEMMS[dt] if op == "mel" else [])
+                cands = [(f"fft {p} BT={bt} w={w}" + (f" melrows={int(rows)} {tile}" if op == "mel" else ""),
+                          ("fft", p, bt, w, rows, tile)) for p, bt, w, rows, tile in configs]
                 out.append({"op": op, "n_fft": 1024, "hop": 256, "B": shape, "dtype": dtype, "label": label,
                             "cands": cands})
     return out
@@ -154,12 +157,12 @@ def runner(case, cand, inp):
             bs, exp_sin = 2 * NF * T, True
         out = a.new_empty(B, hop * (T - 1))
         return lambda: _istft_small_ola(a, c, bs, B, NF, T, n_fft, hop, exp_sin, out, *cand[1:])
-    prec, bt, warps, t_fast, partial = cand[1:]
+    prec, bt, warps, rows, tile = cand[1:]
 
     def fft():
         K.FFT_TILES[prec] = (bt, warps)
-        K.FFT_T_FAST = t_fast
-        K.ISTFT_FFT_PARTIAL = partial
+        K.MEL_PROJECT_ROWS = rows
+        K.MEL_PROJECT_TILES = (K.MEL_PROJECT_TILES[0], tile)
         if op == "stft":
             return K.stft(inp["x"], n_fft, hop, polar=False, precision=prec)
         if op == "istft":

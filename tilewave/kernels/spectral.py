@@ -63,23 +63,19 @@ MEL_TILES = ((16, 64), (64, 32))  # (frames, bins per step)
 MEL_BLOCK_K, MEL_BLOCK_M, MEL_WIDE_PROGRAMS = 32, 128, 264
 OLA_BLOCK_S = 256
 # Small inverse transform (n_fft <= DIRECT_MAX_NFFT): frames per program, warps, how the overlap-add leaves (0 one
-# strided store per tap-row, 1 contiguous chunks of ISTFT_OLA_CHUNK samples assembled by gathers, 2 joined
-# [frames, hop] tiles). H200, round 1: mode 1 at 256 frames / 4 warps streamed the large shapes at ~50% of copy
-# bandwidth (mode 2: 43%, mode 0: 39%).
-ISTFT_OLA_FRAMES, ISTFT_OLA_WARPS, ISTFT_OLA_MODE, ISTFT_OLA_CHUNK = 256, 4, 1, 256
+# strided store per tap-row, 1 contiguous chunks of at most ISTFT_OLA_CHUNK samples assembled by gathers, 2 joined
+# [frames, hop] tiles). H200 rounds 1-1c: mode 1 at 256 frames / 4 warps, one chunk, streamed the large shapes at
+# ~50% of copy bandwidth (mode 2: 43%, mode 0: 39-44%; 128 or 512 frames, 2 or 8 warps, 256-sample chunks: slower).
+ISTFT_OLA_FRAMES, ISTFT_OLA_WARPS, ISTFT_OLA_MODE, ISTFT_OLA_CHUNK = 256, 4, 1, 4096
 SCAN_BLOCK_L, SOURCE_BLOCK_T = 64, 128
 GEMM_WARPS = 8
 PRECISIONS = ("ieee", "tf32x3", "tf32")
 # four-step FFT kernels (n_fft a power of two >= 256): (frames per program, warps) per dot precision
-FFT_TILES = {"ieee": (2, 4), "tf32x3": (4, 8), "tf32": (4, 4)}
+# H200, round 1c: ieee best at 2 frames / 4 warps, tf32x3 and tf32 at 4 / 4 (8 frames: register-bound)
+FFT_TILES = {"ieee": (2, 4), "tf32x3": (4, 4), "tf32": (4, 4)}
 # filterbank GEMM tiles (frames, mel bands, bins per step, warps): narrow while wide tiles would leave SMs idle
 MEL_PROJECT_TILES = ((16, 128, 16, 4), (64, 128, 32, 8))
-# the FFT inverse overlap-adds its BT frames in registers and leaves one partial tile per program (when hop is a
-# multiple of N2), else it writes every windowed frame
-ISTFT_FFT_PARTIAL = True
-# the FFT kernels read and write [B, F, T] spectra as [k1, k2, frame] tiles (frames contiguous), else as the
-# FFT's (frame, k1) rows
-FFT_T_FAST = True
+MEL_PROJECT_ROWS = True  # [mel bands, frames] tiles: stores along the frames
 # The interpreter runs one program at a time and pays per tl op, not per element: wide tiles there keep the
 # n_fft 1024 tests to seconds. The GPU tiles above are the ones the AOT variants compile.
 if os.environ.get("TRITON_INTERPRET") == "1":
@@ -235,8 +231,7 @@ def _fft_tile(x_row, f1c_ptr, f1s_ptr, twc_ptr, tws_ptr, f2c_ptr, f2s_ptr, win_p
 @triton.jit
 def _stft_fft_kernel(x_ptr, f1c_ptr, f1s_ptr, twc_ptr, tws_ptr, f2c_ptr, f2s_ptr, win_ptr, a_ptr, c_ptr,
                      N, T, hop, pad, mag_eps, POLAR: tl.constexpr, POWER: tl.constexpr, MAGNITUDE: tl.constexpr,
-                     PRECISION: tl.constexpr, N1: tl.constexpr, N2: tl.constexpr, BT: tl.constexpr,
-                     T_FAST: tl.constexpr):
+                     PRECISION: tl.constexpr, N1: tl.constexpr, N2: tl.constexpr, BT: tl.constexpr):
     # grid: (B, cdiv(T, BT)); see _fft_tile. Outputs [B, F, T] as _stft_gemm_kernel; with POWER, one float32
     # spectrum S [B, T, F] (rows of bins, what the filterbank GEMM reads) = Re² + Im², or √(Re² + Im² + mag_eps)
     # with MAGNITUDE.
@@ -259,39 +254,52 @@ def _stft_fft_kernel(x_ptr, f1c_ptr, f1s_ptr, twc_ptr, tws_ptr, f2c_ptr, f2s_ptr
         tl.store(a_ptr + rows[:, None] + k1[:, None] + N1 * k2[None, :], spec, mask=(t < T)[:, None])
         tl.store(a_ptr + rows + NF - 1, nyq, mask=(t < T) & (k1 == 0))
     else:
-        if T_FAST:
-            # [B, F, T] has frames contiguous: store [k1, k2, frame] tiles so that neighbouring lanes hold
-            # neighbouring frames (the (frame, k1) rows would scatter every element to its own sector)
-            kk1 = tl.arange(0, N1)
-            tt = t0 + tl.arange(0, BT)
-            offs = (b * NF + kk1[:, None, None] + N1 * k2[None, :, None]) * T + tt[None, None, :]
-            _store_spectrum(a_ptr, c_ptr, offs, (tt < T)[None, None, :],
-                            tl.permute(tl.reshape(x_re, (BT, N1, N2 // 2)), (1, 2, 0)),
-                            tl.permute(tl.reshape(x_im, (BT, N1, N2 // 2)), (1, 2, 0)), POLAR)
-        else:
-            offs = (b * NF + k1[:, None] + N1 * k2[None, :]) * T + t[:, None]
-            _store_spectrum(a_ptr, c_ptr, offs, (t < T)[:, None], x_re, x_im, POLAR)
+        # [B, F, T] has frames contiguous: store [k1, k2, frame] tiles so that neighbouring lanes hold neighbouring
+        # frames (the FFT's (frame, k1) rows scatter every element to its own sector: 1.6x slower on the H200)
+        kk1 = tl.arange(0, N1)
+        tt = t0 + tl.arange(0, BT)
+        offs = (b * NF + kk1[:, None, None] + N1 * k2[None, :, None]) * T + tt[None, None, :]
+        _store_spectrum(a_ptr, c_ptr, offs, (tt < T)[None, None, :],
+                        tl.permute(tl.reshape(x_re, (BT, N1, N2 // 2)), (1, 2, 0)),
+                        tl.permute(tl.reshape(x_im, (BT, N1, N2 // 2)), (1, 2, 0)), POLAR)
         _store_spectrum(a_ptr, c_ptr, (b * NF + NF - 1) * T + t, (t < T) & (k1 == 0), nyquist,
                         tl.zeros_like(nyquist), POLAR)
 
 
 @triton.jit
 def _mel_project_kernel(s_ptr, mel_ptr, out_ptr, T, NF, NM, log_eps, PRECISION: tl.constexpr,
-                        BLOCK_T: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
-    # grid: (B, cdiv(T, BLOCK_T), cdiv(NM, BLOCK_M)); out [B, NM, T] = log(max(S [B, T, NF] @ melᵀ, log_eps)).
+                        BLOCK_T: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, MEL_ROWS: tl.constexpr):
+    # grid: (B, cdiv(T, BLOCK_T), cdiv(NM, BLOCK_M)); out [B, NM, T] = log(max(mel @ S [B, T, NF]ᵀ, log_eps)).
+    # MEL_ROWS: the tile is [mel bands, frames] (melᵀ·Sᵀ), so the store runs along the frames that [B, NM, T] keeps
+    # contiguous; else [frames, mel bands].
     b = tl.program_id(0).to(tl.int64)
     t = tl.program_id(1) * BLOCK_T + tl.arange(0, BLOCK_T)
     m = tl.program_id(2) * BLOCK_M + tl.arange(0, BLOCK_M)
-    acc = tl.zeros((BLOCK_T, BLOCK_M), dtype=tl.float32)
+    if MEL_ROWS:
+        acc = tl.zeros((BLOCK_M, BLOCK_T), dtype=tl.float32)
+    else:
+        acc = tl.zeros((BLOCK_T, BLOCK_M), dtype=tl.float32)
     for k0 in range(0, NF, BLOCK_K):
         k = k0 + tl.arange(0, BLOCK_K)
-        sp = tl.load(s_ptr + (b * T + t[:, None]) * NF + k[None, :], mask=(t[:, None] < T) & (k[None, :] < NF),
-                     other=0.0)
-        fb = tl.load(mel_ptr + m[None, :] * NF + k[:, None], mask=(k[:, None] < NF) & (m[None, :] < NM), other=0.0)
-        acc = tl.dot(sp, fb.to(tl.float32), acc, input_precision=PRECISION)
+        if MEL_ROWS:
+            fb = tl.load(mel_ptr + m[:, None] * NF + k[None, :], mask=(m[:, None] < NM) & (k[None, :] < NF),
+                         other=0.0)
+            sp = tl.load(s_ptr + (b * T + t[None, :]) * NF + k[:, None], mask=(k[:, None] < NF) & (t[None, :] < T),
+                         other=0.0)
+            acc = tl.dot(fb.to(tl.float32), sp, acc, input_precision=PRECISION)
+        else:
+            sp = tl.load(s_ptr + (b * T + t[:, None]) * NF + k[None, :], mask=(t[:, None] < T) & (k[None, :] < NF),
+                         other=0.0)
+            fb = tl.load(mel_ptr + m[None, :] * NF + k[:, None], mask=(k[:, None] < NF) & (m[None, :] < NM),
+                         other=0.0)
+            acc = tl.dot(sp, fb.to(tl.float32), acc, input_precision=PRECISION)
     out = tl.log(tl.maximum(acc, log_eps))
-    tl.store(out_ptr + (b * NM + m[None, :]) * T + t[:, None], out.to(out_ptr.dtype.element_ty),
-             mask=(t[:, None] < T) & (m[None, :] < NM))
+    if MEL_ROWS:
+        tl.store(out_ptr + (b * NM + m[:, None]) * T + t[None, :], out.to(out_ptr.dtype.element_ty),
+                 mask=(m[:, None] < NM) & (t[None, :] < T))
+    else:
+        tl.store(out_ptr + (b * NM + m[None, :]) * T + t[:, None], out.to(out_ptr.dtype.element_ty),
+                 mask=(t[:, None] < T) & (m[None, :] < NM))
 
 
 @triton.jit
@@ -308,8 +316,7 @@ def _polar_to_cartesian(a_ptr, c_ptr, offs, mask, EXP_SIN: tl.constexpr, FAST: t
 @triton.jit
 def _istft_fft_frames_kernel(a_ptr, c_ptr, g2c_ptr, g2s_ptr, twc_ptr, tws_ptr, g1c_ptr, g1s_ptr, win_ptr, frames_ptr,
                              T, batch_stride, EXP_SIN: tl.constexpr, FAST: tl.constexpr, PRECISION: tl.constexpr,
-                             N1: tl.constexpr, N2: tl.constexpr, BT: tl.constexpr, PARTIAL_HOP: tl.constexpr,
-                             SPAN_P: tl.constexpr, T_FAST: tl.constexpr):
+                             N1: tl.constexpr, N2: tl.constexpr, BT: tl.constexpr):
     # grid: (B, cdiv(T, BT)). Windowed time frames [B, T, n_fft] (float32 scratch) by the inverse four-step FFT,
     # n = N2·n1 + n2, k = k1 + N1·k2, Y = c_k·X/n_fft (the one-sided spectrum's doubling):
     #   C[(t, k1), n2] = Σ_{k2 < N2/2} Y[t, k1 + N1·k2]·W_N2^{−k2·n2};  D = C·W_N^{−k1·n2}
@@ -319,27 +326,16 @@ def _istft_fft_frames_kernel(a_ptr, c_ptr, g2c_ptr, g2s_ptr, twc_ptr, tws_ptr, g
     K2: tl.constexpr = N2 // 2
     b = tl.program_id(0).to(tl.int64)
     t0 = tl.program_id(1) * BT
-    r = tl.arange(0, BT * N1)
-    k1 = r % N1
-    t = t0 + r // N1
     k2 = tl.arange(0, K2)
-    if T_FAST:
-        # load [k1, k2, frame] tiles (frames are contiguous in [B, F, T]), then transpose to rows (frame, k1)
-        kk1 = tl.arange(0, N1)
-        tt = t0 + tl.arange(0, BT)
-        k = kk1[:, None, None] + N1 * k2[None, :, None]
-        y_re, y_im = _polar_to_cartesian(a_ptr, c_ptr, b * batch_stride + k * T + tt[None, None, :],
-                                         (tt < T)[None, None, :], EXP_SIN, FAST)
-        scale = tl.where(k == 0, 1.0 / NFFT, 2.0 / NFFT)
-        y_re = tl.reshape(tl.permute(y_re * scale, (2, 0, 1)), (BT * N1, K2))
-        y_im = tl.reshape(tl.permute(tl.where(k == 0, 0.0, y_im * scale), (2, 0, 1)), (BT * N1, K2))
-    else:
-        k = k1[:, None] + N1 * k2[None, :]
-        y_re, y_im = _polar_to_cartesian(a_ptr, c_ptr, b * batch_stride + k * T + t[:, None], (t < T)[:, None],
-                                         EXP_SIN, FAST)
-        scale = tl.where(k == 0, 1.0 / NFFT, 2.0 / NFFT)
-        y_re = y_re * scale
-        y_im = tl.where(k == 0, 0.0, y_im * scale)
+    # load [k1, k2, frame] tiles (frames are contiguous in [B, F, T]), then transpose to rows (frame, k1)
+    kk1 = tl.arange(0, N1)
+    tt = t0 + tl.arange(0, BT)
+    k = kk1[:, None, None] + N1 * k2[None, :, None]
+    y_re, y_im = _polar_to_cartesian(a_ptr, c_ptr, b * batch_stride + k * T + tt[None, None, :],
+                                     (tt < T)[None, None, :], EXP_SIN, FAST)
+    scale = tl.where(k == 0, 1.0 / NFFT, 2.0 / NFFT)
+    y_re = tl.reshape(tl.permute(y_re * scale, (2, 0, 1)), (BT * N1, K2))
+    y_im = tl.reshape(tl.permute(tl.where(k == 0, 0.0, y_im * scale), (2, 0, 1)), (BT * N1, K2))
     m2 = tl.arange(0, N2)
     g2 = k2[:, None] * N2 + m2[None, :]
     g2c = tl.load(g2c_ptr + g2)
@@ -348,7 +344,7 @@ def _istft_fft_frames_kernel(a_ptr, c_ptr, g2c_ptr, g2s_ptr, twc_ptr, tws_ptr, g
     c_re = tl.dot(-y_im, g2s, c_re, input_precision=PRECISION)
     c_im = tl.dot(y_re, g2s, input_precision=PRECISION)
     c_im = tl.dot(y_im, g2c, c_im, input_precision=PRECISION)
-    tw = k1[:, None] * N2 + m2[None, :]
+    tw = (tl.arange(0, BT * N1) % N1)[:, None] * N2 + m2[None, :]  # rows (frame, k1)
     twc = tl.load(twc_ptr + tw)
     tws = tl.load(tws_ptr + tw)
     d_re = c_re * twc - c_im * tws
@@ -366,51 +362,7 @@ def _istft_fft_frames_kernel(a_ptr, c_ptr, g2c_ptr, g2s_ptr, twc_ptr, tws_ptr, g
     x += (nyq * (1.0 - 2.0 * (n2 % 2).to(tl.float32)) / NFFT)[:, None]
     n = N2 * n1[None, :] + n2[:, None]
     x = x * tl.load(win_ptr + n)
-    if PARTIAL_HOP == 0:
-        tl.store(frames_ptr + (b * T + tr[:, None]) * NFFT + n, x, mask=(tr < T)[:, None])
-    else:
-        # PARTIAL_HOP = hop, a multiple of N2: the program's BT frames overlap-added in place, span
-        # (BT − 1)·hop + n_fft samples = SPAN columns of N2 (frame t's tap n1 lands in column n1 + t·hop/N2), one
-        # tile of partial sums per program in frames_ptr [B, cdiv(T, BT), SPAN·N2]; _overlap_add_partials_kernel
-        # adds the ceil(SPAN·N2 / (BT·hop)) tiles that cover each sample.
-        H1: tl.constexpr = PARTIAL_HOP // N2
-        SPAN: tl.constexpr = H1 * (BT - 1) + N1
-        xs = tl.reshape(tl.permute(tl.reshape(x, (BT, N2, N1)), (1, 0, 2)), (N2, BT * N1))
-        col = tl.arange(0, SPAN_P)
-        part = tl.zeros((N2, SPAN_P), dtype=tl.float32)
-        for f in tl.static_range(BT):
-            src = col - H1 * f
-            idx = f * N1 + tl.minimum(tl.maximum(src, 0), N1 - 1)
-            g = tl.gather(xs, tl.broadcast_to(idx[None, :], (N2, SPAN_P)), 1)
-            part += tl.where(((src >= 0) & (src < N1))[None, :], g, 0.0)
-        tile = b * tl.num_programs(1) + tl.program_id(1)
-        tl.store(frames_ptr + tile * (SPAN * N2) + col[None, :] * N2 + m2[:, None], part,
-                 mask=(col < SPAN)[None, :])
-
-
-@triton.jit
-def _overlap_add_partials_kernel(part_ptr, wsq_ptr, y_ptr, T, L_out, pad, hop, n_tiles,
-                                 N_FFT: tl.constexpr, OVERLAP: tl.constexpr, BT: tl.constexpr, SPAN: tl.constexpr,
-                                 COVER: tl.constexpr, BLOCK_S: tl.constexpr):
-    # grid: (B, cdiv(L_out, BLOCK_S)); output j at p = j + pad: the partial tiles g (starting at g·BT·hop, SPAN
-    # samples long) that cover p, at most COVER of them, divided by the window-square envelope.
-    b = tl.program_id(0).to(tl.int64)
-    j = tl.program_id(1) * BLOCK_S + tl.arange(0, BLOCK_S)
-    p = j + pad
-    acc = tl.zeros((BLOCK_S,), dtype=tl.float32)
-    g_last = p // (BT * hop)
-    for d in tl.static_range(COVER):
-        g = g_last - d
-        off = p - g * (BT * hop)
-        valid = (j < L_out) & (g >= 0) & (g < n_tiles) & (off < SPAN)
-        acc += tl.load(part_ptr + (b * n_tiles + g) * SPAN + off, mask=valid, other=0.0)
-    wsq = tl.zeros((BLOCK_S,), dtype=tl.float32)
-    for r in tl.static_range(OVERLAP):
-        t = p // hop - r
-        n = p - t * hop
-        wsq += tl.load(wsq_ptr + n, mask=(j < L_out) & (t >= 0) & (t < T) & (n < N_FFT), other=0.0)
-    wsq = tl.where(wsq > 0.0, wsq, 1.0)
-    tl.store(y_ptr + b * L_out + j, (acc / wsq).to(y_ptr.dtype.element_ty), mask=j < L_out)
+    tl.store(frames_ptr + (b * T + tr[:, None]) * NFFT + n, x, mask=(tr < T)[:, None])
 
 
 @triton.jit
@@ -798,7 +750,7 @@ def _stft_fft_launch(x, n_fft, hop, win_length, pad, T, a, c, *, polar, power, m
     _stft_fft_kernel[(B, triton.cdiv(T, bt))](
         x, tb["f1c"], tb["f1s"], tb["twc"], tb["tws"], tb["f2c"], tb["f2s"], tb["win"], a, c, N, T, hop, pad,
         float(mag_eps), POLAR=polar, POWER=power, MAGNITUDE=magnitude, PRECISION=precision, N1=n1, N2=n2, BT=bt,
-        T_FAST=FFT_T_FAST, num_warps=warps)
+        num_warps=warps)
 
 
 def stft(x: torch.Tensor, n_fft: int, hop: int, win_length: int | None = None, pad: int | None = None,
@@ -853,7 +805,7 @@ def mel_spectrogram(x: torch.Tensor, mel_basis: torch.Tensor, n_fft: int, hop: i
         bt, bm, bk, warps = MEL_PROJECT_TILES[B * triton.cdiv(T, MEL_PROJECT_TILES[1][0]) >= MEL_WIDE_PROGRAMS]
         _mel_project_kernel[(B, triton.cdiv(T, bt), triton.cdiv(NM, bm))](
             spec, mel_basis, out, T, NF, NM, float(eps), PRECISION=prec, BLOCK_T=bt, BLOCK_M=bm, BLOCK_K=bk,
-            num_warps=warps)
+            MEL_ROWS=MEL_PROJECT_ROWS, num_warps=warps)
     elif B and T and NM:
         # tf32x3's split operands do not fit the wide tile's registers
         wide = B * triton.cdiv(T, MEL_TILES[1][0]) >= MEL_WIDE_PROGRAMS and precision != "tf32x3"
@@ -904,21 +856,10 @@ def _istft_launch(a, c, batch_stride, B, NF, T, n_fft, hop, win_length, exp_sin,
         tb = _fft_tables(n_fft, win_length or n_fft, str(a.device))
         n1, n2 = fft_split(n_fft)
         bt, warps = fft_config(_precision(precision))
-        partial = ISTFT_FFT_PARTIAL and hop % n2 == 0
-        tiles = triton.cdiv(T, bt)
-        span = (bt - 1) * hop + n_fft
-        scratch = torch.empty((B, tiles, span) if partial else (B, T, n_fft), device=a.device, dtype=torch.float32)
-        _istft_fft_frames_kernel[(B, tiles)](
-            a, c, tb["g2c"], tb["g2s"], tb["itwc"], tb["itws"], tb["g1c"], tb["g1s"], tb["win"], scratch, T,
-            batch_stride, EXP_SIN=exp_sin, FAST=a.is_cuda, PRECISION=precision, N1=n1, N2=n2, BT=bt,
-            PARTIAL_HOP=hop if partial else 0, SPAN_P=triton.next_power_of_2(span // n2), T_FAST=FFT_T_FAST,
-            num_warps=warps)
-        if partial:
-            _overlap_add_partials_kernel[(B, triton.cdiv(L_out, OLA_BLOCK_S))](
-                scratch, basis["wsq"], out, T, L_out, pad, hop, tiles, N_FFT=n_fft, OVERLAP=overlap, BT=bt,
-                SPAN=span, COVER=triton.cdiv(span, bt * hop), BLOCK_S=OLA_BLOCK_S, num_warps=4)
-            return out
-        frames = scratch
+        frames = torch.empty(B, T, n_fft, device=a.device, dtype=torch.float32)
+        _istft_fft_frames_kernel[(B, triton.cdiv(T, bt))](
+            a, c, tb["g2c"], tb["g2s"], tb["itwc"], tb["itws"], tb["g1c"], tb["g1s"], tb["win"], frames, T,
+            batch_stride, EXP_SIN=exp_sin, FAST=a.is_cuda, PRECISION=precision, N1=n1, N2=n2, BT=bt, num_warps=warps)
     else:
         frames = torch.empty(B, T, n_fft, device=a.device, dtype=torch.float32)
         bt, bn, bf = ISTFT_FRAMES_TILE
@@ -1193,7 +1134,7 @@ def _stft_fft_variants(dt: str, mode: str, prec: str) -> AotVariant:
         {"x_ptr": f"*{dt}", **_fft_table_sig(("f1c", "f1s", "twc", "tws", "f2c", "f2s", "win")), "a_ptr": f"*{out_dt}",
          "c_ptr": f"*{out_dt}", "N": "i32", "T": "i32", "hop": "i32", "pad": "i32", "mag_eps": "fp32"},
         {"POLAR": mode == "polar", "POWER": mode in ("power", "magnitude"), "MAGNITUDE": mode == "magnitude",
-         "PRECISION": prec, "N1": n1, "N2": n2, "BT": bt, "T_FAST": FFT_T_FAST}, num_warps=warps,
+         "PRECISION": prec, "N1": n1, "N2": n2, "BT": bt}, num_warps=warps,
         expect_mma=prec != "ieee")
 
 
@@ -1290,17 +1231,12 @@ def _istft_variants(exp_sin: bool):
                                "BT": bt, "S_P": chunk}, num_warps=warps))
         for prec in PRECISIONS:
             bt, warps = FFT_TILES[prec]
-            span = (bt - 1) * 256 + FFT_NFFT
-            for partial_hop in (256, 0):
-                out.append(AotVariant(
-                    f"_istft_fft_frames_kernel[{dt},n_fft={FFT_NFFT},exp_sin={exp_sin},{prec},partial_hop={partial_hop}]",
-                    _istft_fft_frames_kernel,
-                    {**spec, **_fft_table_sig(("g2c", "g2s", "twc", "tws", "g1c", "g1s", "win")),
-                     "frames_ptr": "*fp32", "T": "i32", "batch_stride": "i64"},
-                    {"EXP_SIN": exp_sin, "FAST": True, "PRECISION": prec, "N1": n1, "N2": n2, "BT": bt,
-                     "PARTIAL_HOP": partial_hop, "SPAN_P": triton.next_power_of_2(span // n2),
-                     "T_FAST": FFT_T_FAST},
-                    num_warps=warps, expect_mma=prec != "ieee"))
+            out.append(AotVariant(f"_istft_fft_frames_kernel[{dt},n_fft={FFT_NFFT},exp_sin={exp_sin},{prec}]",
+                                  _istft_fft_frames_kernel,
+                                  {**spec, **_fft_table_sig(("g2c", "g2s", "twc", "tws", "g1c", "g1s", "win")),
+                                   "frames_ptr": "*fp32", "T": "i32", "batch_stride": "i64"},
+                                  {"EXP_SIN": exp_sin, "FAST": True, "PRECISION": prec, "N1": n1, "N2": n2, "BT": bt},
+                                  num_warps=warps, expect_mma=prec != "ieee"))
             out.append(AotVariant(f"_istft_frames_kernel[{dt},n_fft={GEMM_NFFT},exp_sin={exp_sin},{prec}]",
                                   _istft_frames_kernel,
                                   {**spec, "icos_ptr": "*fp32", "isin_ptr": "*fp32", "frames_ptr": "*fp32",
@@ -1309,14 +1245,6 @@ def _istft_variants(exp_sin: bool):
                                    "BLOCK_T": ISTFT_FRAMES_TILE[0], "BLOCK_N": ISTFT_FRAMES_TILE[1],
                                    "BLOCK_F": ISTFT_FRAMES_TILE[2]}, num_warps=GEMM_WARPS,
                                   expect_mma=prec != "ieee"))
-        for bt in sorted({bt for bt, _ in FFT_TILES.values()}):
-            span = (bt - 1) * 256 + FFT_NFFT
-            out.append(AotVariant(f"_overlap_add_partials_kernel[{dt},n_fft={FFT_NFFT},hop=256,bt={bt}]",
-                                  _overlap_add_partials_kernel,
-                                  {"part_ptr": "*fp32", "wsq_ptr": "*fp32", "y_ptr": f"*{dt}", "T": "i32",
-                                   "L_out": "i32", "pad": "i32", "hop": "i32", "n_tiles": "i32"},
-                                  {"N_FFT": FFT_NFFT, "OVERLAP": 4, "BT": bt, "SPAN": span,
-                                   "COVER": triton.cdiv(span, bt * 256), "BLOCK_S": OLA_BLOCK_S}))
         out.append(AotVariant(f"_overlap_add_kernel[{dt},n_fft=1024]", _overlap_add_kernel,
                               {"frames_ptr": "*fp32", "wsq_ptr": "*fp32", "y_ptr": f"*{dt}", "T": "i32",
                                "L_out": "i32", "pad": "i32", "hop": "i32"},
@@ -1417,7 +1345,8 @@ def _mel_variants(magnitude: bool):
     project = [AotVariant(f"_mel_project_kernel[{dt},{prec},block_t={bt}]", _mel_project_kernel,
                           {"s_ptr": "*fp32", "mel_ptr": "*fp32", "out_ptr": f"*{dt}", "T": "i32", "NF": "i32",
                            "NM": "i32", "log_eps": "fp32"},
-                          {"PRECISION": prec, "BLOCK_T": bt, "BLOCK_M": bm, "BLOCK_K": bk}, num_warps=warps,
+                          {"PRECISION": prec, "BLOCK_T": bt, "BLOCK_M": bm, "BLOCK_K": bk,
+                           "MEL_ROWS": MEL_PROJECT_ROWS}, num_warps=warps,
                           expect_mma=prec != "ieee")
                for dt in ("fp32", "fp16", "bf16") for prec in PRECISIONS for bt, bm, bk, warps in MEL_PROJECT_TILES]
     return gemm + fft + project
