@@ -78,18 +78,19 @@ def small_istft_cases():
     return cases
 
 
-# (precision, frames per program, warps, mel: [bands, frames] GEMM tiles, mel: wide GEMM tile (frames, bands, bins,
-# warps)). Round 1c: [k1, k2, frame] I/O tiles 1.6x faster for stft; ieee best at 2/4, tf32x3 at 4/4; tf32 misses
-# the float32 row.
+# (precision, frames per program, warps, frame tiles per program, mel: [bands, frames] GEMM tiles, mel: wide GEMM
+# tile (frames, bands, bins, warps)). Round 1c: [k1, k2, frame] I/O tiles 1.6x faster for stft; ieee best at 2/4,
+# tf32x3 at 4/4 ~ 4/8; tf32 misses the float32 row.
 FFT_CONFIGS = {
-    "float32": [("ieee", 2, 4, True, (64, 128, 32, 8)), ("tf32x3", 4, 4, True, (64, 128, 32, 8)),
-                ("ieee", 1, 4, True, (64, 128, 32, 8)), ("ieee", 2, 2, True, (64, 128, 32, 8)),
-                ("tf32x3", 2, 4, True, (64, 128, 32, 8))],
-    "bfloat16": [("tf32", 4, 4, True, (64, 128, 32, 8)), ("tf32", 2, 4, True, (64, 128, 32, 8))]}
-MEL_GEMMS = {"float32": [("ieee", 2, 4, False, (64, 128, 32, 8)), ("ieee", 2, 4, True, (128, 128, 32, 8)),
-                         ("ieee", 2, 4, True, (64, 128, 16, 4)), ("ieee", 2, 4, True, (128, 128, 16, 8)),
-                         ("tf32x3", 4, 4, False, (64, 128, 32, 8)), ("tf32x3", 4, 4, True, (128, 128, 32, 8))],
-             "bfloat16": [("tf32", 4, 4, False, (64, 128, 32, 8))]}
+    "float32": [("ieee", 2, 4, 1, True, (64, 128, 32, 8)), ("ieee", 2, 8, 1, True, (64, 128, 32, 8)),
+                ("ieee", 2, 8, 4, True, (64, 128, 32, 8)), ("tf32x3", 4, 8, 1, True, (64, 128, 32, 8)),
+                ("tf32x3", 4, 8, 4, True, (64, 128, 32, 8)), ("tf32x3", 4, 8, 8, True, (64, 128, 32, 8))],
+    "bfloat16": [("tf32", 4, 4, 1, True, (64, 128, 32, 8)), ("tf32", 4, 8, 1, True, (64, 128, 32, 8)),
+                 ("tf32", 4, 8, 4, True, (64, 128, 32, 8))]}
+MEL_GEMMS = {"float32": [("ieee", 2, 4, 1, False, (64, 128, 32, 8)), ("ieee", 2, 4, 1, True, (128, 128, 32, 8)),
+                         ("ieee", 2, 4, 1, True, (64, 128, 16, 4)), ("tf32x3", 4, 8, 1, False, (64, 128, 32, 8)),
+                         ("tf32x3", 4, 8, 1, True, (128, 128, 32, 8))],
+             "bfloat16": [("tf32", 4, 4, 1, False, (64, 128, 32, 8))]}
 
 
 def large_cases():
@@ -99,8 +100,9 @@ def large_cases():
             for dtype in (torch.float32, torch.bfloat16):
                 dt = str(dtype).removeprefix("torch.")
                 configs = FFT_CONFIGS[dt] + (MEL_GEMMS[dt] if op == "mel" else [])
-                cands = [(f"fft {p} BT={bt} w={w}" + (f" melrows={int(rows)} {tile}" if op == "mel" else ""),
-                          ("fft", p, bt, w, rows, tile)) for p, bt, w, rows, tile in configs]
+                cands = [(f"fft {p} BT={bt} w={w} sub={sub}" + (f" rows={int(rows)} {tile}" if op == "mel" else ""),
+                          ("fft", p, bt, w, sub, rows, tile)) for p, bt, w, sub, rows, tile in configs
+                         if op == "stft" or op == "mel" or sub == 1]
                 out.append({"op": op, "n_fft": 1024, "hop": 256, "B": shape, "dtype": dtype, "label": label,
                             "cands": cands})
     return out
@@ -157,10 +159,11 @@ def runner(case, cand, inp):
             bs, exp_sin = 2 * NF * T, True
         out = a.new_empty(B, hop * (T - 1))
         return lambda: _istft_small_ola(a, c, bs, B, NF, T, n_fft, hop, exp_sin, out, *cand[1:])
-    prec, bt, warps, rows, tile = cand[1:]
+    prec, bt, warps, sub, rows, tile = cand[1:]
 
     def fft():
         K.FFT_TILES[prec] = (bt, warps)
+        K.FFT_SUB, K.FFT_WIDE_PROGRAMS = sub, 1
         K.MEL_PROJECT_ROWS = rows
         K.MEL_PROJECT_TILES = (K.MEL_PROJECT_TILES[0], tile)
         if op == "stft":

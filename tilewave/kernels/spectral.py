@@ -71,8 +71,12 @@ SCAN_BLOCK_L, SOURCE_BLOCK_T = 64, 128
 GEMM_WARPS = 8
 PRECISIONS = ("ieee", "tf32x3", "tf32")
 # four-step FFT kernels (n_fft a power of two >= 256): (frames per program, warps) per dot precision
-# H200, round 1c: ieee best at 2 frames / 4 warps, tf32x3 and tf32 at 4 / 4 (8 frames: register-bound)
-FFT_TILES = {"ieee": (2, 4), "tf32x3": (4, 4), "tf32": (4, 4)}
+# H200, round 1c: ieee best at 2 frames / 4 warps, tf32x3 at 4 / 4 and 4 / 8 (within 2%; 8 warps leave the
+# registers room for the tables), tf32 at 4 / 4 (8 frames: register-bound)
+FFT_TILES = {"ieee": (2, 4), "tf32x3": (4, 8), "tf32": (4, 4)}
+# frame tiles per forward-FFT program (tables loaded once, the next tile's loads overlap this one's math), used
+# while that still leaves FFT_WIDE_PROGRAMS programs
+FFT_SUB, FFT_WIDE_PROGRAMS = 1, 528
 # filterbank GEMM tiles (frames, mel bands, bins per step, warps): narrow while wide tiles would leave SMs idle
 MEL_PROJECT_TILES = ((16, 128, 16, 4), (64, 128, 32, 8))
 MEL_PROJECT_ROWS = True  # [mel bands, frames] tiles: stores along the frames
@@ -189,81 +193,90 @@ def _stft_gemm_kernel(x_ptr, cos_ptr, sin_ptr, mag_ptr, phase_ptr, N, T, hop, pa
 
 
 @triton.jit
-def _fft_tile(x_row, f1c_ptr, f1s_ptr, twc_ptr, tws_ptr, f2c_ptr, f2s_ptr, win_ptr, t0, N, T, hop, pad,
-              PRECISION: tl.constexpr, N1: tl.constexpr, N2: tl.constexpr, BT: tl.constexpr):
+def _fft_fwd_tables(f1c_ptr, f1s_ptr, twc_ptr, tws_ptr, f2c_ptr, f2s_ptr, win_ptr, N1: tl.constexpr,
+                    N2: tl.constexpr, BT: tl.constexpr):
+    # the constant operands of _fft_tile, loaded once per program: DFT-N1 (cos, −sin), window and twiddles over
+    # the rows (frame, n2), DFT-N2 (cos, −sin) for the first N2/2 outputs
+    n2 = tl.arange(0, BT * N2) % N2
+    n1 = tl.arange(0, N1)
+    f1 = n1[:, None] * N1 + n1[None, :]
+    tw = n2[:, None] * N1 + n1[None, :]
+    m2 = tl.arange(0, N2)
+    f2 = m2[:, None] * (N2 // 2) + tl.arange(0, N2 // 2)[None, :]
+    return (tl.load(f1c_ptr + f1), tl.load(f1s_ptr + f1), tl.load(win_ptr + N2 * n1[None, :] + n2[:, None]),
+            tl.load(twc_ptr + tw), tl.load(tws_ptr + tw), tl.load(f2c_ptr + f2), tl.load(f2s_ptr + f2))
+
+
+@triton.jit
+def _fft_tile(x_row, tables, t0, N, T, hop, pad, PRECISION: tl.constexpr, N1: tl.constexpr, N2: tl.constexpr,
+              BT: tl.constexpr):
     # Four-step FFT of BT windowed frames, n_fft = N1·N2, n = N2·n1 + n2, bin k = k1 + N1·k2:
     #   A[(t, n2), k1] = Σ_n1 x_w[t, N2·n1 + n2]·W_N1^{n1·k1}      (tl.dot, rows (frame, n2))
     #   B = A·W_N^{n2·k1}                                          (twiddles, element-wise)
     #   X[(t, k1), k2] = Σ_n2 B[(t, k1), n2]·W_N2^{n2·k2}          (tl.dot after a per-frame transpose)
     # for k2 < N2/2 (bins 0 … n_fft/2 − 1); the Nyquist bin is Σ_n2 (−1)^n2·B[(t, 0), n2], returned as a
-    # vector over the rows (t, k1) that is valid where k1 == 0. ~(N1 + N2/2)·4·n_fft real MACs per frame against
-    # 2·n_fft·(n_fft/2 + 1) for a direct DFT (1024: 49k vs 1.05M).
+    # vector over the rows (t, k1) that is valid where k1 == 0. 2·n_fft·(N1 + N2) real MACs per frame against
+    # 2·n_fft·(n_fft/2 + 1) for a direct DFT (1024: 131k vs 1.05M). tables: _fft_fwd_tables.
+    f1c, f1s, win, twc, tws, f2c, f2s = tables
     r = tl.arange(0, BT * N2)
     n2 = r % N2
     t = t0 + r // N2
     n1 = tl.arange(0, N1)
-    n = N2 * n1[None, :] + n2[:, None]
-    q = _reflect(t[:, None] * hop + n - pad, N)
-    xw = tl.load(x_row + q, mask=(t < T)[:, None], other=0.0).to(tl.float32) * tl.load(win_ptr + n)
-    f1 = n1[:, None] * N1 + n1[None, :]
-    a_re = tl.dot(xw, tl.load(f1c_ptr + f1), input_precision=PRECISION)
-    a_im = tl.dot(xw, tl.load(f1s_ptr + f1), input_precision=PRECISION)
-    tw = n2[:, None] * N1 + n1[None, :]
-    twc = tl.load(twc_ptr + tw)
-    tws = tl.load(tws_ptr + tw)
+    q = _reflect(t[:, None] * hop + N2 * n1[None, :] + n2[:, None] - pad, N)
+    xw = tl.load(x_row + q, mask=(t < T)[:, None], other=0.0).to(tl.float32) * win
+    a_re = tl.dot(xw, f1c, input_precision=PRECISION)
+    a_im = tl.dot(xw, f1s, input_precision=PRECISION)
     b_re = a_re * twc - a_im * tws
     b_im = a_re * tws + a_im * twc
     b_re = tl.reshape(tl.permute(tl.reshape(b_re, (BT, N2, N1)), (0, 2, 1)), (BT * N1, N2))
     b_im = tl.reshape(tl.permute(tl.reshape(b_im, (BT, N2, N1)), (0, 2, 1)), (BT * N1, N2))
-    m2 = tl.arange(0, N2)
-    k2 = tl.arange(0, N2 // 2)
-    f2 = m2[:, None] * (N2 // 2) + k2[None, :]
-    f2c = tl.load(f2c_ptr + f2)
-    f2s = tl.load(f2s_ptr + f2)
     x_re = tl.dot(b_re, f2c, input_precision=PRECISION)
     x_re = tl.dot(-b_im, f2s, x_re, input_precision=PRECISION)
     x_im = tl.dot(b_re, f2s, input_precision=PRECISION)
     x_im = tl.dot(b_im, f2c, x_im, input_precision=PRECISION)
-    nyquist = tl.sum(b_re * (1 - 2 * (m2 % 2)).to(tl.float32)[None, :], axis=1)
+    nyquist = tl.sum(b_re * (1 - 2 * (tl.arange(0, N2) % 2)).to(tl.float32)[None, :], axis=1)
     return x_re, x_im, nyquist
 
 
 @triton.jit
 def _stft_fft_kernel(x_ptr, f1c_ptr, f1s_ptr, twc_ptr, tws_ptr, f2c_ptr, f2s_ptr, win_ptr, a_ptr, c_ptr,
                      N, T, hop, pad, mag_eps, POLAR: tl.constexpr, POWER: tl.constexpr, MAGNITUDE: tl.constexpr,
-                     PRECISION: tl.constexpr, N1: tl.constexpr, N2: tl.constexpr, BT: tl.constexpr):
-    # grid: (B, cdiv(T, BT)); see _fft_tile. Outputs [B, F, T] as _stft_gemm_kernel; with POWER, one float32
-    # spectrum S [B, T, F] (rows of bins, what the filterbank GEMM reads) = Re² + Im², or √(Re² + Im² + mag_eps)
-    # with MAGNITUDE.
+                     PRECISION: tl.constexpr, N1: tl.constexpr, N2: tl.constexpr, BT: tl.constexpr,
+                     SUB: tl.constexpr):
+    # grid: (B, cdiv(T, BT·SUB)); SUB tiles of BT frames per program, one after the other, on tables loaded once.
+    # See _fft_tile. Outputs [B, F, T] as _stft_gemm_kernel; with POWER, one float32 spectrum S [B, T, F] (rows of
+    # bins, what the filterbank GEMM reads) = Re² + Im², or √(Re² + Im² + mag_eps) with MAGNITUDE.
     NF: tl.constexpr = N1 * N2 // 2 + 1
     b = tl.program_id(0).to(tl.int64)
-    t0 = tl.program_id(1) * BT
-    x_re, x_im, nyquist = _fft_tile(x_ptr + b * N, f1c_ptr, f1s_ptr, twc_ptr, tws_ptr, f2c_ptr, f2s_ptr, win_ptr,
-                                    t0, N, T, hop, pad, PRECISION, N1, N2, BT)
+    tables = _fft_fwd_tables(f1c_ptr, f1s_ptr, twc_ptr, tws_ptr, f2c_ptr, f2s_ptr, win_ptr, N1, N2, BT)
     r = tl.arange(0, BT * N1)
     k1 = r % N1
-    t = t0 + r // N1
     k2 = tl.arange(0, N2 // 2)
-    if POWER:
-        spec = x_re * x_re + x_im * x_im
-        nyq = nyquist * nyquist
-        if MAGNITUDE:
-            spec = tl.sqrt(spec + mag_eps)
-            nyq = tl.sqrt(nyq + mag_eps)
-        rows = (b * T + t) * NF
-        tl.store(a_ptr + rows[:, None] + k1[:, None] + N1 * k2[None, :], spec, mask=(t < T)[:, None])
-        tl.store(a_ptr + rows + NF - 1, nyq, mask=(t < T) & (k1 == 0))
-    else:
-        # [B, F, T] has frames contiguous: store [k1, k2, frame] tiles so that neighbouring lanes hold neighbouring
-        # frames (the FFT's (frame, k1) rows scatter every element to its own sector: 1.6x slower on the H200)
-        kk1 = tl.arange(0, N1)
-        tt = t0 + tl.arange(0, BT)
-        offs = (b * NF + kk1[:, None, None] + N1 * k2[None, :, None]) * T + tt[None, None, :]
-        _store_spectrum(a_ptr, c_ptr, offs, (tt < T)[None, None, :],
-                        tl.permute(tl.reshape(x_re, (BT, N1, N2 // 2)), (1, 2, 0)),
-                        tl.permute(tl.reshape(x_im, (BT, N1, N2 // 2)), (1, 2, 0)), POLAR)
-        _store_spectrum(a_ptr, c_ptr, (b * NF + NF - 1) * T + t, (t < T) & (k1 == 0), nyquist,
-                        tl.zeros_like(nyquist), POLAR)
+    kk1 = tl.arange(0, N1)
+    for s in range(SUB):
+        t0 = (tl.program_id(1) * SUB + s) * BT
+        x_re, x_im, nyquist = _fft_tile(x_ptr + b * N, tables, t0, N, T, hop, pad, PRECISION, N1, N2, BT)
+        t = t0 + r // N1
+        if POWER:
+            spec = x_re * x_re + x_im * x_im
+            nyq = nyquist * nyquist
+            if MAGNITUDE:
+                spec = tl.sqrt(spec + mag_eps)
+                nyq = tl.sqrt(nyq + mag_eps)
+            rows = (b * T + t) * NF
+            tl.store(a_ptr + rows[:, None] + k1[:, None] + N1 * k2[None, :], spec, mask=(t < T)[:, None])
+            tl.store(a_ptr + rows + NF - 1, nyq, mask=(t < T) & (k1 == 0))
+        else:
+            # [B, F, T] has frames contiguous: store [k1, k2, frame] tiles so that neighbouring lanes hold
+            # neighbouring frames (the FFT's (frame, k1) rows scatter every element to its own sector: 1.6x slower
+            # on the H200)
+            tt = t0 + tl.arange(0, BT)
+            offs = (b * NF + kk1[:, None, None] + N1 * k2[None, :, None]) * T + tt[None, None, :]
+            _store_spectrum(a_ptr, c_ptr, offs, (tt < T)[None, None, :],
+                            tl.permute(tl.reshape(x_re, (BT, N1, N2 // 2)), (1, 2, 0)),
+                            tl.permute(tl.reshape(x_im, (BT, N1, N2 // 2)), (1, 2, 0)), POLAR)
+            _store_spectrum(a_ptr, c_ptr, (b * NF + NF - 1) * T + t, (t < T) & (k1 == 0), nyquist,
+                            tl.zeros_like(nyquist), POLAR)
 
 
 @triton.jit
@@ -747,10 +760,11 @@ def _stft_fft_launch(x, n_fft, hop, win_length, pad, T, a, c, *, polar, power, m
     n1, n2 = fft_split(n_fft)
     bt, warps = fft_config(precision)
     B, N = x.shape
-    _stft_fft_kernel[(B, triton.cdiv(T, bt))](
+    sub = FFT_SUB if B * triton.cdiv(T, bt * FFT_SUB) >= FFT_WIDE_PROGRAMS else 1
+    _stft_fft_kernel[(B, triton.cdiv(T, bt * sub))](
         x, tb["f1c"], tb["f1s"], tb["twc"], tb["tws"], tb["f2c"], tb["f2s"], tb["win"], a, c, N, T, hop, pad,
         float(mag_eps), POLAR=polar, POWER=power, MAGNITUDE=magnitude, PRECISION=precision, N1=n1, N2=n2, BT=bt,
-        num_warps=warps)
+        SUB=sub, num_warps=warps)
 
 
 def stft(x: torch.Tensor, n_fft: int, hop: int, win_length: int | None = None, pad: int | None = None,
@@ -1124,18 +1138,18 @@ def _fft_table_sig(names):
     return {f"{n}_ptr": "*fp32" for n in names}
 
 
-def _stft_fft_variants(dt: str, mode: str, prec: str) -> AotVariant:
+def _stft_fft_variants(dt: str, mode: str, prec: str) -> list[AotVariant]:
     """mode: 'polar' / 'cartesian' (the spectrum [B, F, T] in dt) or 'power' / 'magnitude' (float32 [B, T, F])."""
     out_dt = dt if mode in ("polar", "cartesian") else "fp32"
     bt, warps = FFT_TILES[prec]
     n1, n2 = fft_split(FFT_NFFT)
-    return AotVariant(
-        f"_stft_fft_kernel[{dt},n_fft={FFT_NFFT},{mode},{prec}]", _stft_fft_kernel,
+    return [AotVariant(
+        f"_stft_fft_kernel[{dt},n_fft={FFT_NFFT},{mode},{prec},sub={sub}]", _stft_fft_kernel,
         {"x_ptr": f"*{dt}", **_fft_table_sig(("f1c", "f1s", "twc", "tws", "f2c", "f2s", "win")), "a_ptr": f"*{out_dt}",
          "c_ptr": f"*{out_dt}", "N": "i32", "T": "i32", "hop": "i32", "pad": "i32", "mag_eps": "fp32"},
         {"POLAR": mode == "polar", "POWER": mode in ("power", "magnitude"), "MAGNITUDE": mode == "magnitude",
-         "PRECISION": prec, "N1": n1, "N2": n2, "BT": bt}, num_warps=warps,
-        expect_mma=prec != "ieee")
+         "PRECISION": prec, "N1": n1, "N2": n2, "BT": bt, "SUB": sub}, num_warps=warps,
+        expect_mma=prec != "ieee") for sub in sorted({1, FFT_SUB})]
 
 
 def _stft_variants():
@@ -1147,7 +1161,7 @@ def _stft_variants():
             out.append(AotVariant(f"_stft_direct_kernel[{dt},n_fft=20,polar={polar}]", _stft_direct_kernel, sig,
                                   {"N_FFT": 20, "NF": 11, "POLAR": polar, "BLOCK_T": DIRECT_BLOCK_T, "BLOCK_F": 16}))
             for prec in PRECISIONS:
-                out.append(_stft_fft_variants(dt, "polar" if polar else "cartesian", prec))
+                out += _stft_fft_variants(dt, "polar" if polar else "cartesian", prec)
                 out.append(AotVariant(
                     f"_stft_gemm_kernel[{dt},n_fft={GEMM_NFFT},polar={polar},{prec}]", _stft_gemm_kernel,
                     {**sig, "NF": "i32"},
@@ -1340,8 +1354,8 @@ def _mel_variants(magnitude: bool):
                        num_warps=GEMM_WARPS, expect_mma=prec != "ieee")
             for dt in ("fp32", "fp16", "bf16") for prec in PRECISIONS
             for bt, bf in (MEL_TILES[:1] if prec == "tf32x3" else MEL_TILES)]
-    fft = [_stft_fft_variants(dt, "magnitude" if magnitude else "power", prec)
-           for dt in ("fp32", "fp16", "bf16") for prec in PRECISIONS]
+    fft = [v for dt in ("fp32", "fp16", "bf16") for prec in PRECISIONS
+           for v in _stft_fft_variants(dt, "magnitude" if magnitude else "power", prec)]
     project = [AotVariant(f"_mel_project_kernel[{dt},{prec},block_t={bt}]", _mel_project_kernel,
                           {"s_ptr": "*fp32", "mel_ptr": "*fp32", "out_ptr": f"*{dt}", "T": "i32", "NF": "i32",
                            "NM": "i32", "log_eps": "fp32"},
