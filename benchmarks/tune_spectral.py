@@ -48,7 +48,7 @@ def _time(fn, reps):
 # ---------------------------------------------------------------------------------------------------------------
 # candidates
 # ---------------------------------------------------------------------------------------------------------------
-def _istft_small_ola(a, c, bs, B, NF, T, n_fft, hop, exp_sin, out, bt, warps, mode, chunk):
+def _istft_small_ola(a, c, bs, B, NF, T, n_fft, hop, exp_sin, out, bt, warps, mode, chunk, const):
     basis = K._bases(n_fft, n_fft, str(a.device))
     ov = triton.cdiv(n_fft, hop)
     L_out = out.shape[-1]
@@ -56,13 +56,16 @@ def _istft_small_ola(a, c, bs, B, NF, T, n_fft, hop, exp_sin, out, bt, warps, mo
     K._istft_ola_kernel[(B, triton.cdiv(rows, bt - ov + 1))](
         a, c, basis["even"], basis["odd"], basis["win"], basis["wsq"], out, T, L_out, bs,
         N_FFT=n_fft, HOP=hop, NF=NF, EXP_SIN=exp_sin, FAST=not SMOKE, MODE=mode, BT=bt,
-        S_P=min(chunk, triton.next_power_of_2((bt - ov + 1) * hop)), num_warps=warps)
+        S_P=min(chunk, triton.next_power_of_2((bt - ov + 1) * hop)), CONST_COEF=const,
+        COEFS=K.small_basis_constants(n_fft, n_fft) if const else (), num_warps=warps)
     return out
 
 
 MODES = {0: "strided", 1: "flat-gather", 2: "joined-2d"}
 # (frames, warps, mode, output chunk); rounds 1-1c: mode 1 (one flat store) at 256/4, one chunk, was best (~50%)
-OLA_CONFIGS = [(256, 4, 1, 4096), (512, 8, 1, 4096)]
+# (frames, warps, mode, chunk, basis as immediates)
+OLA_CONFIGS = [(256, 4, 1, 4096, True), (256, 4, 1, 4096, False), (512, 8, 1, 4096, True), (256, 8, 1, 4096, True),
+               (512, 4, 1, 4096, True)]
 
 
 def small_istft_cases():
@@ -70,9 +73,9 @@ def small_istft_cases():
     for exp_sin in (False, True):
         for shape, label in zip(SMALL_SHAPES, ("Kokoro 10 s", "large")):
             for dtype in (torch.float32, torch.bfloat16):
-                configs = OLA_CONFIGS if dtype == torch.float32 else OLA_CONFIGS[:1]
-                cands = [(f"ola BT={bt} warps={w} {MODES[m]} chunk={ch}", ("ola", bt, w, m, ch))
-                         for bt, w, m, ch in configs]
+                configs = OLA_CONFIGS if dtype == torch.float32 else OLA_CONFIGS[:2]
+                cands = [(f"ola BT={bt} w={w} {MODES[m]}{' imm' if cst else ''}", ("ola", bt, w, m, ch, cst))
+                         for bt, w, m, ch, cst in configs]
                 cases.append({"op": "istft_exp_sin" if exp_sin else "istft", "n_fft": 20, "hop": 5, "B": shape[0],
                               "T": shape[1], "dtype": dtype, "label": label, "cands": cands})
     return cases

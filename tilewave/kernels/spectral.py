@@ -67,6 +67,8 @@ OLA_BLOCK_S = 256
 # [frames, hop] tiles). H200 rounds 1-1c: mode 1 at 256 frames / 4 warps, one chunk, streamed the large shapes at
 # ~50% of copy bandwidth (mode 2: 43%, mode 0: 39-44%; 128 or 512 frames, 2 or 8 warps, 256-sample chunks: slower).
 ISTFT_OLA_FRAMES, ISTFT_OLA_WARPS, ISTFT_OLA_MODE, ISTFT_OLA_CHUNK = 256, 4, 1, 4096
+# bake the small inverse basis into the kernel as immediates (constexpr tuples) instead of ~n_fft²/2 scalar loads
+ISTFT_OLA_CONST = False
 SCAN_BLOCK_L, SOURCE_BLOCK_T = 64, 128
 GEMM_WARPS = 8
 PRECISIONS = ("ieee", "tf32x3", "tf32")
@@ -420,7 +422,8 @@ def _sincos(x, FAST: tl.constexpr):
 @triton.jit
 def _istft_ola_kernel(a_ptr, c_ptr, even_ptr, odd_ptr, win_ptr, wsq_ptr, y_ptr, T, L_out, batch_stride,
                       N_FFT: tl.constexpr, HOP: tl.constexpr, NF: tl.constexpr, EXP_SIN: tl.constexpr,
-                      FAST: tl.constexpr, MODE: tl.constexpr, BT: tl.constexpr, S_P: tl.constexpr):
+                      FAST: tl.constexpr, MODE: tl.constexpr, BT: tl.constexpr, S_P: tl.constexpr,
+                      CONST_COEF: tl.constexpr = False, COEFS: tl.constexpr = ()):
     # grid: (B, cdiv(cdiv(L_out + N_FFT//2, HOP), BT − OV + 1)), OV = ceil(N_FFT/HOP). Small transforms, one pass:
     # a program owns RQ = BT − OV + 1 hop-rows q (output positions p = q·HOP + u, u < HOP, sample j = p − N_FFT//2)
     # and evaluates the BT frames t = q0 − OV + 1 … q0 + RQ − 1 that cover them (OV − 1 halo frames recomputed).
@@ -455,12 +458,12 @@ def _istft_ola_kernel(a_ptr, c_ptr, even_ptr, odd_ptr, win_ptr, wsq_ptr, y_ptr, 
         e = tl.zeros((BT,), dtype=tl.float32)
         o = tl.zeros((BT,), dtype=tl.float32)
         for k in tl.static_range(NF):
-            e += re[k] * tl.load(even_ptr + n * NF + k)
+            e += re[k] * _coef(even_ptr, n * NF + k, CONST_COEF, COEFS, 0)
             if (2 * k * n) % N_FFT != 0:  # sin(2πkn/N) = 0 there
-                o += im[k] * tl.load(odd_ptr + n * NF + k)
-        lo = lo + ((e + o) * tl.load(win_ptr + n),)
+                o += im[k] * _coef(odd_ptr, n * NF + k, CONST_COEF, COEFS, 1)
+        lo = lo + ((e + o) * _coef(win_ptr, n, CONST_COEF, COEFS, 2),)
         if n > 0 and 2 * n < N_FFT:
-            hi = hi + ((e - o) * tl.load(win_ptr + N_FFT - n),)
+            hi = hi + ((e - o) * _coef(win_ptr, N_FFT - n, CONST_COEF, COEFS, 2),)
     if MODE == 2:
         _ola_joined(lo, hi, i, t, T, L_out, wsq_ptr, y_ptr + b * L_out, N_FFT, HOP, BT)
     else:
@@ -474,7 +477,8 @@ def _istft_ola_kernel(a_ptr, c_ptr, even_ptr, odd_ptr, win_ptr, wsq_ptr, y_ptr, 
                     if r > 0:
                         z = tl.gather(z, tl.maximum(i - r, 0), 0)
                     acc += z
-                    wsum += tl.where((t - r >= 0) & (t - r < T), tl.load(wsq_ptr + u + r * HOP), 0.0)
+                    wsum += tl.where((t - r >= 0) & (t - r < T), _coef(wsq_ptr, u + r * HOP, CONST_COEF, COEFS, 3),
+                                     0.0)
             # rows past the ends of the signal have an empty envelope (torch rejects a zero envelope inside)
             val = acc / tl.where(wsum > 0.0, wsum, 1.0)
             if MODE == 1:
@@ -496,6 +500,17 @@ def _istft_ola_kernel(a_ptr, c_ptr, even_ptr, odd_ptr, win_ptr, wsq_ptr, y_ptr, 
                 j = q0 * HOP + s_ - HALF
                 tl.store(y_ptr + b * L_out + j, y.to(y_ptr.dtype.element_ty),
                          mask=(s_ < RQ * HOP) & (j >= 0) & (j < L_out))
+
+
+@triton.jit
+def _coef(ptr, i: tl.constexpr, CONST: tl.constexpr, COEFS: tl.constexpr, TABLE: tl.constexpr):
+    # entry i of a small basis table: an immediate operand when the tables travel as constexpr tuples (COEFS =
+    # (even, odd, win, wsq), flattened), else a scalar load (one per thread and coefficient)
+    if CONST:
+        v = COEFS[TABLE][i]
+    else:
+        v = tl.load(ptr + i)
+    return v
 
 
 @triton.jit
@@ -709,6 +724,13 @@ def _fft_tables(n_fft: int, win_length: int, device: str) -> dict[str, torch.Ten
 
 
 @functools.lru_cache(maxsize=32)
+def small_basis_constants(n_fft: int, win_length: int) -> tuple[tuple[float, ...], ...]:
+    """(even, odd, win, wsq) of _bases as float32-rounded Python floats, for kernels that bake them in."""
+    tables = _bases(n_fft, win_length, "cpu")
+    return tuple(tuple(float(v) for v in tables[name].flatten().tolist()) for name in ("even", "odd", "win", "wsq"))
+
+
+@functools.lru_cache(maxsize=32)
 def _bases(n_fft: int, win_length: int, device: str) -> dict[str, torch.Tensor]:
     """Forward basis w·cos, −w·sin [n_fft, F]; inverse basis c_k·w·cos/n, −c_k·w·sin/n [n_fft, F] (c_k = 2 except
     DC and, for even n_fft, Nyquist: the one-sided spectrum's doubling); its unwindowed first half c_k·cos/n,
@@ -864,7 +886,8 @@ def _istft_launch(a, c, batch_stride, B, NF, T, n_fft, hop, win_length, exp_sin,
         _istft_ola_kernel[(B, triton.cdiv(rows, bt - overlap + 1))](
             a, c, basis["even"], basis["odd"], basis["win"], basis["wsq"], out, T, L_out, batch_stride,
             N_FFT=n_fft, HOP=hop, NF=NF, EXP_SIN=exp_sin, FAST=a.is_cuda, MODE=mode, BT=bt,
-            S_P=chunk, num_warps=warps)
+            S_P=chunk, CONST_COEF=ISTFT_OLA_CONST, COEFS=small_basis_constants(n_fft, win_length or n_fft)
+            if ISTFT_OLA_CONST else (), num_warps=warps)
         return out
     if fft_split(n_fft):
         tb = _fft_tables(n_fft, win_length or n_fft, str(a.device))
