@@ -193,6 +193,17 @@ def test_mel_power_centered_against_float64():
     assert scaled_max_error(K.mel_spectrogram(x, fb.to(DEV), 1024, 256), ref) <= F32
 
 
+@pytest.mark.parametrize("mel_rows", [False, True])
+def test_filterbank_gemm_tile_orientations(monkeypatch, mel_rows):
+    # 70 frames: a partial frame tile; 100 bands: a partial band tile
+    monkeypatch.setattr(K, "MEL_PROJECT_ROWS", mel_rows)
+    x = _signal(1, 69 * 256, 15) * 0.1
+    fb = _slaney().to(DEV)
+    spec = torch.stft(x.cpu().double(), 1024, 256, window=_hann(1024), center=True, return_complex=True)
+    ref = torch.log(torch.clamp(fb.cpu().double() @ spec.abs() ** 2, min=1e-5))
+    assert scaled_max_error(K.mel_spectrogram(x, fb, 1024, 256), ref) <= F32
+
+
 def test_slaney_filterbank_matches_an_independent_implementation():
     from transformers.audio_utils import mel_filter_bank
 

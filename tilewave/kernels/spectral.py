@@ -81,7 +81,7 @@ FFT_TILES = {"ieee": (2, 4), "tf32x3": (4, 8), "tf32": (4, 4)}
 FFT_SUB, FFT_WIDE_PROGRAMS = 1, 528
 # filterbank GEMM tiles (frames, mel bands, bins per step, warps): narrow while wide tiles would leave SMs idle
 MEL_PROJECT_TILES = ((16, 128, 16, 4), (64, 128, 32, 8))
-MEL_PROJECT_ROWS = True  # [mel bands, frames] tiles: stores along the frames
+MEL_PROJECT_ROWS = False  # [mel bands, frames] tiles (stores along the frames) when True; unmeasured on the GPU
 # The interpreter runs one program at a time and pays per tl op, not per element: wide tiles there keep the
 # n_fft 1024 tests to seconds. The GPU tiles above are the ones the AOT variants compile.
 if os.environ.get("TRITON_INTERPRET") == "1":
