@@ -424,7 +424,7 @@ def _sincos(x, FAST: tl.constexpr):
 def _istft_ola_kernel(a_ptr, c_ptr, even_ptr, odd_ptr, win_ptr, wsq_ptr, y_ptr, T, L_out, batch_stride,
                       N_FFT: tl.constexpr, HOP: tl.constexpr, NF: tl.constexpr, EXP_SIN: tl.constexpr,
                       FAST: tl.constexpr, MODE: tl.constexpr, BT: tl.constexpr, S_P: tl.constexpr,
-                      CONST_COEF: tl.constexpr = False, COEFS: tl.constexpr = ()):
+                      CONST_COEF: tl.constexpr, COEFS: tl.constexpr):
     # grid: (B, cdiv(cdiv(L_out + N_FFT//2, HOP), BT − OV + 1)), OV = ceil(N_FFT/HOP). Small transforms, one pass:
     # a program owns RQ = BT − OV + 1 hop-rows q (output positions p = q·HOP + u, u < HOP, sample j = p − N_FFT//2)
     # and evaluates the BT frames t = q0 − OV + 1 … q0 + RQ − 1 that cover them (OV − 1 halo frames recomputed).
@@ -1275,7 +1275,8 @@ def _istft_variants(exp_sin: bool):
                               {**spec, **_fft_table_sig(("even", "odd", "win", "wsq")), "y_ptr": f"*{dt}",
                                "T": "i32", "L_out": "i32", "batch_stride": "i64"},
                               {"N_FFT": 20, "HOP": 5, "NF": 11, "EXP_SIN": exp_sin, "FAST": True, "MODE": mode,
-                               "BT": bt, "S_P": chunk}, num_warps=warps))
+                               "BT": bt, "S_P": chunk, "CONST_COEF": ISTFT_OLA_CONST,
+                               "COEFS": small_basis_constants(20, 20) if ISTFT_OLA_CONST else ()}, num_warps=warps))
         for prec in PRECISIONS:
             bt, warps = FFT_TILES[prec]
             out.append(AotVariant(f"_istft_fft_frames_kernel[{dt},n_fft={FFT_NFFT},exp_sin={exp_sin},{prec}]",
