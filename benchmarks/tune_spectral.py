@@ -48,7 +48,7 @@ def _time(fn, reps):
 # ---------------------------------------------------------------------------------------------------------------
 # candidates
 # ---------------------------------------------------------------------------------------------------------------
-def _istft_small_ola(a, c, bs, B, NF, T, n_fft, hop, exp_sin, out, bt, warps, mode, chunk, const):
+def _istft_small_ola(a, c, bs, B, NF, T, n_fft, hop, exp_sin, out, bt, warps, mode, chunk):
     basis = K._bases(n_fft, n_fft, str(a.device))
     ov = triton.cdiv(n_fft, hop)
     L_out = out.shape[-1]
@@ -56,16 +56,14 @@ def _istft_small_ola(a, c, bs, B, NF, T, n_fft, hop, exp_sin, out, bt, warps, mo
     K._istft_ola_kernel[(B, triton.cdiv(rows, bt - ov + 1))](
         a, c, basis["even"], basis["odd"], basis["win"], basis["wsq"], out, T, L_out, bs,
         N_FFT=n_fft, HOP=hop, NF=NF, EXP_SIN=exp_sin, FAST=not SMOKE, MODE=mode, BT=bt,
-        S_P=min(chunk, triton.next_power_of_2((bt - ov + 1) * hop)), CONST_COEF=const,
-        COEFS=K.small_basis_constants(n_fft, n_fft) if const else (), num_warps=warps)
+        S_P=min(chunk, triton.next_power_of_2((bt - ov + 1) * hop)), num_warps=warps)
     return out
 
 
 MODES = {0: "strided", 1: "flat-gather", 2: "joined-2d"}
 # (frames, warps, mode, output chunk); rounds 1-1c: mode 1 (one flat store) at 256/4, one chunk, was best (~50%)
-# (frames, warps, mode, chunk, basis as immediates)
-OLA_CONFIGS = [(256, 4, 1, 4096, True), (256, 4, 1, 4096, False), (512, 8, 1, 4096, True), (256, 8, 1, 4096, True),
-               (512, 4, 1, 4096, True)]
+# (frames, warps, mode, chunk); rounds 1-1c: mode 1 (one flat store) at 256/4, one chunk, was best (~50% of copy BW)
+OLA_CONFIGS = [(256, 4, 1, 4096), (512, 8, 1, 4096), (256, 4, 2, 4096), (256, 4, 0, 4096)]
 
 
 def small_istft_cases():
@@ -74,26 +72,16 @@ def small_istft_cases():
         for shape, label in zip(SMALL_SHAPES, ("Kokoro 10 s", "large")):
             for dtype in (torch.float32, torch.bfloat16):
                 configs = OLA_CONFIGS if dtype == torch.float32 else OLA_CONFIGS[:2]
-                cands = [(f"ola BT={bt} w={w} {MODES[m]}{' imm' if cst else ''}", ("ola", bt, w, m, ch, cst))
-                         for bt, w, m, ch, cst in configs]
+                cands = [(f"ola BT={bt} w={w} {MODES[m]}", ("ola", bt, w, m, ch)) for bt, w, m, ch in configs]
                 cases.append({"op": "istft_exp_sin" if exp_sin else "istft", "n_fft": 20, "hop": 5, "B": shape[0],
                               "T": shape[1], "dtype": dtype, "label": label, "cands": cands})
     return cases
 
 
-# (precision, frames per program, warps, frame tiles per program, mel: [bands, frames] GEMM tiles, mel: wide GEMM
-# tile (frames, bands, bins, warps)). Round 1c: [k1, k2, frame] I/O tiles 1.6x faster for stft; ieee best at 2/4,
-# tf32x3 at 4/4 ~ 4/8; tf32 misses the float32 row.
-FFT_CONFIGS = {
-    "float32": [("ieee", 2, 4, 1, True, (64, 128, 32, 8)), ("ieee", 2, 8, 1, True, (64, 128, 32, 8)),
-                ("ieee", 2, 8, 4, True, (64, 128, 32, 8)), ("tf32x3", 4, 8, 1, True, (64, 128, 32, 8)),
-                ("tf32x3", 4, 8, 4, True, (64, 128, 32, 8)), ("tf32x3", 4, 8, 8, True, (64, 128, 32, 8))],
-    "bfloat16": [("tf32", 4, 4, 1, True, (64, 128, 32, 8)), ("tf32", 4, 8, 1, True, (64, 128, 32, 8)),
-                 ("tf32", 4, 8, 4, True, (64, 128, 32, 8))]}
-MEL_GEMMS = {"float32": [("ieee", 2, 4, 1, False, (64, 128, 32, 8)), ("ieee", 2, 4, 1, True, (128, 128, 32, 8)),
-                         ("ieee", 2, 4, 1, True, (64, 128, 16, 4)), ("tf32x3", 4, 8, 1, False, (64, 128, 32, 8)),
-                         ("tf32x3", 4, 8, 1, True, (128, 128, 32, 8))],
-             "bfloat16": [("tf32", 4, 4, 1, False, (64, 128, 32, 8))]}
+# (precision, frames per program, warps). Round 1c: [k1, k2, frame] I/O tiles 1.6x faster for stft; ieee best at
+# 2/4, tf32x3 at 4/4 ~ 4/8; tf32 misses the float32 row; 16-bit data runs tf32.
+FFT_CONFIGS = {"float32": [("ieee", 2, 4), ("ieee", 4, 8), ("tf32x3", 4, 8), ("tf32x3", 4, 4)],
+               "bfloat16": [("tf32", 4, 4), ("tf32", 4, 8)]}
 
 
 def large_cases():
@@ -101,11 +89,8 @@ def large_cases():
     for op in ("stft", "istft", "mel"):
         for shape, label in ((1, "10 s model"), (BIG_B, "large")):
             for dtype in (torch.float32, torch.bfloat16):
-                dt = str(dtype).removeprefix("torch.")
-                configs = FFT_CONFIGS[dt] + (MEL_GEMMS[dt] if op == "mel" else [])
-                cands = [(f"fft {p} BT={bt} w={w} sub={sub}" + (f" rows={int(rows)} {tile}" if op == "mel" else ""),
-                          ("fft", p, bt, w, sub, rows, tile)) for p, bt, w, sub, rows, tile in configs
-                         if op == "stft" or op == "mel" or sub == 1]
+                cands = [(f"fft {p} BT={bt} w={w}", ("fft", p, bt, w))
+                         for p, bt, w in FFT_CONFIGS[str(dtype).removeprefix("torch.")]]
                 out.append({"op": op, "n_fft": 1024, "hop": 256, "B": shape, "dtype": dtype, "label": label,
                             "cands": cands})
     return out
@@ -162,13 +147,10 @@ def runner(case, cand, inp):
             bs, exp_sin = 2 * NF * T, True
         out = a.new_empty(B, hop * (T - 1))
         return lambda: _istft_small_ola(a, c, bs, B, NF, T, n_fft, hop, exp_sin, out, *cand[1:])
-    prec, bt, warps, sub, rows, tile = cand[1:]
+    prec, bt, warps = cand[1:]
 
     def fft():
         K.FFT_TILES[prec] = (bt, warps)
-        K.FFT_SUB, K.FFT_WIDE_PROGRAMS = sub, 1
-        K.MEL_PROJECT_ROWS = rows
-        K.MEL_PROJECT_TILES = (K.MEL_PROJECT_TILES[0], tile)
         if op == "stft":
             return K.stft(inp["x"], n_fft, hop, polar=False, precision=prec)
         if op == "istft":

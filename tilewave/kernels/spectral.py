@@ -68,8 +68,6 @@ OLA_BLOCK_S = 256
 # [frames, hop] tiles). H200 rounds 1-1c: mode 1 at 256 frames / 4 warps, one chunk, streamed the large shapes at
 # ~50% of copy bandwidth (mode 2: 43%, mode 0: 39-44%; 128 or 512 frames, 2 or 8 warps, 256-sample chunks: slower).
 ISTFT_OLA_FRAMES, ISTFT_OLA_WARPS, ISTFT_OLA_MODE, ISTFT_OLA_CHUNK = 256, 4, 1, 4096
-# bake the small inverse basis into the kernel as immediates (constexpr tuples) instead of ~n_fft²/2 scalar loads
-ISTFT_OLA_CONST = False
 SCAN_BLOCK_L, SOURCE_BLOCK_T = 64, 128
 GEMM_WARPS = 8
 PRECISIONS = ("ieee", "tf32x3", "tf32")
@@ -77,12 +75,8 @@ PRECISIONS = ("ieee", "tf32x3", "tf32")
 # H200, round 1c: ieee best at 2 frames / 4 warps, tf32x3 at 4 / 4 and 4 / 8 (within 2%; 8 warps leave the
 # registers room for the tables), tf32 at 4 / 4 (8 frames: register-bound)
 FFT_TILES = {"ieee": (2, 4), "tf32x3": (4, 8), "tf32": (4, 4)}
-# frame tiles per forward-FFT program (tables loaded once, the next tile's loads overlap this one's math), used
-# while that still leaves FFT_WIDE_PROGRAMS programs
-FFT_SUB, FFT_WIDE_PROGRAMS = 1, 528
 # filterbank GEMM tiles (frames, mel bands, bins per step, warps): narrow while wide tiles would leave SMs idle
 MEL_PROJECT_TILES = ((16, 128, 16, 4), (64, 128, 32, 8))
-MEL_PROJECT_ROWS = False  # [mel bands, frames] tiles (stores along the frames) when True; unmeasured on the GPU
 # The interpreter runs one program at a time and pays per tl op, not per element: wide tiles there keep the
 # n_fft 1024 tests to seconds. The GPU tiles above are the ones the AOT variants compile.
 if os.environ.get("TRITON_INTERPRET") == "1":
@@ -196,126 +190,100 @@ def _stft_gemm_kernel(x_ptr, cos_ptr, sin_ptr, mag_ptr, phase_ptr, N, T, hop, pa
 
 
 @triton.jit
-def _fft_fwd_tables(f1c_ptr, f1s_ptr, twc_ptr, tws_ptr, f2c_ptr, f2s_ptr, win_ptr, N1: tl.constexpr,
-                    N2: tl.constexpr, BT: tl.constexpr):
-    # the constant operands of _fft_tile, loaded once per program: DFT-N1 (cos, −sin), window and twiddles over
-    # the rows (frame, n2), DFT-N2 (cos, −sin) for the first N2/2 outputs
-    n2 = tl.arange(0, BT * N2) % N2
-    n1 = tl.arange(0, N1)
-    f1 = n1[:, None] * N1 + n1[None, :]
-    tw = n2[:, None] * N1 + n1[None, :]
-    m2 = tl.arange(0, N2)
-    f2 = m2[:, None] * (N2 // 2) + tl.arange(0, N2 // 2)[None, :]
-    return (tl.load(f1c_ptr + f1), tl.load(f1s_ptr + f1), tl.load(win_ptr + N2 * n1[None, :] + n2[:, None]),
-            tl.load(twc_ptr + tw), tl.load(tws_ptr + tw), tl.load(f2c_ptr + f2), tl.load(f2s_ptr + f2))
-
-
-@triton.jit
-def _fft_tile(x_row, tables, t0, N, T, hop, pad, PRECISION: tl.constexpr, N1: tl.constexpr, N2: tl.constexpr,
-              BT: tl.constexpr):
+def _fft_tile(x_row, f1c_ptr, f1s_ptr, twc_ptr, tws_ptr, f2c_ptr, f2s_ptr, win_ptr, t0, N, T, hop, pad,
+              PRECISION: tl.constexpr, N1: tl.constexpr, N2: tl.constexpr, BT: tl.constexpr):
     # Four-step FFT of BT windowed frames, n_fft = N1·N2, n = N2·n1 + n2, bin k = k1 + N1·k2:
     #   A[(t, n2), k1] = Σ_n1 x_w[t, N2·n1 + n2]·W_N1^{n1·k1}      (tl.dot, rows (frame, n2))
     #   B = A·W_N^{n2·k1}                                          (twiddles, element-wise)
     #   X[(t, k1), k2] = Σ_n2 B[(t, k1), n2]·W_N2^{n2·k2}          (tl.dot after a per-frame transpose)
     # for k2 < N2/2 (bins 0 … n_fft/2 − 1); the Nyquist bin is Σ_n2 (−1)^n2·B[(t, 0), n2], returned as a
     # vector over the rows (t, k1) that is valid where k1 == 0. 2·n_fft·(N1 + N2) real MACs per frame against
-    # 2·n_fft·(n_fft/2 + 1) for a direct DFT (1024: 131k vs 1.05M). tables: _fft_fwd_tables.
-    f1c, f1s, win, twc, tws, f2c, f2s = tables
+    # 2·n_fft·(n_fft/2 + 1) for a direct DFT (1024: 131k vs 1.05M).
     r = tl.arange(0, BT * N2)
     n2 = r % N2
     t = t0 + r // N2
     n1 = tl.arange(0, N1)
-    q = _reflect(t[:, None] * hop + N2 * n1[None, :] + n2[:, None] - pad, N)
-    xw = tl.load(x_row + q, mask=(t < T)[:, None], other=0.0).to(tl.float32) * win
-    a_re = tl.dot(xw, f1c, input_precision=PRECISION)
-    a_im = tl.dot(xw, f1s, input_precision=PRECISION)
+    n = N2 * n1[None, :] + n2[:, None]
+    q = _reflect(t[:, None] * hop + n - pad, N)
+    xw = tl.load(x_row + q, mask=(t < T)[:, None], other=0.0).to(tl.float32) * tl.load(win_ptr + n)
+    f1 = n1[:, None] * N1 + n1[None, :]
+    a_re = tl.dot(xw, tl.load(f1c_ptr + f1), input_precision=PRECISION)
+    a_im = tl.dot(xw, tl.load(f1s_ptr + f1), input_precision=PRECISION)
+    tw = n2[:, None] * N1 + n1[None, :]
+    twc = tl.load(twc_ptr + tw)
+    tws = tl.load(tws_ptr + tw)
     b_re = a_re * twc - a_im * tws
     b_im = a_re * tws + a_im * twc
     b_re = tl.reshape(tl.permute(tl.reshape(b_re, (BT, N2, N1)), (0, 2, 1)), (BT * N1, N2))
     b_im = tl.reshape(tl.permute(tl.reshape(b_im, (BT, N2, N1)), (0, 2, 1)), (BT * N1, N2))
+    m2 = tl.arange(0, N2)
+    k2 = tl.arange(0, N2 // 2)
+    f2 = m2[:, None] * (N2 // 2) + k2[None, :]
+    f2c = tl.load(f2c_ptr + f2)
+    f2s = tl.load(f2s_ptr + f2)
     x_re = tl.dot(b_re, f2c, input_precision=PRECISION)
     x_re = tl.dot(-b_im, f2s, x_re, input_precision=PRECISION)
     x_im = tl.dot(b_re, f2s, input_precision=PRECISION)
     x_im = tl.dot(b_im, f2c, x_im, input_precision=PRECISION)
-    nyquist = tl.sum(b_re * (1 - 2 * (tl.arange(0, N2) % 2)).to(tl.float32)[None, :], axis=1)
+    nyquist = tl.sum(b_re * (1 - 2 * (m2 % 2)).to(tl.float32)[None, :], axis=1)
     return x_re, x_im, nyquist
 
 
 @triton.jit
 def _stft_fft_kernel(x_ptr, f1c_ptr, f1s_ptr, twc_ptr, tws_ptr, f2c_ptr, f2s_ptr, win_ptr, a_ptr, c_ptr,
                      N, T, hop, pad, mag_eps, POLAR: tl.constexpr, POWER: tl.constexpr, MAGNITUDE: tl.constexpr,
-                     PRECISION: tl.constexpr, N1: tl.constexpr, N2: tl.constexpr, BT: tl.constexpr,
-                     SUB: tl.constexpr):
-    # grid: (B, cdiv(T, BT·SUB)); SUB tiles of BT frames per program, one after the other, on tables loaded once.
-    # See _fft_tile. Outputs [B, F, T] as _stft_gemm_kernel; with POWER, one float32 spectrum S [B, T, F] (rows of
-    # bins, what the filterbank GEMM reads) = Re² + Im², or √(Re² + Im² + mag_eps) with MAGNITUDE.
+                     PRECISION: tl.constexpr, N1: tl.constexpr, N2: tl.constexpr, BT: tl.constexpr):
+    # grid: (B, cdiv(T, BT)); see _fft_tile. Outputs [B, F, T] as _stft_gemm_kernel; with POWER, one float32
+    # spectrum S [B, T, F] (rows of bins, what the filterbank GEMM reads) = Re² + Im², or √(Re² + Im² + mag_eps)
+    # with MAGNITUDE.
     NF: tl.constexpr = N1 * N2 // 2 + 1
     b = tl.program_id(0).to(tl.int64)
-    tables = _fft_fwd_tables(f1c_ptr, f1s_ptr, twc_ptr, tws_ptr, f2c_ptr, f2s_ptr, win_ptr, N1, N2, BT)
+    t0 = tl.program_id(1) * BT
+    x_re, x_im, nyquist = _fft_tile(x_ptr + b * N, f1c_ptr, f1s_ptr, twc_ptr, tws_ptr, f2c_ptr, f2s_ptr, win_ptr,
+                                    t0, N, T, hop, pad, PRECISION, N1, N2, BT)
     r = tl.arange(0, BT * N1)
     k1 = r % N1
+    t = t0 + r // N1
     k2 = tl.arange(0, N2 // 2)
-    kk1 = tl.arange(0, N1)
-    for s in range(SUB):
-        t0 = (tl.program_id(1) * SUB + s) * BT
-        x_re, x_im, nyquist = _fft_tile(x_ptr + b * N, tables, t0, N, T, hop, pad, PRECISION, N1, N2, BT)
-        t = t0 + r // N1
-        if POWER:
-            spec = x_re * x_re + x_im * x_im
-            nyq = nyquist * nyquist
-            if MAGNITUDE:
-                spec = tl.sqrt(spec + mag_eps)
-                nyq = tl.sqrt(nyq + mag_eps)
-            rows = (b * T + t) * NF
-            tl.store(a_ptr + rows[:, None] + k1[:, None] + N1 * k2[None, :], spec, mask=(t < T)[:, None])
-            tl.store(a_ptr + rows + NF - 1, nyq, mask=(t < T) & (k1 == 0))
-        else:
-            # [B, F, T] has frames contiguous: store [k1, k2, frame] tiles so that neighbouring lanes hold
-            # neighbouring frames (the FFT's (frame, k1) rows scatter every element to its own sector: 1.6x slower
-            # on the H200)
-            tt = t0 + tl.arange(0, BT)
-            offs = (b * NF + kk1[:, None, None] + N1 * k2[None, :, None]) * T + tt[None, None, :]
-            _store_spectrum(a_ptr, c_ptr, offs, (tt < T)[None, None, :],
-                            tl.permute(tl.reshape(x_re, (BT, N1, N2 // 2)), (1, 2, 0)),
-                            tl.permute(tl.reshape(x_im, (BT, N1, N2 // 2)), (1, 2, 0)), POLAR)
-            _store_spectrum(a_ptr, c_ptr, (b * NF + NF - 1) * T + t, (t < T) & (k1 == 0), nyquist,
-                            tl.zeros_like(nyquist), POLAR)
+    if POWER:
+        spec = x_re * x_re + x_im * x_im
+        nyq = nyquist * nyquist
+        if MAGNITUDE:
+            spec = tl.sqrt(spec + mag_eps)
+            nyq = tl.sqrt(nyq + mag_eps)
+        rows = (b * T + t) * NF
+        tl.store(a_ptr + rows[:, None] + k1[:, None] + N1 * k2[None, :], spec, mask=(t < T)[:, None])
+        tl.store(a_ptr + rows + NF - 1, nyq, mask=(t < T) & (k1 == 0))
+    else:
+        # [B, F, T] has frames contiguous: store [k1, k2, frame] tiles so that neighbouring lanes hold neighbouring
+        # frames (the FFT's (frame, k1) rows scatter every element to its own sector: 1.6x slower on the H200)
+        kk1 = tl.arange(0, N1)
+        tt = t0 + tl.arange(0, BT)
+        offs = (b * NF + kk1[:, None, None] + N1 * k2[None, :, None]) * T + tt[None, None, :]
+        _store_spectrum(a_ptr, c_ptr, offs, (tt < T)[None, None, :],
+                        tl.permute(tl.reshape(x_re, (BT, N1, N2 // 2)), (1, 2, 0)),
+                        tl.permute(tl.reshape(x_im, (BT, N1, N2 // 2)), (1, 2, 0)), POLAR)
+        _store_spectrum(a_ptr, c_ptr, (b * NF + NF - 1) * T + t, (t < T) & (k1 == 0), nyquist,
+                        tl.zeros_like(nyquist), POLAR)
 
 
 @triton.jit
 def _mel_project_kernel(s_ptr, mel_ptr, out_ptr, T, NF, NM, log_eps, PRECISION: tl.constexpr,
-                        BLOCK_T: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, MEL_ROWS: tl.constexpr):
-    # grid: (B, cdiv(T, BLOCK_T), cdiv(NM, BLOCK_M)); out [B, NM, T] = log(max(mel @ S [B, T, NF]ᵀ, log_eps)).
-    # MEL_ROWS: the tile is [mel bands, frames] (melᵀ·Sᵀ), so the store runs along the frames that [B, NM, T] keeps
-    # contiguous; else [frames, mel bands].
+                        BLOCK_T: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
+    # grid: (B, cdiv(T, BLOCK_T), cdiv(NM, BLOCK_M)); out [B, NM, T] = log(max(S [B, T, NF] @ melᵀ, log_eps)).
     b = tl.program_id(0).to(tl.int64)
     t = tl.program_id(1) * BLOCK_T + tl.arange(0, BLOCK_T)
     m = tl.program_id(2) * BLOCK_M + tl.arange(0, BLOCK_M)
-    if MEL_ROWS:
-        acc = tl.zeros((BLOCK_M, BLOCK_T), dtype=tl.float32)
-    else:
-        acc = tl.zeros((BLOCK_T, BLOCK_M), dtype=tl.float32)
+    acc = tl.zeros((BLOCK_T, BLOCK_M), dtype=tl.float32)
     for k0 in range(0, NF, BLOCK_K):
         k = k0 + tl.arange(0, BLOCK_K)
-        if MEL_ROWS:
-            fb = tl.load(mel_ptr + m[:, None] * NF + k[None, :], mask=(m[:, None] < NM) & (k[None, :] < NF),
-                         other=0.0)
-            sp = tl.load(s_ptr + (b * T + t[None, :]) * NF + k[:, None], mask=(k[:, None] < NF) & (t[None, :] < T),
-                         other=0.0)
-            acc = tl.dot(fb.to(tl.float32), sp, acc, input_precision=PRECISION)
-        else:
-            sp = tl.load(s_ptr + (b * T + t[:, None]) * NF + k[None, :], mask=(t[:, None] < T) & (k[None, :] < NF),
-                         other=0.0)
-            fb = tl.load(mel_ptr + m[None, :] * NF + k[:, None], mask=(k[:, None] < NF) & (m[None, :] < NM),
-                         other=0.0)
-            acc = tl.dot(sp, fb.to(tl.float32), acc, input_precision=PRECISION)
+        sp = tl.load(s_ptr + (b * T + t[:, None]) * NF + k[None, :], mask=(t[:, None] < T) & (k[None, :] < NF),
+                     other=0.0)
+        fb = tl.load(mel_ptr + m[None, :] * NF + k[:, None], mask=(k[:, None] < NF) & (m[None, :] < NM), other=0.0)
+        acc = tl.dot(sp, fb.to(tl.float32), acc, input_precision=PRECISION)
     out = tl.log(tl.maximum(acc, log_eps))
-    if MEL_ROWS:
-        tl.store(out_ptr + (b * NM + m[:, None]) * T + t[None, :], out.to(out_ptr.dtype.element_ty),
-                 mask=(m[:, None] < NM) & (t[None, :] < T))
-    else:
-        tl.store(out_ptr + (b * NM + m[None, :]) * T + t[:, None], out.to(out_ptr.dtype.element_ty),
-                 mask=(t[:, None] < T) & (m[None, :] < NM))
+    tl.store(out_ptr + (b * NM + m[None, :]) * T + t[:, None], out.to(out_ptr.dtype.element_ty),
+             mask=(t[:, None] < T) & (m[None, :] < NM))
 
 
 @triton.jit
@@ -423,8 +391,7 @@ def _sincos(x, FAST: tl.constexpr):
 @triton.jit
 def _istft_ola_kernel(a_ptr, c_ptr, even_ptr, odd_ptr, win_ptr, wsq_ptr, y_ptr, T, L_out, batch_stride,
                       N_FFT: tl.constexpr, HOP: tl.constexpr, NF: tl.constexpr, EXP_SIN: tl.constexpr,
-                      FAST: tl.constexpr, MODE: tl.constexpr, BT: tl.constexpr, S_P: tl.constexpr,
-                      CONST_COEF: tl.constexpr, COEFS: tl.constexpr):
+                      FAST: tl.constexpr, MODE: tl.constexpr, BT: tl.constexpr, S_P: tl.constexpr):
     # grid: (B, cdiv(cdiv(L_out + N_FFT//2, HOP), BT − OV + 1)), OV = ceil(N_FFT/HOP). Small transforms, one pass:
     # a program owns RQ = BT − OV + 1 hop-rows q (output positions p = q·HOP + u, u < HOP, sample j = p − N_FFT//2)
     # and evaluates the BT frames t = q0 − OV + 1 … q0 + RQ − 1 that cover them (OV − 1 halo frames recomputed).
@@ -459,12 +426,12 @@ def _istft_ola_kernel(a_ptr, c_ptr, even_ptr, odd_ptr, win_ptr, wsq_ptr, y_ptr, 
         e = tl.zeros((BT,), dtype=tl.float32)
         o = tl.zeros((BT,), dtype=tl.float32)
         for k in tl.static_range(NF):
-            e += re[k] * _coef(even_ptr, n * NF + k, CONST_COEF, COEFS, 0)
+            e += re[k] * tl.load(even_ptr + n * NF + k)
             if (2 * k * n) % N_FFT != 0:  # sin(2πkn/N) = 0 there
-                o += im[k] * _coef(odd_ptr, n * NF + k, CONST_COEF, COEFS, 1)
-        lo = lo + ((e + o) * _coef(win_ptr, n, CONST_COEF, COEFS, 2),)
+                o += im[k] * tl.load(odd_ptr + n * NF + k)
+        lo = lo + ((e + o) * tl.load(win_ptr + n),)
         if n > 0 and 2 * n < N_FFT:
-            hi = hi + ((e - o) * _coef(win_ptr, N_FFT - n, CONST_COEF, COEFS, 2),)
+            hi = hi + ((e - o) * tl.load(win_ptr + N_FFT - n),)
     if MODE == 2:
         _ola_joined(lo, hi, i, t, T, L_out, wsq_ptr, y_ptr + b * L_out, N_FFT, HOP, BT)
     else:
@@ -478,8 +445,7 @@ def _istft_ola_kernel(a_ptr, c_ptr, even_ptr, odd_ptr, win_ptr, wsq_ptr, y_ptr, 
                     if r > 0:
                         z = tl.gather(z, tl.maximum(i - r, 0), 0)
                     acc += z
-                    wsum += tl.where((t - r >= 0) & (t - r < T), _coef(wsq_ptr, u + r * HOP, CONST_COEF, COEFS, 3),
-                                     0.0)
+                    wsum += tl.where((t - r >= 0) & (t - r < T), tl.load(wsq_ptr + u + r * HOP), 0.0)
             # rows past the ends of the signal have an empty envelope (torch rejects a zero envelope inside)
             val = acc / tl.where(wsum > 0.0, wsum, 1.0)
             if MODE == 1:
@@ -501,17 +467,6 @@ def _istft_ola_kernel(a_ptr, c_ptr, even_ptr, odd_ptr, win_ptr, wsq_ptr, y_ptr, 
                 j = q0 * HOP + s_ - HALF
                 tl.store(y_ptr + b * L_out + j, y.to(y_ptr.dtype.element_ty),
                          mask=(s_ < RQ * HOP) & (j >= 0) & (j < L_out))
-
-
-@triton.jit
-def _coef(ptr, i: tl.constexpr, CONST: tl.constexpr, COEFS: tl.constexpr, TABLE: tl.constexpr):
-    # entry i of a small basis table: an immediate operand when the tables travel as constexpr tuples (COEFS =
-    # (even, odd, win, wsq), flattened), else a scalar load (one per thread and coefficient)
-    if CONST:
-        v = COEFS[TABLE][i]
-    else:
-        v = tl.load(ptr + i)
-    return v
 
 
 @triton.jit
@@ -725,13 +680,6 @@ def _fft_tables(n_fft: int, win_length: int, device: str) -> dict[str, torch.Ten
 
 
 @functools.lru_cache(maxsize=32)
-def small_basis_constants(n_fft: int, win_length: int) -> tuple[tuple[float, ...], ...]:
-    """(even, odd, win, wsq) of _bases as float32-rounded Python floats, for kernels that bake them in."""
-    tables = _bases(n_fft, win_length, "cpu")
-    return tuple(tuple(float(v) for v in tables[name].flatten().tolist()) for name in ("even", "odd", "win", "wsq"))
-
-
-@functools.lru_cache(maxsize=32)
 def _bases(n_fft: int, win_length: int, device: str) -> dict[str, torch.Tensor]:
     """Forward basis w·cos, −w·sin [n_fft, F]; inverse basis c_k·w·cos/n, −c_k·w·sin/n [n_fft, F] (c_k = 2 except
     DC and, for even n_fft, Nyquist: the one-sided spectrum's doubling); its unwindowed first half c_k·cos/n,
@@ -791,11 +739,10 @@ def _stft_fft_launch(x, n_fft, hop, win_length, pad, T, a, c, *, polar, power, m
     n1, n2 = fft_split(n_fft)
     bt, warps = fft_config(precision)
     B, N = x.shape
-    sub = FFT_SUB if B * triton.cdiv(T, bt * FFT_SUB) >= FFT_WIDE_PROGRAMS else 1
-    _stft_fft_kernel[(B, triton.cdiv(T, bt * sub))](
+    _stft_fft_kernel[(B, triton.cdiv(T, bt))](
         x, tb["f1c"], tb["f1s"], tb["twc"], tb["tws"], tb["f2c"], tb["f2s"], tb["win"], a, c, N, T, hop, pad,
         float(mag_eps), POLAR=polar, POWER=power, MAGNITUDE=magnitude, PRECISION=precision, N1=n1, N2=n2, BT=bt,
-        SUB=sub, num_warps=warps)
+        num_warps=warps)
 
 
 def stft(x: torch.Tensor, n_fft: int, hop: int, win_length: int | None = None, pad: int | None = None,
@@ -850,7 +797,7 @@ def mel_spectrogram(x: torch.Tensor, mel_basis: torch.Tensor, n_fft: int, hop: i
         bt, bm, bk, warps = MEL_PROJECT_TILES[B * triton.cdiv(T, MEL_PROJECT_TILES[1][0]) >= MEL_WIDE_PROGRAMS]
         _mel_project_kernel[(B, triton.cdiv(T, bt), triton.cdiv(NM, bm))](
             spec, mel_basis, out, T, NF, NM, float(eps), PRECISION=prec, BLOCK_T=bt, BLOCK_M=bm, BLOCK_K=bk,
-            MEL_ROWS=MEL_PROJECT_ROWS, num_warps=warps)
+            num_warps=warps)
     elif B and T and NM:
         # tf32x3's split operands do not fit the wide tile's registers
         wide = B * triton.cdiv(T, MEL_TILES[1][0]) >= MEL_WIDE_PROGRAMS and precision != "tf32x3"
@@ -895,8 +842,7 @@ def _istft_launch(a, c, batch_stride, B, NF, T, n_fft, hop, win_length, exp_sin,
         _istft_ola_kernel[(B, triton.cdiv(rows, bt - overlap + 1))](
             a, c, basis["even"], basis["odd"], basis["win"], basis["wsq"], out, T, L_out, batch_stride,
             N_FFT=n_fft, HOP=hop, NF=NF, EXP_SIN=exp_sin, FAST=a.is_cuda, MODE=mode, BT=bt,
-            S_P=chunk, CONST_COEF=ISTFT_OLA_CONST, COEFS=small_basis_constants(n_fft, win_length or n_fft)
-            if ISTFT_OLA_CONST else (), num_warps=warps)
+            S_P=chunk, num_warps=warps)
         return out
     if fft_split(n_fft):
         tb = _fft_tables(n_fft, win_length or n_fft, str(a.device))
@@ -1177,12 +1123,11 @@ def _stft_fft_variants(dt: str, mode: str, prec: str) -> list[AotVariant]:
     bt, warps = FFT_TILES[prec]
     n1, n2 = fft_split(FFT_NFFT)
     return [AotVariant(
-        f"_stft_fft_kernel[{dt},n_fft={FFT_NFFT},{mode},{prec},sub={sub}]", _stft_fft_kernel,
+        f"_stft_fft_kernel[{dt},n_fft={FFT_NFFT},{mode},{prec}]", _stft_fft_kernel,
         {"x_ptr": f"*{dt}", **_fft_table_sig(("f1c", "f1s", "twc", "tws", "f2c", "f2s", "win")), "a_ptr": f"*{out_dt}",
          "c_ptr": f"*{out_dt}", "N": "i32", "T": "i32", "hop": "i32", "pad": "i32", "mag_eps": "fp32"},
         {"POLAR": mode == "polar", "POWER": mode in ("power", "magnitude"), "MAGNITUDE": mode == "magnitude",
-         "PRECISION": prec, "N1": n1, "N2": n2, "BT": bt, "SUB": sub}, num_warps=warps,
-        expect_mma=prec != "ieee") for sub in sorted({1, FFT_SUB})]
+         "PRECISION": prec, "N1": n1, "N2": n2, "BT": bt}, num_warps=warps, expect_mma=prec != "ieee")]
 
 
 def _stft_variants():
@@ -1275,8 +1220,7 @@ def _istft_variants(exp_sin: bool):
                               {**spec, **_fft_table_sig(("even", "odd", "win", "wsq")), "y_ptr": f"*{dt}",
                                "T": "i32", "L_out": "i32", "batch_stride": "i64"},
                               {"N_FFT": 20, "HOP": 5, "NF": 11, "EXP_SIN": exp_sin, "FAST": True, "MODE": mode,
-                               "BT": bt, "S_P": chunk, "CONST_COEF": ISTFT_OLA_CONST,
-                               "COEFS": small_basis_constants(20, 20) if ISTFT_OLA_CONST else ()}, num_warps=warps))
+                               "BT": bt, "S_P": chunk}, num_warps=warps))
         for prec in PRECISIONS:
             bt, warps = FFT_TILES[prec]
             out.append(AotVariant(f"_istft_fft_frames_kernel[{dt},n_fft={FFT_NFFT},exp_sin={exp_sin},{prec}]",
@@ -1393,8 +1337,7 @@ def _mel_variants(magnitude: bool):
     project = [AotVariant(f"_mel_project_kernel[{dt},{prec},block_t={bt}]", _mel_project_kernel,
                           {"s_ptr": "*fp32", "mel_ptr": "*fp32", "out_ptr": f"*{dt}", "T": "i32", "NF": "i32",
                            "NM": "i32", "log_eps": "fp32"},
-                          {"PRECISION": prec, "BLOCK_T": bt, "BLOCK_M": bm, "BLOCK_K": bk,
-                           "MEL_ROWS": MEL_PROJECT_ROWS}, num_warps=warps,
+                          {"PRECISION": prec, "BLOCK_T": bt, "BLOCK_M": bm, "BLOCK_K": bk}, num_warps=warps,
                           expect_mma=prec != "ieee")
                for dt in ("fp32", "fp16", "bf16") for prec in PRECISIONS for bt, bm, bk, warps in MEL_PROJECT_TILES]
     return gemm + fft + project
