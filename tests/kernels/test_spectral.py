@@ -101,6 +101,51 @@ def test_istft_exp_sin_matches_torch_istft():
     assert scaled_max_error(out, ref) <= F32
 
 
+@pytest.mark.parametrize("mode", [0, 1, 2])
+@pytest.mark.parametrize("n_fft,hop,frames", [(20, 5, 41), (16, 3, 30)])
+def test_small_istft_output_modes_across_tile_edges(monkeypatch, mode, n_fft, hop, frames):
+    # 16-frame tiles: the halo frames and the row shifts cross several program boundaries; hop 3 leaves
+    # padding columns in the joined tile and taps past n_fft in the last shift.
+    monkeypatch.setattr(K, "ISTFT_OLA_FRAMES", 16)
+    monkeypatch.setattr(K, "ISTFT_OLA_MODE", mode)
+    g = torch.Generator().manual_seed(9)
+    shape = (2, n_fft // 2 + 1, frames)
+    mag, phase = torch.rand(shape, generator=g) * 2, (torch.rand(shape, generator=g) * 2 - 1) * math.pi
+    ref = torch.istft(torch.polar(mag.double(), phase.double()), n_fft, hop, window=_hann(n_fft), center=True)
+    assert scaled_max_error(K.istft(mag.to(DEV), phase.to(DEV), n_fft, hop), ref) <= F32
+
+
+def test_fft_istft_with_a_hop_that_does_not_divide_n_fft():
+    g = torch.Generator().manual_seed(13)
+    shape = (2, 513, 37)
+    mag, phase = torch.rand(shape, generator=g) * 2, (torch.rand(shape, generator=g) * 2 - 1) * math.pi
+    ref = torch.istft(torch.polar(mag.double(), phase.double()), 1024, 200, window=_hann(1024), center=True)
+    assert scaled_max_error(K.istft(mag.to(DEV), phase.to(DEV), 1024, 200), ref) <= F32
+
+
+FFT_PRECISIONS = ["ieee"] + (["tf32x3"] if DEV == "cuda" else [])
+
+
+@pytest.mark.parametrize("precision", FFT_PRECISIONS)
+@pytest.mark.parametrize("n_fft,win", [(256, 256), (2048, 1600)])
+def test_fft_kernels_at_other_splits_against_float64(n_fft, win, precision):
+    # 256 = 16·16 and 2048 = 64·32 (N1 != N2), one with a window shorter than n_fft
+    hop = n_fft // 4
+    assert K.fft_split(n_fft) == ((16, 16) if n_fft == 256 else (64, 32))
+    x = _signal(2, 3 * n_fft + 77, 11)
+    window = torch.nn.functional.pad(_hann(win), ((n_fft - win) // 2, n_fft - win - (n_fft - win) // 2))
+    spec = torch.stft(x.cpu().double(), n_fft, hop, window=window, center=True, return_complex=True)
+    re, im = K.stft(x, n_fft, hop, win, polar=False, precision=precision)
+    assert max(scaled_max_error(re, spec.real), scaled_max_error(im, spec.imag)) <= F32
+    mag, phase = (v.float().contiguous().to(DEV) for v in (spec.abs(), spec.angle()))
+    y = K.istft(mag, phase, n_fft, hop, win, precision=precision)
+    assert scaled_max_error(y, torch.istft(spec, n_fft, hop, window=window, center=True)) <= F32
+    fb = torch.rand(40, n_fft // 2 + 1, generator=torch.Generator().manual_seed(12)) * 0.05
+    ref = torch.log(torch.clamp(fb.double() @ spec.abs(), min=1e-5))
+    out = K.mel_spectrogram(x, fb.to(DEV), n_fft, hop, win, magnitude=True, mag_eps=0.0, precision=precision)
+    assert scaled_max_error(out, ref) <= F32
+
+
 def _bigvgan_reference(x, mel_basis, n_fft, hop, win):
     """The BigVGAN mel, written as its training code computes it."""
     x = F.pad(x[:, None], ((n_fft - hop) // 2,) * 2, mode="reflect")[:, 0]
@@ -136,6 +181,15 @@ def test_mel_power_centered_against_float64():
     out = S.mel_spectrogram(x, fb.to(DEV), 1024, 256, magnitude=False, center=True)
     assert scaled_max_error(out, ref) <= F32
     assert scaled_max_error(K.mel_spectrogram(x, fb.to(DEV), 1024, 256), ref) <= F32
+
+
+def test_filterbank_gemm_with_partial_tiles():
+    # 70 frames: a partial frame tile; 100 bands: a partial band tile
+    x = _signal(1, 69 * 256, 15) * 0.1
+    fb = _slaney().to(DEV)
+    spec = torch.stft(x.cpu().double(), 1024, 256, window=_hann(1024), center=True, return_complex=True)
+    ref = torch.log(torch.clamp(fb.cpu().double() @ spec.abs() ** 2, min=1e-5))
+    assert scaled_max_error(K.mel_spectrogram(x, fb, 1024, 256), ref) <= F32
 
 
 def test_slaney_filterbank_matches_an_independent_implementation():

@@ -14,18 +14,31 @@ harmonic_source       tanh(w·(sin(φ_k)·amp·uv + noise_amp·noise) + b) [B, T
                       interpolations (see harmonic_source_oracle).
 
 Kernel forms:
-- Small transforms (n_fft <= DIRECT_MAX_NFFT, Kokoro's n_fft 20 / hop 5 / 11 bins): a direct DFT in registers,
-  one program per (batch, frame tile), all bins at once.
-- Larger ones (n_fft 1024 / hop 256): a DFT as a GEMM, frames gathered from the signal (reflect padding folded
-  into the gather) times a precomputed window·cos / −window·sin basis with tl.dot; the mel variant multiplies
-  each bin tile into the filterbank inside the same program, so the spectrum never reaches memory.
-- Inverse: gather form, each output sample sums the ceil(n_fft/hop) frames that overlap it (no atomics). Small
-  transforms evaluate those frames' inverse DFTs in registers in one kernel (the generator tail: exp and sin
-  fused in); larger ones compute the windowed frames as a GEMM against the inverse basis into a float32 scratch,
-  then overlap-add them in a second gather kernel.
+- Small transforms (n_fft <= DIRECT_MAX_NFFT, Kokoro's n_fft 20 / hop 5 / 11 bins): a direct DFT in registers.
+  The inverse is one pass (_istft_ola_kernel): a program takes a run of frames as vectors, turns each
+  (frame, bin) into (Re, Im) once, evaluates the taps with unrolled FMAs on scalar coefficients (taps n and
+  n_fft − n share their even/odd sums: ~n_fft·(n_fft/2 + 1) MACs per frame), and overlap-adds on chip: tap
+  u + r·hop of frame t − r is moved onto row t by tl.gather, so the ~8 flop/byte transform streams at memory speed.
+- Power-of-two n_fft >= 256 (speech: 1024 / hop 256): a four-step FFT, n_fft = N1·N2 (32·32), on tensor cores or
+  FMAs (_fft_tile): a DFT-N1 GEMM over a tile of frames, twiddles, a per-frame transpose, a DFT-N2 GEMM for the
+  first N2/2 outputs plus the Nyquist bin as a reduction. Per frame 2·n_fft·(N1 + N2) real MACs (1024: 131k)
+  against 2·n_fft·(n_fft/2 + 1) = 1.05M for a direct DFT. Roofline at 1024/256, float32, [16, 480000]: 7.9 GFLOP
+  and 153 MB (polar out): ~155 µs of FMA work with "ieee" (51 TFLOP/s measured), ~60 µs of tensor-core work with
+  "tf32x3" (3 MMAs per product, 405 TFLOP/s tf32), 36 µs of memory: compute-bound, not a copy-bandwidth kernel.
+  A log-mel adds only 2·F·n_mels MACs per frame (100 mels: 0.1M) and the float32 spectrum's round trip (2·4·F B per
+  frame) to that. Measured (H200, large shapes, float32): stft 440 µs "ieee" / 358 µs "tf32x3" against cuFFT's
+  197 µs, istft 399 / 319 µs against 606 µs, mel 714 / 752 µs against 524 µs; 16-bit data (tf32): 244, 208 and
+  240 µs against 223, 766 and 548 µs. The four-step kernels are latency-bound (few frames per program, several
+  dependent tl.dot and layout steps), not at either roofline; at the 10 s model shapes they beat torch 2-5x. The inverse writes windowed frames to a float32 scratch [B, T, n_fft] that a gather kernel overlap-adds;
+  the mel variant writes the float32 power (or magnitude) spectrum [B, T, F] and a filterbank GEMM takes the log.
+- Other sizes: a DFT as a GEMM, frames gathered from the signal (reflect padding folded into the gather) times a
+  precomputed window·cos / −window·sin basis with tl.dot; the mel variant multiplies each bin tile into the
+  filterbank inside the same program; the inverse computes windowed frames against the inverse basis into a
+  float32 scratch, then overlap-adds them in a second gather kernel.
 - Harmonic source: a frame-rate scan (one program per batch row) then one sample-rate pass.
 The DFT runs on float32 operands whatever the storage dtype: phase is ill-conditioned near zero-magnitude bins,
-and a 16-bit basis would move it. tf32 is opt-in (tilewave.ops.fp32_matmul_precision). The harmonic phase is
+and a 16-bit basis would move it. For float32 data tf32x3 and tf32 are opt-in (tilewave.ops.fp32_matmul_precision);
+the FFT kernels give 16-bit data tf32 dots when "ieee" is asked for (see _fft_precision). The harmonic phase is
 accumulated in float64: at 10 s the phase reaches ~10^6 rad, where a float32 phase is off by ~0.1 rad.
 Launch invariants: inputs contiguous (the harmonic source's noise may be a transposed view: strides are passed),
 reflect padding needs pad < N, the harmonic source needs T % upsample_scale == 0 (as the reference does).
@@ -54,15 +67,28 @@ ISTFT_FRAMES_TILE = (64, 64, 16)  # frames, taps, bins per step
 # give 15 programs for 132 SMs, so inputs with fewer than MEL_WIDE_PROGRAMS wide tiles take 16-frame tiles.
 MEL_TILES = ((16, 64), (64, 32))  # (frames, bins per step)
 MEL_BLOCK_K, MEL_BLOCK_M, MEL_WIDE_PROGRAMS = 32, 128, 264
-ISTFT_BLOCK_Q, OLA_BLOCK_S = 64, 256
+OLA_BLOCK_S = 256
+# Small inverse transform (n_fft <= DIRECT_MAX_NFFT): frames per program, warps, how the overlap-add leaves (0 one
+# strided store per tap-row, 1 contiguous chunks of at most ISTFT_OLA_CHUNK samples assembled by gathers, 2 joined
+# [frames, hop] tiles). H200 rounds 1-1c: mode 1 at 256 frames / 4 warps, one chunk, streamed the large shapes at
+# ~50% of copy bandwidth (mode 2: 43%, mode 0: 39-44%; 128 or 512 frames, 2 or 8 warps, 256-sample chunks: slower).
+ISTFT_OLA_FRAMES, ISTFT_OLA_WARPS, ISTFT_OLA_MODE, ISTFT_OLA_CHUNK = 256, 4, 1, 4096
 SCAN_BLOCK_L, SOURCE_BLOCK_T = 64, 128
 GEMM_WARPS = 8
+PRECISIONS = ("ieee", "tf32x3", "tf32")
+# four-step FFT kernels (n_fft a power of two >= 256): (frames per program, warps) per dot precision
+# H200, round 1c: ieee best at 2 frames / 4 warps, tf32x3 at 4 / 4 and 4 / 8 (within 2%; 8 warps leave the
+# registers room for the tables), tf32 at 4 / 4 (8 frames: register-bound)
+FFT_TILES = {"ieee": (2, 4), "tf32x3": (4, 8), "tf32": (4, 4)}
+# filterbank GEMM tiles (frames, mel bands, bins per step, warps): narrow while wide tiles would leave SMs idle
+MEL_PROJECT_TILES = ((16, 128, 16, 4), (64, 128, 32, 8))
 # The interpreter runs one program at a time and pays per tl op, not per element: wide tiles there keep the
 # n_fft 1024 tests to seconds. The GPU tiles above are the ones the AOT variants compile.
 if os.environ.get("TRITON_INTERPRET") == "1":
     STFT_TILE, ISTFT_FRAMES_TILE = (64, 256, 256), (64, 256, 256)
     MEL_TILES, MEL_BLOCK_K = ((16, 256), (64, 256)), 256
-PRECISIONS = ("ieee", "tf32")
+    MEL_PROJECT_TILES = ((16, 128, 256, 4), (64, 128, 256, 4))
+    FFT_TILES = {p: (16, 4) for p in FFT_TILES}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -169,6 +195,166 @@ def _stft_gemm_kernel(x_ptr, cos_ptr, sin_ptr, mag_ptr, phase_ptr, N, T, hop, pa
 
 
 @triton.jit
+def _fft_tile(x_row, f1c_ptr, f1s_ptr, twc_ptr, tws_ptr, f2c_ptr, f2s_ptr, win_ptr, t0, N, T, hop, pad,
+              PRECISION: tl.constexpr, N1: tl.constexpr, N2: tl.constexpr, BT: tl.constexpr):
+    # Four-step FFT of BT windowed frames, n_fft = N1·N2, n = N2·n1 + n2, bin k = k1 + N1·k2:
+    #   A[(t, n2), k1] = Σ_n1 x_w[t, N2·n1 + n2]·W_N1^{n1·k1}      (tl.dot, rows (frame, n2))
+    #   B = A·W_N^{n2·k1}                                          (twiddles, element-wise)
+    #   X[(t, k1), k2] = Σ_n2 B[(t, k1), n2]·W_N2^{n2·k2}          (tl.dot after a per-frame transpose)
+    # for k2 < N2/2 (bins 0 … n_fft/2 − 1); the Nyquist bin is Σ_n2 (−1)^n2·B[(t, 0), n2], returned as a
+    # vector over the rows (t, k1) that is valid where k1 == 0. 2·n_fft·(N1 + N2) real MACs per frame against
+    # 2·n_fft·(n_fft/2 + 1) for a direct DFT (1024: 131k vs 1.05M).
+    r = tl.arange(0, BT * N2)
+    n2 = r % N2
+    t = t0 + r // N2
+    n1 = tl.arange(0, N1)
+    n = N2 * n1[None, :] + n2[:, None]
+    q = _reflect(t[:, None] * hop + n - pad, N)
+    xw = tl.load(x_row + q, mask=(t < T)[:, None], other=0.0).to(tl.float32) * tl.load(win_ptr + n)
+    f1 = n1[:, None] * N1 + n1[None, :]
+    a_re = tl.dot(xw, tl.load(f1c_ptr + f1), input_precision=PRECISION)
+    a_im = tl.dot(xw, tl.load(f1s_ptr + f1), input_precision=PRECISION)
+    tw = n2[:, None] * N1 + n1[None, :]
+    twc = tl.load(twc_ptr + tw)
+    tws = tl.load(tws_ptr + tw)
+    b_re = a_re * twc - a_im * tws
+    b_im = a_re * tws + a_im * twc
+    b_re = tl.reshape(tl.permute(tl.reshape(b_re, (BT, N2, N1)), (0, 2, 1)), (BT * N1, N2))
+    b_im = tl.reshape(tl.permute(tl.reshape(b_im, (BT, N2, N1)), (0, 2, 1)), (BT * N1, N2))
+    m2 = tl.arange(0, N2)
+    k2 = tl.arange(0, N2 // 2)
+    f2 = m2[:, None] * (N2 // 2) + k2[None, :]
+    f2c = tl.load(f2c_ptr + f2)
+    f2s = tl.load(f2s_ptr + f2)
+    x_re = tl.dot(b_re, f2c, input_precision=PRECISION)
+    x_re = tl.dot(-b_im, f2s, x_re, input_precision=PRECISION)
+    x_im = tl.dot(b_re, f2s, input_precision=PRECISION)
+    x_im = tl.dot(b_im, f2c, x_im, input_precision=PRECISION)
+    nyquist = tl.sum(b_re * (1 - 2 * (m2 % 2)).to(tl.float32)[None, :], axis=1)
+    return x_re, x_im, nyquist
+
+
+@triton.jit
+def _stft_fft_kernel(x_ptr, f1c_ptr, f1s_ptr, twc_ptr, tws_ptr, f2c_ptr, f2s_ptr, win_ptr, a_ptr, c_ptr,
+                     N, T, hop, pad, mag_eps, POLAR: tl.constexpr, POWER: tl.constexpr, MAGNITUDE: tl.constexpr,
+                     PRECISION: tl.constexpr, N1: tl.constexpr, N2: tl.constexpr, BT: tl.constexpr):
+    # grid: (B, cdiv(T, BT)); see _fft_tile. Outputs [B, F, T] as _stft_gemm_kernel; with POWER, one float32
+    # spectrum S [B, T, F] (rows of bins, what the filterbank GEMM reads) = Re² + Im², or √(Re² + Im² + mag_eps)
+    # with MAGNITUDE.
+    NF: tl.constexpr = N1 * N2 // 2 + 1
+    b = tl.program_id(0).to(tl.int64)
+    t0 = tl.program_id(1) * BT
+    x_re, x_im, nyquist = _fft_tile(x_ptr + b * N, f1c_ptr, f1s_ptr, twc_ptr, tws_ptr, f2c_ptr, f2s_ptr, win_ptr,
+                                    t0, N, T, hop, pad, PRECISION, N1, N2, BT)
+    r = tl.arange(0, BT * N1)
+    k1 = r % N1
+    t = t0 + r // N1
+    k2 = tl.arange(0, N2 // 2)
+    if POWER:
+        spec = x_re * x_re + x_im * x_im
+        nyq = nyquist * nyquist
+        if MAGNITUDE:
+            spec = tl.sqrt(spec + mag_eps)
+            nyq = tl.sqrt(nyq + mag_eps)
+        rows = (b * T + t) * NF
+        tl.store(a_ptr + rows[:, None] + k1[:, None] + N1 * k2[None, :], spec, mask=(t < T)[:, None])
+        tl.store(a_ptr + rows + NF - 1, nyq, mask=(t < T) & (k1 == 0))
+    else:
+        # [B, F, T] has frames contiguous: store [k1, k2, frame] tiles so that neighbouring lanes hold neighbouring
+        # frames (the FFT's (frame, k1) rows scatter every element to its own sector: 1.6x slower on the H200)
+        kk1 = tl.arange(0, N1)
+        tt = t0 + tl.arange(0, BT)
+        offs = (b * NF + kk1[:, None, None] + N1 * k2[None, :, None]) * T + tt[None, None, :]
+        _store_spectrum(a_ptr, c_ptr, offs, (tt < T)[None, None, :],
+                        tl.permute(tl.reshape(x_re, (BT, N1, N2 // 2)), (1, 2, 0)),
+                        tl.permute(tl.reshape(x_im, (BT, N1, N2 // 2)), (1, 2, 0)), POLAR)
+        _store_spectrum(a_ptr, c_ptr, (b * NF + NF - 1) * T + t, (t < T) & (k1 == 0), nyquist,
+                        tl.zeros_like(nyquist), POLAR)
+
+
+@triton.jit
+def _mel_project_kernel(s_ptr, mel_ptr, out_ptr, T, NF, NM, log_eps, PRECISION: tl.constexpr,
+                        BLOCK_T: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
+    # grid: (B, cdiv(T, BLOCK_T), cdiv(NM, BLOCK_M)); out [B, NM, T] = log(max(S [B, T, NF] @ melᵀ, log_eps)).
+    b = tl.program_id(0).to(tl.int64)
+    t = tl.program_id(1) * BLOCK_T + tl.arange(0, BLOCK_T)
+    m = tl.program_id(2) * BLOCK_M + tl.arange(0, BLOCK_M)
+    acc = tl.zeros((BLOCK_T, BLOCK_M), dtype=tl.float32)
+    for k0 in range(0, NF, BLOCK_K):
+        k = k0 + tl.arange(0, BLOCK_K)
+        sp = tl.load(s_ptr + (b * T + t[:, None]) * NF + k[None, :], mask=(t[:, None] < T) & (k[None, :] < NF),
+                     other=0.0)
+        fb = tl.load(mel_ptr + m[None, :] * NF + k[:, None], mask=(k[:, None] < NF) & (m[None, :] < NM), other=0.0)
+        acc = tl.dot(sp, fb.to(tl.float32), acc, input_precision=PRECISION)
+    out = tl.log(tl.maximum(acc, log_eps))
+    tl.store(out_ptr + (b * NM + m[None, :]) * T + t[:, None], out.to(out_ptr.dtype.element_ty),
+             mask=(t[:, None] < T) & (m[None, :] < NM))
+
+
+@triton.jit
+def _polar_to_cartesian(a_ptr, c_ptr, offs, mask, EXP_SIN: tl.constexpr, FAST: tl.constexpr):
+    mag = tl.load(a_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    ph = tl.load(c_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    if EXP_SIN:
+        mag = tl.where(mask, tl.exp(mag), 0.0)
+        ph, _ = _sincos(ph, FAST)
+    s, c = _sincos(ph, FAST)
+    return mag * c, mag * s
+
+
+@triton.jit
+def _istft_fft_frames_kernel(a_ptr, c_ptr, g2c_ptr, g2s_ptr, twc_ptr, tws_ptr, g1c_ptr, g1s_ptr, win_ptr, frames_ptr,
+                             T, batch_stride, EXP_SIN: tl.constexpr, FAST: tl.constexpr, PRECISION: tl.constexpr,
+                             N1: tl.constexpr, N2: tl.constexpr, BT: tl.constexpr):
+    # grid: (B, cdiv(T, BT)). Windowed time frames [B, T, n_fft] (float32 scratch) by the inverse four-step FFT,
+    # n = N2·n1 + n2, k = k1 + N1·k2, Y = c_k·X/n_fft (the one-sided spectrum's doubling):
+    #   C[(t, k1), n2] = Σ_{k2 < N2/2} Y[t, k1 + N1·k2]·W_N2^{−k2·n2};  D = C·W_N^{−k1·n2}
+    #   x[(t, n2), n1] = Re Σ_k1 D[(t, n2), k1]·W_N1^{−k1·n1} + Re Y[t, n_fft/2]·(−1)^n2
+    # (imaginary parts of DC and Nyquist drop out, as in irfft). a/c as in _istft_ola_kernel.
+    NFFT: tl.constexpr = N1 * N2
+    K2: tl.constexpr = N2 // 2
+    b = tl.program_id(0).to(tl.int64)
+    t0 = tl.program_id(1) * BT
+    k2 = tl.arange(0, K2)
+    # load [k1, k2, frame] tiles (frames are contiguous in [B, F, T]), then transpose to rows (frame, k1)
+    kk1 = tl.arange(0, N1)
+    tt = t0 + tl.arange(0, BT)
+    k = kk1[:, None, None] + N1 * k2[None, :, None]
+    y_re, y_im = _polar_to_cartesian(a_ptr, c_ptr, b * batch_stride + k * T + tt[None, None, :],
+                                     (tt < T)[None, None, :], EXP_SIN, FAST)
+    scale = tl.where(k == 0, 1.0 / NFFT, 2.0 / NFFT)
+    y_re = tl.reshape(tl.permute(y_re * scale, (2, 0, 1)), (BT * N1, K2))
+    y_im = tl.reshape(tl.permute(tl.where(k == 0, 0.0, y_im * scale), (2, 0, 1)), (BT * N1, K2))
+    m2 = tl.arange(0, N2)
+    g2 = k2[:, None] * N2 + m2[None, :]
+    g2c = tl.load(g2c_ptr + g2)
+    g2s = tl.load(g2s_ptr + g2)
+    c_re = tl.dot(y_re, g2c, input_precision=PRECISION)
+    c_re = tl.dot(-y_im, g2s, c_re, input_precision=PRECISION)
+    c_im = tl.dot(y_re, g2s, input_precision=PRECISION)
+    c_im = tl.dot(y_im, g2c, c_im, input_precision=PRECISION)
+    tw = (tl.arange(0, BT * N1) % N1)[:, None] * N2 + m2[None, :]  # rows (frame, k1)
+    twc = tl.load(twc_ptr + tw)
+    tws = tl.load(tws_ptr + tw)
+    d_re = c_re * twc - c_im * tws
+    d_im = c_re * tws + c_im * twc
+    d_re = tl.reshape(tl.permute(tl.reshape(d_re, (BT, N1, N2)), (0, 2, 1)), (BT * N2, N1))
+    d_im = tl.reshape(tl.permute(tl.reshape(d_im, (BT, N1, N2)), (0, 2, 1)), (BT * N2, N1))
+    n1 = tl.arange(0, N1)
+    g1 = n1[:, None] * N1 + n1[None, :]
+    x = tl.dot(d_re, tl.load(g1c_ptr + g1), input_precision=PRECISION)
+    x = tl.dot(-d_im, tl.load(g1s_ptr + g1), x, input_precision=PRECISION)
+    rows = tl.arange(0, BT * N2)
+    n2 = rows % N2
+    tr = t0 + rows // N2
+    nyq, _ = _polar_to_cartesian(a_ptr, c_ptr, b * batch_stride + (NFFT // 2) * T + tr, tr < T, EXP_SIN, FAST)
+    x += (nyq * (1.0 - 2.0 * (n2 % 2).to(tl.float32)) / NFFT)[:, None]
+    n = N2 * n1[None, :] + n2[:, None]
+    x = x * tl.load(win_ptr + n)
+    tl.store(frames_ptr + (b * T + tr[:, None]) * NFFT + n, x, mask=(tr < T)[:, None])
+
+
+@triton.jit
 def _mel_kernel(x_ptr, cos_ptr, sin_ptr, mel_ptr, out_ptr, N, T, hop, pad, NF, NM, mag_eps, log_eps,
                 N_FFT: tl.constexpr, MAGNITUDE: tl.constexpr, PRECISION: tl.constexpr,
                 BLOCK_T: tl.constexpr, BLOCK_F: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_M: tl.constexpr):
@@ -192,44 +378,148 @@ def _mel_kernel(x_ptr, cos_ptr, sin_ptr, mel_ptr, out_ptr, N, T, hop, pad, NF, N
 
 
 @triton.jit
-def _istft_gather_kernel(a_ptr, c_ptr, icos_ptr, isin_ptr, wsq_ptr, y_ptr, T, L_out, pad, hop, NF, batch_stride,
-                         N_FFT: tl.constexpr, OVERLAP: tl.constexpr, EXP_SIN: tl.constexpr,
-                         BLOCK_Q: tl.constexpr, HOP_P: tl.constexpr, BLOCK_F: tl.constexpr):
-    # grid: (B, cdiv(L_out + pad, BLOCK_Q·hop)). Output sample j sits at p = j + pad = q·hop + u of the overlap-add
-    # (u < hop); the frames covering it are t = q − r, r < OVERLAP = ceil(n_fft/hop), at tap n = u + r·hop < n_fft.
-    # A program owns BLOCK_Q hop-rows q and all u, so each (frame, bin) of the spectrum is loaded and turned into
-    # (Re, Im) once per r (not once per output sample), then expanded over the hop taps [BLOCK_Q, HOP_P, BLOCK_F].
-    # a/c: magnitude/phase (or the generator's log-magnitude/pre-sine phase when EXP_SIN), [B, F, T] at batch_stride.
+def _sincos(x, FAST: tl.constexpr):
+    # (sin x, cos x). FAST (GPU only: inline PTX): the Cody-Waite reduction of tilewave.kernels._common.sin,
+    # then the SFU's sin.approx/cos.approx (~1e-6 absolute on [-pi, pi]); libdevice's pair costs ~50 instructions
+    # per element and made the small inverse transform compute-bound.
+    if FAST:
+        k = tl.floor(x * 0.15915494309189535 + 0.5)
+        r = x - k * 6.28125 - k * 0.0019353071795864769
+        s = tl.inline_asm_elementwise("sin.approx.f32 $0, $1;", "=r,r", [r], dtype=tl.float32, is_pure=True, pack=1)
+        c = tl.inline_asm_elementwise("cos.approx.f32 $0, $1;", "=r,r", [r], dtype=tl.float32, is_pure=True, pack=1)
+    else:
+        s = tl.sin(x)
+        c = tl.cos(x)
+    return s, c
+
+
+@triton.jit
+def _istft_ola_kernel(a_ptr, c_ptr, even_ptr, odd_ptr, win_ptr, wsq_ptr, y_ptr, T, L_out, batch_stride,
+                      N_FFT: tl.constexpr, HOP: tl.constexpr, NF: tl.constexpr, EXP_SIN: tl.constexpr,
+                      FAST: tl.constexpr, MODE: tl.constexpr, BT: tl.constexpr, S_P: tl.constexpr):
+    # grid: (B, cdiv(cdiv(L_out + N_FFT//2, HOP), BT − OV + 1)), OV = ceil(N_FFT/HOP). Small transforms, one pass:
+    # a program owns RQ = BT − OV + 1 hop-rows q (output positions p = q·HOP + u, u < HOP, sample j = p − N_FFT//2)
+    # and evaluates the BT frames t = q0 − OV + 1 … q0 + RQ − 1 that cover them (OV − 1 halo frames recomputed).
+    # Every tensor is a vector over those frames: each (frame, bin) is loaded and turned into (Re, Im) once, the
+    # taps come from unrolled FMAs with scalar coefficients (no padding of bins or taps), and the overlap-add
+    # shifts tap u + r·HOP of frame t − r onto row t with tl.gather (on-chip), so nothing is serialised.
+    # Taps n and N − n share their cosine and sine sums (even/odd halves of the real inverse DFT):
+    # z[n] = w[n]·(E[n] + O[n]), z[N − n] = w[N − n]·(E[n] − O[n]), E = Σ_k Re_k·even[n, k], O = Σ_k Im_k·odd[n, k].
+    OV: tl.constexpr = (N_FFT + HOP - 1) // HOP
+    RQ: tl.constexpr = BT - OV + 1
+    HALF: tl.constexpr = N_FFT // 2
     b = tl.program_id(0).to(tl.int64)
-    q = tl.program_id(1) * BLOCK_Q + tl.arange(0, BLOCK_Q)
-    u = tl.arange(0, HOP_P)
-    f = tl.arange(0, BLOCK_F)
-    j = q[:, None] * hop + u[None, :] - pad
-    jmask = (u[None, :] < hop) & (j >= 0) & (j < L_out)
-    acc = tl.zeros((BLOCK_Q, HOP_P), dtype=tl.float32)
-    wsq = tl.zeros((BLOCK_Q, HOP_P), dtype=tl.float32)
-    for r in range(OVERLAP):
-        t = q - r
-        n = u + r * hop
-        tmask = (t >= 0) & (t < T)
-        nmask = (u < hop) & (n < N_FFT)
-        m2 = tmask[:, None] & (f[None, :] < NF)
-        offs = b * batch_stride + f[None, :] * T + t[:, None]
-        mag = tl.load(a_ptr + offs, mask=m2, other=0.0).to(tl.float32)
-        ph = tl.load(c_ptr + offs, mask=m2, other=0.0).to(tl.float32)
+    q0 = tl.program_id(1) * RQ
+    i = tl.arange(0, BT)
+    t = q0 - (OV - 1) + i
+    tmask = (t >= 0) & (t < T)
+    re = ()
+    im = ()
+    for k in tl.static_range(NF):
+        offs = b * batch_stride + k * T + t
+        mag = tl.load(a_ptr + offs, mask=tmask, other=0.0).to(tl.float32)
+        ph = tl.load(c_ptr + offs, mask=tmask, other=0.0).to(tl.float32)
         if EXP_SIN:
-            mag = tl.where(m2, tl.exp(mag), 0.0)
-            ph = tl.sin(ph)
-        re = mag * tl.cos(ph)
-        im = mag * tl.sin(ph)
-        bmask = nmask[:, None] & (f[None, :] < NF)
-        ic = tl.load(icos_ptr + n[:, None] * NF + f[None, :], mask=bmask, other=0.0)
-        isn = tl.load(isin_ptr + n[:, None] * NF + f[None, :], mask=bmask, other=0.0)
-        acc += tl.sum(re[:, None, :] * ic[None, :, :] + im[:, None, :] * isn[None, :, :], axis=2)
-        w2 = tl.load(wsq_ptr + n, mask=nmask, other=0.0)
-        wsq += tl.where(tmask[:, None], w2[None, :], 0.0)
-    wsq = tl.where(wsq > 0.0, wsq, 1.0)  # lanes past the ends; torch rejects a zero envelope inside
-    tl.store(y_ptr + b * L_out + j, (acc / wsq).to(y_ptr.dtype.element_ty), mask=jmask)
+            mag = tl.where(tmask, tl.exp(mag), 0.0)
+            ph, _ = _sincos(ph, FAST)
+        s, c = _sincos(ph, FAST)
+        re = re + (mag * c,)
+        im = im + (mag * s,)
+    lo = ()  # taps 0 … N//2
+    hi = ()  # taps N − 1 … N//2 + 1 (hi[n − 1] = tap N − n)
+    for n in tl.static_range(HALF + 1):
+        e = tl.zeros((BT,), dtype=tl.float32)
+        o = tl.zeros((BT,), dtype=tl.float32)
+        for k in tl.static_range(NF):
+            e += re[k] * tl.load(even_ptr + n * NF + k)
+            if (2 * k * n) % N_FFT != 0:  # sin(2πkn/N) = 0 there
+                o += im[k] * tl.load(odd_ptr + n * NF + k)
+        lo = lo + ((e + o) * tl.load(win_ptr + n),)
+        if n > 0 and 2 * n < N_FFT:
+            hi = hi + ((e - o) * tl.load(win_ptr + N_FFT - n),)
+    if MODE == 2:
+        _ola_joined(lo, hi, i, t, T, L_out, wsq_ptr, y_ptr + b * L_out, N_FFT, HOP, BT)
+    else:
+        rows = ()
+        for u in tl.static_range(HOP):
+            acc = tl.zeros((BT,), dtype=tl.float32)
+            wsum = tl.zeros((BT,), dtype=tl.float32)
+            for r in tl.static_range(OV):
+                if u + r * HOP < N_FFT:
+                    z = _tap(lo, hi, u + r * HOP, N_FFT)
+                    if r > 0:
+                        z = tl.gather(z, tl.maximum(i - r, 0), 0)
+                    acc += z
+                    wsum += tl.where((t - r >= 0) & (t - r < T), tl.load(wsq_ptr + u + r * HOP), 0.0)
+            # rows past the ends of the signal have an empty envelope (torch rejects a zero envelope inside)
+            val = acc / tl.where(wsum > 0.0, wsum, 1.0)
+            if MODE == 1:
+                rows = rows + (val,)
+            else:
+                j = t * HOP + u - HALF
+                tl.store(y_ptr + b * L_out + j, val.to(y_ptr.dtype.element_ty),
+                         mask=(i >= OV - 1) & (j >= 0) & (j < L_out))
+        if MODE == 1:
+            # contiguous stores of S_P samples each: sample s of the tile is row s // HOP + OV − 1, tap-row
+            # u = s % HOP (chunks keep the gathers to the RQ·HOP samples that exist)
+            for c0 in tl.static_range(0, RQ * HOP, S_P):
+                s_ = c0 + tl.arange(0, S_P)
+                row = tl.minimum(s_ // HOP + (OV - 1), BT - 1)
+                uu = s_ % HOP
+                y = tl.zeros((S_P,), dtype=tl.float32)
+                for u in tl.static_range(HOP):
+                    y = tl.where(uu == u, tl.gather(rows[u], row, 0), y)
+                j = q0 * HOP + s_ - HALF
+                tl.store(y_ptr + b * L_out + j, y.to(y_ptr.dtype.element_ty),
+                         mask=(s_ < RQ * HOP) & (j >= 0) & (j < L_out))
+
+
+@triton.jit
+def _tap(lo, hi, n: tl.constexpr, N_FFT: tl.constexpr):
+    if n <= N_FFT // 2:
+        z = lo[n]
+    else:
+        z = hi[N_FFT - n - 1]
+    return z
+
+
+@triton.jit
+def _ola_joined(lo, hi, i, t, T, L_out, wsq_ptr, y_row, N_FFT: tl.constexpr, HOP: tl.constexpr, BT: tl.constexpr):
+    # The overlap-add on [BT, HOP_P] tiles: for each shift r the HOP taps u + r·HOP are joined (in registers) into
+    # one tile, moved down r rows by a single tl.gather, and the sum leaves through one 2-D store of contiguous rows.
+    # tl.join appends the new axis last, so after log2(HOP_P) pairwise joins column c holds tap-row bitreverse(c).
+    OV: tl.constexpr = (N_FFT + HOP - 1) // HOP
+    LOG: tl.constexpr = (HOP - 1).bit_length()
+    HOP_P: tl.constexpr = 1 << LOG
+    col = tl.arange(0, HOP_P)
+    u = tl.zeros((HOP_P,), dtype=tl.int32)
+    for bit in tl.static_range(LOG):
+        u += ((col >> bit) & 1) << (LOG - 1 - bit)
+    acc = tl.zeros((BT, HOP_P), dtype=tl.float32)
+    wsum = tl.zeros((BT, HOP_P), dtype=tl.float32)
+    for r in tl.static_range(OV):
+        level = ()
+        for v in tl.static_range(HOP_P):
+            if v < HOP and v + r * HOP < N_FFT:
+                level = level + (_tap(lo, hi, v + r * HOP, N_FFT),)
+            else:
+                level = level + (tl.zeros((BT,), dtype=tl.float32),)
+        for _ in tl.static_range(LOG):
+            joined = ()
+            for p in tl.static_range(len(level) // 2):
+                joined = joined + (tl.join(level[2 * p], level[2 * p + 1]),)
+            level = joined
+        z = tl.reshape(level[0], (BT, HOP_P))
+        if r > 0:
+            z = tl.gather(z, tl.broadcast_to(tl.maximum(i - r, 0)[:, None], (BT, HOP_P)), 0)
+        acc += z
+        n = u + r * HOP
+        w2 = tl.load(wsq_ptr + n, mask=(u < HOP) & (n < N_FFT), other=0.0)
+        wsum += tl.where(((t - r >= 0) & (t - r < T))[:, None], w2[None, :], 0.0)
+    val = acc / tl.where(wsum > 0.0, wsum, 1.0)
+    j = t[:, None] * HOP + u[None, :] - N_FFT // 2
+    tl.store(y_row + j, val.to(y_row.dtype.element_ty),
+             mask=(i >= OV - 1)[:, None] & (u < HOP)[None, :] & (j >= 0) & (j < L_out))
 
 
 @triton.jit
@@ -237,7 +527,7 @@ def _istft_frames_kernel(a_ptr, c_ptr, icos_ptr, isin_ptr, frames_ptr, T, NF, ba
                          N_FFT: tl.constexpr, EXP_SIN: tl.constexpr, PRECISION: tl.constexpr,
                          BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_F: tl.constexpr):
     # grid: (B, cdiv(T, BLOCK_T), cdiv(N_FFT, BLOCK_N)). Windowed time frames [B, T, N_FFT] (float32 scratch):
-    # (Re, Im) [BLOCK_T, BLOCK_F] @ inverse basis [BLOCK_F, BLOCK_N]; a/c as in _istft_gather_kernel.
+    # (Re, Im) [BLOCK_T, BLOCK_F] @ inverse basis [BLOCK_F, BLOCK_N]; a/c as in _istft_ola_kernel.
     b = tl.program_id(0).to(tl.int64)
     t = tl.program_id(1) * BLOCK_T + tl.arange(0, BLOCK_T)
     n = tl.program_id(2) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -366,18 +656,48 @@ def _cos_sin(n_fft: int) -> tuple[np.ndarray, np.ndarray]:
     return np.cos(ang), np.where((2 * m) % n_fft == 0, 0.0, np.sin(ang))
 
 
+def fft_split(n_fft: int) -> tuple[int, int] | None:
+    """(N1, N2) with N1·N2 = n_fft for the four-step FFT kernels (both >= 16, tl.dot's minimum; N1 >= N2), or None."""
+    if n_fft & (n_fft - 1) or n_fft < 256:
+        return None
+    n2 = 1 << ((n_fft.bit_length() - 1) // 2)
+    return n_fft // n2, n2
+
+
+@functools.lru_cache(maxsize=32)
+def _fft_tables(n_fft: int, win_length: int, device: str) -> dict[str, torch.Tensor]:
+    """The four-step FFT's DFT-N1 matrix (cos, −sin) [N1, N1], twiddles W_N^{n2·k1} [N2, N1], DFT-N2 matrix for the
+    first N2/2 outputs [N2, N2/2] and the window [n_fft]; angles reduced exactly in integers."""
+    n1_, n2_ = fft_split(n_fft)
+
+    def cs(a, b, m):
+        ang = 2 * np.pi * ((a[:, None] * b[None, :]) % m) / m
+        return np.cos(ang), -np.sin(ang)
+
+    f1c, f1s = cs(np.arange(n1_), np.arange(n1_), n1_)
+    twc, tws = cs(np.arange(n2_), np.arange(n1_), n_fft)
+    f2c, f2s = cs(np.arange(n2_), np.arange(n2_ // 2), n2_)
+    # inverse: W^{-m} = cos + i·sin, the conjugates (the sine tables negated and laid out for the other order)
+    tables = {"f1c": f1c, "f1s": f1s, "twc": twc, "tws": tws, "f2c": f2c, "f2s": f2s,
+              "g2c": f2c.T, "g2s": -f2s.T, "itwc": twc.T, "itws": -tws.T, "g1c": f1c, "g1s": -f1s,
+              "win": padded_hann(n_fft, win_length)}
+    return {k: torch.tensor(v, dtype=torch.float32, device=device).contiguous() for k, v in tables.items()}
+
+
 @functools.lru_cache(maxsize=32)
 def _bases(n_fft: int, win_length: int, device: str) -> dict[str, torch.Tensor]:
     """Forward basis w·cos, −w·sin [n_fft, F]; inverse basis c_k·w·cos/n, −c_k·w·sin/n [n_fft, F] (c_k = 2 except
-    DC and, for even n_fft, Nyquist: the one-sided spectrum's doubling); w² [n_fft]."""
+    DC and, for even n_fft, Nyquist: the one-sided spectrum's doubling); its unwindowed first half c_k·cos/n,
+    −c_k·sin/n [n_fft//2 + 1, F] (even, odd); w and w² [n_fft]."""
     w = padded_hann(n_fft, win_length)[:, None]
     cos, sin = _cos_sin(n_fft)
     c = np.full(n_fft // 2 + 1, 2.0)
     c[0] = 1.0
     if n_fft % 2 == 0:
         c[-1] = 1.0
+    half = n_fft // 2 + 1
     tables = {"cos": w * cos, "sin": -w * sin, "icos": c * w * cos / n_fft, "isin": -c * w * sin / n_fft,
-              "wsq": w[:, 0] ** 2}
+              "wsq": w[:, 0] ** 2, "even": c * cos[:half] / n_fft, "odd": -c * sin[:half] / n_fft, "win": w[:, 0]}
     return {k: torch.tensor(v, dtype=torch.float32, device=device) for k, v in tables.items()}
 
 
@@ -406,6 +726,30 @@ def _precision(precision: str) -> str:
     return precision
 
 
+def _fft_precision(precision: str, dtype: torch.dtype) -> str:
+    """The FFT kernels' dot precision: as asked for float32 data; 16-bit data takes tf32 when "ieee" is asked for,
+    since tf32's ~1e-3 relative error is far below what 16-bit storage resolves (H200: 1.8x faster than the FMA
+    path at the large shapes, within the float16/bfloat16 tolerance rows)."""
+    precision = _precision(precision)
+    return "tf32" if precision == "ieee" and dtype in (torch.float16, torch.bfloat16) else precision
+
+
+def fft_config(precision: str) -> tuple[int, int]:
+    """(frames per program, warps) of the four-step FFT kernels at a dot precision."""
+    return FFT_TILES[precision]
+
+
+def _stft_fft_launch(x, n_fft, hop, win_length, pad, T, a, c, *, polar, power, magnitude, mag_eps, precision):
+    tb = _fft_tables(n_fft, win_length, str(x.device))
+    n1, n2 = fft_split(n_fft)
+    bt, warps = fft_config(precision)
+    B, N = x.shape
+    _stft_fft_kernel[(B, triton.cdiv(T, bt))](
+        x, tb["f1c"], tb["f1s"], tb["twc"], tb["tws"], tb["f2c"], tb["f2s"], tb["win"], a, c, N, T, hop, pad,
+        float(mag_eps), POLAR=polar, POWER=power, MAGNITUDE=magnitude, PRECISION=precision, N1=n1, N2=n2, BT=bt,
+        num_warps=warps)
+
+
 def stft(x: torch.Tensor, n_fft: int, hop: int, win_length: int | None = None, pad: int | None = None,
          polar: bool = True, precision: str = "ieee", out: tuple[torch.Tensor, torch.Tensor] | None = None):
     """x [B, N] -> (magnitude, phase) [B, n_fft//2 + 1, T], or (Re, Im) when not polar; pad defaults to
@@ -423,6 +767,9 @@ def stft(x: torch.Tensor, n_fft: int, hop: int, win_length: int | None = None, p
             _stft_direct_kernel[(B, triton.cdiv(T, DIRECT_BLOCK_T))](
                 x, basis["cos"], basis["sin"], mag, phase, N, T, hop, pad, N_FFT=n_fft, NF=NF, POLAR=polar,
                 BLOCK_T=DIRECT_BLOCK_T, BLOCK_F=triton.next_power_of_2(NF), num_warps=4)
+        elif fft_split(n_fft):
+            _stft_fft_launch(x, n_fft, hop, win_length, pad, T, mag, phase, polar=polar, power=False, magnitude=False,
+                             mag_eps=0.0, precision=_fft_precision(precision, x.dtype))
         else:
             bt, bf, bk = STFT_TILE
             grid = (B, triton.cdiv(T, bt), triton.cdiv(NF, bf))
@@ -447,8 +794,19 @@ def mel_spectrogram(x: torch.Tensor, mel_basis: torch.Tensor, n_fft: int, hop: i
     T = _frames("mel_spectrogram", N, n_fft, hop, pad)
     out = x.new_empty(B, NM, T) if out is None else out
     basis = _bases(n_fft, win_length, str(x.device))
-    if B and T and NM:
-        bt, bf = MEL_TILES[B * triton.cdiv(T, MEL_TILES[1][0]) >= MEL_WIDE_PROGRAMS]
+    if B and T and NM and fft_split(n_fft):
+        prec = _fft_precision(precision, x.dtype)
+        spec = torch.empty(B, T, NF, device=x.device, dtype=torch.float32)
+        _stft_fft_launch(x, n_fft, hop, win_length, pad, T, spec, spec, polar=False, power=True, magnitude=magnitude,
+                         mag_eps=mag_eps, precision=prec)
+        bt, bm, bk, warps = MEL_PROJECT_TILES[B * triton.cdiv(T, MEL_PROJECT_TILES[1][0]) >= MEL_WIDE_PROGRAMS]
+        _mel_project_kernel[(B, triton.cdiv(T, bt), triton.cdiv(NM, bm))](
+            spec, mel_basis, out, T, NF, NM, float(eps), PRECISION=prec, BLOCK_T=bt, BLOCK_M=bm, BLOCK_K=bk,
+            num_warps=warps)
+    elif B and T and NM:
+        # tf32x3's split operands do not fit the wide tile's registers
+        wide = B * triton.cdiv(T, MEL_TILES[1][0]) >= MEL_WIDE_PROGRAMS and precision != "tf32x3"
+        bt, bf = MEL_TILES[wide]
         grid = (B, triton.cdiv(T, bt), triton.cdiv(NM, MEL_BLOCK_M))
         _mel_kernel[grid](x, basis["cos"], basis["sin"], mel_basis, out, N, T, hop, pad, NF, NM,
                           float(mag_eps), float(eps), N_FFT=n_fft, MAGNITUDE=magnitude,
@@ -460,6 +818,15 @@ def mel_spectrogram(x: torch.Tensor, mel_basis: torch.Tensor, n_fft: int, hop: i
 def mel_spectrogram_magnitude(x, mel_basis, n_fft, hop, win_length=None, pad=None, mag_eps=1e-9, eps=1e-5,
                               precision="ieee", out=None):
     return mel_spectrogram(x, mel_basis, n_fft, hop, win_length, pad, True, mag_eps, eps, precision, out)
+
+
+def istft_ola_config(n_fft: int, hop: int) -> tuple[int, int, int, int]:
+    """(frames per program BT, warps, output mode, samples per output chunk) of the small inverse transform; every
+    frame holds n_fft//2 + 1 (Re, Im) pairs and n_fft taps in registers, so BT per thread shrinks as n_fft grows."""
+    bt = ISTFT_OLA_FRAMES if n_fft <= 32 else ISTFT_OLA_FRAMES // 2
+    bt = max(bt, triton.next_power_of_2(2 * triton.cdiv(n_fft, hop)))
+    chunk = min(ISTFT_OLA_CHUNK, triton.next_power_of_2((bt - triton.cdiv(n_fft, hop) + 1) * hop))
+    return bt, ISTFT_OLA_WARPS, ISTFT_OLA_MODE, chunk
 
 
 def _istft_launch(a, c, batch_stride, B, NF, T, n_fft, hop, win_length, exp_sin, precision, out):
@@ -475,16 +842,28 @@ def _istft_launch(a, c, batch_stride, B, NF, T, n_fft, hop, win_length, exp_sin,
         return out
     overlap = triton.cdiv(n_fft, hop)
     if n_fft <= DIRECT_MAX_NFFT:
-        _istft_gather_kernel[(B, triton.cdiv(L_out + pad, ISTFT_BLOCK_Q * hop))](
-            a, c, basis["icos"], basis["isin"], basis["wsq"], out, T, L_out, pad, hop, NF, batch_stride,
-            N_FFT=n_fft, OVERLAP=overlap, EXP_SIN=exp_sin, BLOCK_Q=ISTFT_BLOCK_Q, HOP_P=triton.next_power_of_2(hop),
-            BLOCK_F=triton.next_power_of_2(NF), num_warps=4)
+        bt, warps, mode, chunk = istft_ola_config(n_fft, hop)
+        rows = triton.cdiv(L_out + pad, hop)
+        _istft_ola_kernel[(B, triton.cdiv(rows, bt - overlap + 1))](
+            a, c, basis["even"], basis["odd"], basis["win"], basis["wsq"], out, T, L_out, batch_stride,
+            N_FFT=n_fft, HOP=hop, NF=NF, EXP_SIN=exp_sin, FAST=a.is_cuda, MODE=mode, BT=bt,
+            S_P=chunk, num_warps=warps)
         return out
-    frames = torch.empty(B, T, n_fft, device=a.device, dtype=torch.float32)
-    bt, bn, bf = ISTFT_FRAMES_TILE
-    _istft_frames_kernel[(B, triton.cdiv(T, bt), triton.cdiv(n_fft, bn))](
-        a, c, basis["icos"], basis["isin"], frames, T, NF, batch_stride, N_FFT=n_fft, EXP_SIN=exp_sin,
-        PRECISION=_precision(precision), BLOCK_T=bt, BLOCK_N=bn, BLOCK_F=bf, num_warps=GEMM_WARPS)
+    if fft_split(n_fft):
+        tb = _fft_tables(n_fft, win_length or n_fft, str(a.device))
+        n1, n2 = fft_split(n_fft)
+        prec = _fft_precision(precision, a.dtype)
+        bt, warps = fft_config(prec)
+        frames = torch.empty(B, T, n_fft, device=a.device, dtype=torch.float32)
+        _istft_fft_frames_kernel[(B, triton.cdiv(T, bt))](
+            a, c, tb["g2c"], tb["g2s"], tb["itwc"], tb["itws"], tb["g1c"], tb["g1s"], tb["win"], frames, T,
+            batch_stride, EXP_SIN=exp_sin, FAST=a.is_cuda, PRECISION=prec, N1=n1, N2=n2, BT=bt, num_warps=warps)
+    else:
+        frames = torch.empty(B, T, n_fft, device=a.device, dtype=torch.float32)
+        bt, bn, bf = ISTFT_FRAMES_TILE
+        _istft_frames_kernel[(B, triton.cdiv(T, bt), triton.cdiv(n_fft, bn))](
+            a, c, basis["icos"], basis["isin"], frames, T, NF, batch_stride, N_FFT=n_fft, EXP_SIN=exp_sin,
+            PRECISION=_precision(precision), BLOCK_T=bt, BLOCK_N=bn, BLOCK_F=bf, num_warps=GEMM_WARPS)
     _overlap_add_kernel[(B, triton.cdiv(L_out, OLA_BLOCK_S))](
         frames, basis["wsq"], out, T, L_out, pad, hop, N_FFT=n_fft, OVERLAP=overlap, BLOCK_S=OLA_BLOCK_S,
         num_warps=4)
@@ -724,7 +1103,8 @@ def _spec_alloc(inputs):
 
 
 def _dft_flops(p):
-    # 2 real MACs per tap per bin (cos and sin), as a direct DFT / GEMM computes it.
+    # DFT-equivalent work: 2 real MACs per tap per bin (cos and sin), as a direct DFT / GEMM computes it; the
+    # four-step FFT of a power-of-two n_fft >= 256 does n_fft/(2·(N1 + N2)) times less (1024: 8x).
     B = p["shape"][0]
     return 4.0 * B * _stft_frames(p) * p["n_fft"] * (p["n_fft"] // 2 + 1)
 
@@ -732,6 +1112,27 @@ def _dft_flops(p):
 def _stft_bytes(p, itemsize):
     B, N = p["shape"]
     return itemsize * (B * N + 2 * B * (p["n_fft"] // 2 + 1) * _stft_frames(p))
+
+
+FFT_NFFT = 1024  # the four-step FFT variants are declared at the speech size; the DFT GEMMs at a non-power of two
+GEMM_NFFT = 1000
+
+
+def _fft_table_sig(names):
+    return {f"{n}_ptr": "*fp32" for n in names}
+
+
+def _stft_fft_variants(dt: str, mode: str, prec: str) -> list[AotVariant]:
+    """mode: 'polar' / 'cartesian' (the spectrum [B, F, T] in dt) or 'power' / 'magnitude' (float32 [B, T, F])."""
+    out_dt = dt if mode in ("polar", "cartesian") else "fp32"
+    bt, warps = FFT_TILES[prec]
+    n1, n2 = fft_split(FFT_NFFT)
+    return [AotVariant(
+        f"_stft_fft_kernel[{dt},n_fft={FFT_NFFT},{mode},{prec}]", _stft_fft_kernel,
+        {"x_ptr": f"*{dt}", **_fft_table_sig(("f1c", "f1s", "twc", "tws", "f2c", "f2s", "win")), "a_ptr": f"*{out_dt}",
+         "c_ptr": f"*{out_dt}", "N": "i32", "T": "i32", "hop": "i32", "pad": "i32", "mag_eps": "fp32"},
+        {"POLAR": mode == "polar", "POWER": mode in ("power", "magnitude"), "MAGNITUDE": mode == "magnitude",
+         "PRECISION": prec, "N1": n1, "N2": n2, "BT": bt}, num_warps=warps, expect_mma=prec != "ieee")]
 
 
 def _stft_variants():
@@ -743,11 +1144,13 @@ def _stft_variants():
             out.append(AotVariant(f"_stft_direct_kernel[{dt},n_fft=20,polar={polar}]", _stft_direct_kernel, sig,
                                   {"N_FFT": 20, "NF": 11, "POLAR": polar, "BLOCK_T": DIRECT_BLOCK_T, "BLOCK_F": 16}))
             for prec in PRECISIONS:
+                out += _stft_fft_variants(dt, "polar" if polar else "cartesian", prec)
                 out.append(AotVariant(
-                    f"_stft_gemm_kernel[{dt},n_fft=1024,polar={polar},{prec}]", _stft_gemm_kernel, {**sig, "NF": "i32"},
-                    {"N_FFT": 1024, "POLAR": polar, "PRECISION": prec, "BLOCK_T": STFT_TILE[0],
+                    f"_stft_gemm_kernel[{dt},n_fft={GEMM_NFFT},polar={polar},{prec}]", _stft_gemm_kernel,
+                    {**sig, "NF": "i32"},
+                    {"N_FFT": GEMM_NFFT, "POLAR": polar, "PRECISION": prec, "BLOCK_T": STFT_TILE[0],
                      "BLOCK_F": STFT_TILE[1], "BLOCK_K": STFT_TILE[2]}, num_warps=GEMM_WARPS,
-                    expect_mma=prec == "tf32"))
+                    expect_mma=prec != "ieee"))
     return out
 
 
@@ -759,6 +1162,9 @@ _STFT_CASES = [
     Case({"shape": (1, 72000), "n_fft": 20, "hop": 5}, devices=("cuda",)),
     Case({"shape": (2, 120011), "n_fft": 1024, "hop": 256}, devices=("cuda",)),
     Case({"shape": (1, 24000), "n_fft": 1024, "hop": 256, "precision": "tf32"}, devices=("cuda",), dtypes=("float32",)),
+    # tf32x3 is held to the float32 row: three tensor-core products per term, float32-class error
+    Case({"shape": (2, 120011), "n_fft": 1024, "hop": 256, "precision": "tf32x3"}, devices=("cuda",),
+         dtypes=("float32",)),
 ]
 
 register(Kernel(
@@ -771,7 +1177,9 @@ register(Kernel(
            BenchShape("speech STFT 10 s @24k [1, 240000] n_fft 1024 hop 256",
                       {"shape": (1, 240000), "n_fft": 1024, "hop": 256}, flops=_dft_flops, bytes=_stft_bytes),
            BenchShape("large [16, 480000] n_fft 1024 hop 256", {"shape": (16, 480000), "n_fft": 1024, "hop": 256},
-                      flops=_dft_flops, bytes=_stft_bytes)],
+                      flops=_dft_flops, bytes=_stft_bytes),
+           BenchShape("large [16, 480000] n_fft 1024 hop 256, tf32x3 FFT", {"shape": (16, 480000), "n_fft": 1024,
+                      "hop": 256, "precision": "tf32x3"}, flops=_dft_flops, bytes=_stft_bytes, dtypes=("float32",))],
     variants=_stft_variants,
 ))
 
@@ -809,21 +1217,31 @@ def _istft_bytes(p, itemsize):
 
 def _istft_variants(exp_sin: bool):
     out = []
+    n1, n2 = fft_split(FFT_NFFT)
     for dt in ("fp32", "fp16", "bf16"):
-        spec = {"a_ptr": f"*{dt}", "c_ptr": f"*{dt}", "icos_ptr": "*fp32", "isin_ptr": "*fp32"}
-        out.append(AotVariant(f"_istft_gather_kernel[{dt},n_fft=20,exp_sin={exp_sin}]", _istft_gather_kernel,
-                              {**spec, "wsq_ptr": "*fp32", "y_ptr": f"*{dt}", "T": "i32", "L_out": "i32",
-                               "pad": "i32", "hop": "i32", "NF": "i32", "batch_stride": "i64"},
-                              {"N_FFT": 20, "OVERLAP": 4, "EXP_SIN": exp_sin, "BLOCK_Q": ISTFT_BLOCK_Q, "HOP_P": 8,
-                               "BLOCK_F": 16}))
+        spec = {"a_ptr": f"*{dt}", "c_ptr": f"*{dt}"}
+        bt, warps, mode, chunk = istft_ola_config(20, 5)
+        out.append(AotVariant(f"_istft_ola_kernel[{dt},n_fft=20,hop=5,exp_sin={exp_sin}]", _istft_ola_kernel,
+                              {**spec, **_fft_table_sig(("even", "odd", "win", "wsq")), "y_ptr": f"*{dt}",
+                               "T": "i32", "L_out": "i32", "batch_stride": "i64"},
+                              {"N_FFT": 20, "HOP": 5, "NF": 11, "EXP_SIN": exp_sin, "FAST": True, "MODE": mode,
+                               "BT": bt, "S_P": chunk}, num_warps=warps))
         for prec in PRECISIONS:
-            out.append(AotVariant(f"_istft_frames_kernel[{dt},n_fft=1024,exp_sin={exp_sin},{prec}]",
+            bt, warps = FFT_TILES[prec]
+            out.append(AotVariant(f"_istft_fft_frames_kernel[{dt},n_fft={FFT_NFFT},exp_sin={exp_sin},{prec}]",
+                                  _istft_fft_frames_kernel,
+                                  {**spec, **_fft_table_sig(("g2c", "g2s", "twc", "tws", "g1c", "g1s", "win")),
+                                   "frames_ptr": "*fp32", "T": "i32", "batch_stride": "i64"},
+                                  {"EXP_SIN": exp_sin, "FAST": True, "PRECISION": prec, "N1": n1, "N2": n2, "BT": bt},
+                                  num_warps=warps, expect_mma=prec != "ieee"))
+            out.append(AotVariant(f"_istft_frames_kernel[{dt},n_fft={GEMM_NFFT},exp_sin={exp_sin},{prec}]",
                                   _istft_frames_kernel,
-                                  {**spec, "frames_ptr": "*fp32", "T": "i32", "NF": "i32", "batch_stride": "i64"},
-                                  {"N_FFT": 1024, "EXP_SIN": exp_sin, "PRECISION": prec,
+                                  {**spec, "icos_ptr": "*fp32", "isin_ptr": "*fp32", "frames_ptr": "*fp32",
+                                   "T": "i32", "NF": "i32", "batch_stride": "i64"},
+                                  {"N_FFT": GEMM_NFFT, "EXP_SIN": exp_sin, "PRECISION": prec,
                                    "BLOCK_T": ISTFT_FRAMES_TILE[0], "BLOCK_N": ISTFT_FRAMES_TILE[1],
                                    "BLOCK_F": ISTFT_FRAMES_TILE[2]}, num_warps=GEMM_WARPS,
-                                  expect_mma=prec == "tf32"))
+                                  expect_mma=prec != "ieee"))
         out.append(AotVariant(f"_overlap_add_kernel[{dt},n_fft=1024]", _overlap_add_kernel,
                               {"frames_ptr": "*fp32", "wsq_ptr": "*fp32", "y_ptr": f"*{dt}", "T": "i32",
                                "L_out": "i32", "pad": "i32", "hop": "i32"},
@@ -840,7 +1258,9 @@ register(Kernel(
            Case({"shape": (1, 9, 13), "hop": 4, "win_length": 14}),
            Case({"shape": (2, 11, 48001), "hop": 5}, devices=("cuda",)),
            Case({"shape": (1, 513, 938), "hop": 256}, devices=("cuda",)),
-           Case({"shape": (2, 513, 301), "hop": 256, "precision": "tf32"}, devices=("cuda",), dtypes=("float32",))],
+           Case({"shape": (2, 513, 301), "hop": 256, "precision": "tf32"}, devices=("cuda",), dtypes=("float32",)),
+           Case({"shape": (2, 513, 301), "hop": 256, "precision": "tf32x3"}, devices=("cuda",),
+                dtypes=("float32",))],
     tol_kind="reduction",
     bench=[BenchShape("iSTFT 10 s [1, 11, 48001] n_fft 20 hop 5", {"shape": (1, 11, 48001), "hop": 5},
                       flops=_istft_flops, bytes=_istft_bytes),
@@ -849,7 +1269,9 @@ register(Kernel(
            BenchShape("large [16, 11, 96001] n_fft 20 hop 5", {"shape": (16, 11, 96001), "hop": 5},
                       flops=_istft_flops, bytes=_istft_bytes),
            BenchShape("large [16, 513, 1876] n_fft 1024 hop 256", {"shape": (16, 513, 1876), "hop": 256},
-                      flops=_istft_flops, bytes=_istft_bytes)],
+                      flops=_istft_flops, bytes=_istft_bytes),
+           BenchShape("large [16, 513, 1876] n_fft 1024 hop 256, tf32x3 FFT", {"shape": (16, 513, 1876), "hop": 256,
+                      "precision": "tf32x3"}, flops=_istft_flops, bytes=_istft_bytes, dtypes=("float32",))],
     variants=lambda: _istft_variants(False),
 ))
 
@@ -906,14 +1328,24 @@ def _mel_bytes(p, itemsize):
 
 
 def _mel_variants(magnitude: bool):
-    return [AotVariant(f"_mel_kernel[{dt},magnitude={magnitude},{prec},block_t={bt}]", _mel_kernel,
+    gemm = [AotVariant(f"_mel_kernel[{dt},n_fft={GEMM_NFFT},magnitude={magnitude},{prec},block_t={bt}]", _mel_kernel,
                        {"x_ptr": f"*{dt}", "cos_ptr": "*fp32", "sin_ptr": "*fp32", "mel_ptr": "*fp32",
                         "out_ptr": f"*{dt}", "N": "i32", "T": "i32", "hop": "i32", "pad": "i32", "NF": "i32",
                         "NM": "i32", "mag_eps": "fp32", "log_eps": "fp32"},
-                       {"N_FFT": 1024, "MAGNITUDE": magnitude, "PRECISION": prec, "BLOCK_T": bt, "BLOCK_F": bf,
+                       {"N_FFT": GEMM_NFFT, "MAGNITUDE": magnitude, "PRECISION": prec, "BLOCK_T": bt, "BLOCK_F": bf,
                         "BLOCK_K": MEL_BLOCK_K, "BLOCK_M": MEL_BLOCK_M},
-                       num_warps=GEMM_WARPS, expect_mma=prec == "tf32")
-            for dt in ("fp32", "fp16", "bf16") for prec in PRECISIONS for bt, bf in MEL_TILES]
+                       num_warps=GEMM_WARPS, expect_mma=prec != "ieee")
+            for dt in ("fp32", "fp16", "bf16") for prec in PRECISIONS
+            for bt, bf in (MEL_TILES[:1] if prec == "tf32x3" else MEL_TILES)]
+    fft = [v for dt in ("fp32", "fp16", "bf16") for prec in PRECISIONS
+           for v in _stft_fft_variants(dt, "magnitude" if magnitude else "power", prec)]
+    project = [AotVariant(f"_mel_project_kernel[{dt},{prec},block_t={bt}]", _mel_project_kernel,
+                          {"s_ptr": "*fp32", "mel_ptr": "*fp32", "out_ptr": f"*{dt}", "T": "i32", "NF": "i32",
+                           "NM": "i32", "log_eps": "fp32"},
+                          {"PRECISION": prec, "BLOCK_T": bt, "BLOCK_M": bm, "BLOCK_K": bk}, num_warps=warps,
+                          expect_mma=prec != "ieee")
+               for dt in ("fp32", "fp16", "bf16") for prec in PRECISIONS for bt, bm, bk, warps in MEL_PROJECT_TILES]
+    return gemm + fft + project
 
 
 # BigVGAN's convention: reflect pad (n_fft − hop)/2 per side, no centring.
@@ -928,10 +1360,14 @@ _MEL_CASES = [
     # near zero turns that absolute error into a large log error, which says nothing about the kernel.
     Case({"shape": (1, 48000), **_BIGVGAN, "n_mels": 100, "filterbank": "random", "precision": "tf32"},
          devices=("cuda",), dtypes=("float32",)),
+    Case({"shape": (2, 48000), **_BIGVGAN, "n_mels": 100, "filterbank": "slaney", "precision": "tf32x3"},
+         devices=("cuda",), dtypes=("float32",)),
 ]
 _MEL_BENCH = [("BigVGAN mel 10 s @24k [1, 240000] n_fft 1024 hop 256 100 mels",
                {"shape": (1, 240000), **_BIGVGAN, "n_mels": 100}),
-              ("large [16, 480000] n_fft 1024 hop 256 100 mels", {"shape": (16, 480000), **_BIGVGAN, "n_mels": 100})]
+              ("large [16, 480000] n_fft 1024 hop 256 100 mels", {"shape": (16, 480000), **_BIGVGAN, "n_mels": 100}),
+              ("large [16, 480000] n_fft 1024 hop 256 100 mels, tf32x3 FFT",
+               {"shape": (16, 480000), **_BIGVGAN, "n_mels": 100, "precision": "tf32x3"})]
 
 for _name, _magnitude in (("mel_spectrogram", False), ("mel_spectrogram_magnitude", True)):
     register(Kernel(
@@ -942,7 +1378,8 @@ for _name, _magnitude in (("mel_spectrogram", False), ("mel_spectrogram_magnitud
         alloc_out=_mel_alloc, launch=mel_spectrogram, oracle=mel_oracle, peer=mel_torch,
         cases=[Case({**c.params, "magnitude": _magnitude}, c.devices, c.dtypes) for c in _MEL_CASES],
         tol_kind="reduction",
-        bench=[BenchShape(label, {**p, "magnitude": _magnitude}, flops=_mel_flops, bytes=_mel_bytes)
+        bench=[BenchShape(label, {**p, "magnitude": _magnitude}, flops=_mel_flops, bytes=_mel_bytes,
+                          dtypes=("float32",) if "precision" in p else None)
                for label, p in _MEL_BENCH],
         variants=lambda m=_magnitude: _mel_variants(m),
     ))
