@@ -19,7 +19,7 @@ Kernel forms:
   (frame, bin) into (Re, Im) once, evaluates the taps with unrolled FMAs on scalar coefficients (taps n and
   n_fft − n share their even/odd sums: ~n_fft·(n_fft/2 + 1) MACs per frame), and overlap-adds on chip: tap
   u + r·hop of frame t − r is moved onto row t by tl.gather, so the ~8 flop/byte transform streams at memory speed.
-- Power-of-two n_fft >= 256 (speech: 1024 / hop 256): a four-step FFT, n_fft = N1·N2 (32·32), on tensor cores or
+- Power-of-two n_fft >= 1024 (speech: 1024 / hop 256): a four-step FFT, n_fft = N1·N2 (32·32), on tensor cores or
   FMAs (_fft_tile): a DFT-N1 GEMM over a tile of frames, twiddles, a per-frame transpose, a DFT-N2 GEMM for the
   first N2/2 outputs plus the Nyquist bin as a reduction. Per frame 2·n_fft·(N1 + N2) real MACs (1024: 131k)
   against 2·n_fft·(n_fft/2 + 1) = 1.05M for a direct DFT. Roofline at 1024/256, float32, [16, 480000]: 7.9 GFLOP
@@ -76,7 +76,7 @@ ISTFT_OLA_FRAMES, ISTFT_OLA_WARPS, ISTFT_OLA_MODE, ISTFT_OLA_CHUNK = 256, 4, 1, 
 SCAN_BLOCK_L, SOURCE_BLOCK_T = 64, 128
 GEMM_WARPS = 8
 PRECISIONS = ("ieee", "tf32x3", "tf32")
-# four-step FFT kernels (n_fft a power of two >= 256): (frames per program, warps) per dot precision
+# four-step FFT kernels (n_fft a power of two >= 1024): (frames per program, warps) per dot precision
 # H200, round 1c: ieee best at 2 frames / 4 warps, tf32x3 at 4 / 4 and 4 / 8 (within 2%; 8 warps leave the
 # registers room for the tables), tf32 at 4 / 4 (8 frames: register-bound)
 FFT_TILES = {"ieee": (2, 4), "tf32x3": (4, 8), "tf32": (4, 4)}
@@ -657,8 +657,10 @@ def _cos_sin(n_fft: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def fft_split(n_fft: int) -> tuple[int, int] | None:
-    """(N1, N2) with N1·N2 = n_fft for the four-step FFT kernels (both >= 16, tl.dot's minimum; N1 >= N2), or None."""
-    if n_fft & (n_fft - 1) or n_fft < 256:
+    """(N1, N2) with N1·N2 = n_fft for the four-step FFT kernels, or None. N1 >= N2 >= 32: the inverse kernel's
+    dot reduces over N2/2 bins, and tl.dot needs a reduction of at least 16 on the GPU (n_fft 256 = 16·16 failed
+    to compile on the H200), so smaller sizes take the DFT-GEMM kernels."""
+    if n_fft & (n_fft - 1) or n_fft < 1024:
         return None
     n2 = 1 << ((n_fft.bit_length() - 1) // 2)
     return n_fft // n2, n2
@@ -1104,7 +1106,7 @@ def _spec_alloc(inputs):
 
 def _dft_flops(p):
     # DFT-equivalent work: 2 real MACs per tap per bin (cos and sin), as a direct DFT / GEMM computes it; the
-    # four-step FFT of a power-of-two n_fft >= 256 does n_fft/(2·(N1 + N2)) times less (1024: 8x).
+    # four-step FFT of a power-of-two n_fft >= 1024 does n_fft/(2·(N1 + N2)) times less (1024: 8x).
     B = p["shape"][0]
     return 4.0 * B * _stft_frames(p) * p["n_fft"] * (p["n_fft"] // 2 + 1)
 
