@@ -49,11 +49,12 @@ def _add_synthesis_args(p) -> None:
 
 
 def add_precision_arg(p) -> None:
+    from tilewave.engine.pipeline import DEFAULT_PRECISION
     from tilewave.ops.dispatch import PRECISIONS
 
-    p.add_argument("--precision", choices=PRECISIONS, default="ieee",
-                   help="float32 products on a GPU: ieee (exact, default), tf32x3 (float32-class error on tensor "
-                        "cores, faster), tf32 (~1e-3 relative, fastest); no effect on a CPU")
+    p.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION,
+                   help="float32 products on a GPU: tf32x3 (default: float32-class error on tensor cores), ieee "
+                        "(exact float32 on the FMA units, slower), tf32 (~1e-3 relative, fastest); no effect on a CPU")
 
 
 def _read_text(args) -> str:

@@ -153,3 +153,11 @@ def test_precision_is_in_force_while_the_model_runs(precision):
 def test_unknown_precision_is_refused_before_any_work(bad):
     with pytest.raises(InputError, match="precision"):
         Pipeline(device="cpu", model=FakeKokoro(), precision=bad)
+
+
+def test_default_precision_is_tf32x3_and_cpu_audio_does_not_depend_on_it():
+    model = PrecisionRecorder()
+    default = list(Pipeline(device="cpu", model=model)("Hi.", seed=3))
+    exact = list(Pipeline(device="cpu", model=model, precision="ieee")("Hi.", seed=3))
+    assert model.calls_precision == ["tf32x3", "ieee"]
+    np.testing.assert_array_equal(default[0].audio, exact[0].audio)

@@ -60,11 +60,18 @@ def check_seed(seed) -> int | None:
     return int(seed)
 
 
+# The engine's default for float32 products on a GPU: three TF32 MMAs per product (float32-class error, what
+# PyTorch's own float32 SDPA computes). Measured on the H200 (benchmarks/RESULTS.md, session 2): Kokoro's durations
+# identical to the official model's and its audio as close as the exact path's, up to 1.6x faster; BigVGAN within
+# 2.1e-6 of the official package, 2x faster. The models' parity tests run the exact 'ieee' path.
+DEFAULT_PRECISION = "tf32x3"
+
+
 def check_precision(precision) -> str:
     """How float32 products meet the GPU's tensor cores (see tilewave.ops.fp32_matmul_precision)."""
     if precision not in PRECISIONS:
-        raise InputError(f"precision {precision!r} is not one of {', '.join(PRECISIONS)}: 'ieee' is exact float32 "
-                         "(the default), 'tf32x3' float32-class error on tensor cores, 'tf32' ~1e-3 relative")
+        raise InputError(f"precision {precision!r} is not one of {', '.join(PRECISIONS)}: 'ieee' is exact float32, "
+                         "'tf32x3' (the default) float32-class error on tensor cores, 'tf32' ~1e-3 relative")
     return precision
 
 
@@ -105,7 +112,7 @@ class Pipeline:
     """English text (or Kokoro phonemes) -> a stream of `Chunk`s, one model call per chunk."""
 
     def __init__(self, lang: str = "en-us", voice=DEFAULT_VOICE, device: str | torch.device | None = None,
-                 model=None, weights: str | os.PathLike | None = None, precision: str = "ieee") -> None:
+                 model=None, weights: str | os.PathLike | None = None, precision: str = DEFAULT_PRECISION) -> None:
         self.device = resolve_device(device)
         self.precision = check_precision(precision)
         self.lang = check_language(lang)
@@ -194,9 +201,9 @@ def join_chunks(audios: list[np.ndarray], crossfade: int = CROSSFADE_SAMPLES) ->
 
 def speak(text: str, voice=DEFAULT_VOICE, speed: float = 1.0, device: str | None = None, seed: int | None = None,
           lang: str = "en-us", phonemes: bool = False, weights: str | None = None, model=None,
-          profile=None, precision: str = "ieee") -> tuple[np.ndarray, int]:
+          profile=None, precision: str = DEFAULT_PRECISION) -> tuple[np.ndarray, int]:
     """Say `text`: (audio float32 [samples], 24000). `precision`: how float32 products run on a GPU's tensor
-    cores ('ieee' exact, 'tf32x3', 'tf32'); a CPU run is exact float32 whatever it says."""
+    cores ('tf32x3' default, 'ieee' exact, 'tf32'); a CPU run is exact float32 whatever it says."""
     check_speed(speed)
     pipeline = Pipeline(lang=lang, voice=voice, device=device, model=model, weights=weights, precision=precision)
     chunks = pipeline(text, speed=speed, seed=seed, phonemes=phonemes, profile=profile)

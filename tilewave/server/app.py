@@ -14,7 +14,7 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict
 
-from tilewave.engine.pipeline import SAMPLE_RATE, Pipeline, join_chunks
+from tilewave.engine.pipeline import DEFAULT_PRECISION, SAMPLE_RATE, Pipeline, join_chunks
 from tilewave.engine.voices import DEFAULT_VOICE, builtin_voices
 from tilewave.engine.wav import wav_bytes
 from tilewave.errors import InputError, TilewaveError
@@ -31,7 +31,7 @@ class SpeechRequest(BaseModel):
 
 
 def create_app(lang: str = "en-us", device: str | None = None, weights: str | None = None, model=None,
-               precision: str = "ieee") -> FastAPI:
+               precision: str = DEFAULT_PRECISION) -> FastAPI:
     pipeline = Pipeline(lang=lang, voice=DEFAULT_VOICE, device=device, model=model, weights=weights,
                         precision=precision)
     pipeline.model  # load now: a weights error belongs to startup, not to the first caller
