@@ -75,7 +75,7 @@ def test_tile_choice_for_model_layers():
 def test_every_registered_variant_is_a_config_the_launcher_has():
     from tilewave.harness.registry import REGISTRY, load_all_kernels
     load_all_kernels()
-    tiles = {(c.BLOCK_M, c.BLOCK_N, c.BLOCK_K) for table in (K.GEMM_CONFIGS, K.TAP_CONFIGS)
+    tiles = {(c.BLOCK_M, c.BLOCK_N, c.BLOCK_K) for table in (K.GEMM_CONFIGS, K.TAP_CONFIGS, K.INTERLEAVED_CONFIGS)
              for cs in table.values() for c in cs}
     for name in ("conv1d", "conv1d_transpose", "conv1d_transpose_depthwise", "conv1d_fused"):
         variants = REGISTRY[name].variants()
@@ -146,6 +146,52 @@ def test_tap_major_weight_holds_each_phase_tap_and_channel(transposed, stride, d
                 else:
                     assert torch.equal(got, w[g * C_out_g:(g + 1) * C_out_g, :, k])
     assert K._packed_tap_weight(w, transposed, groups, stride, pad, dilation, bk)[0] is packed  # cached
+
+
+@pytest.mark.parametrize("stride, K_, pad, dilation, groups", [(2, 4, 1, 1, 1), (3, 5, 2, 2, 1), (4, 6, 1, 2, 2),
+                                                              (10, 20, 5, 1, 1)])
+def test_interleaved_weight_puts_each_phase_tap_at_its_input_shift(stride, K_, pad, dilation, groups):
+    C_in, C_out_g, bk = 40, 12, 16
+    w = torch.randn(C_in, C_out_g, K_, generator=torch.Generator().manual_seed(5))
+    phase_pad = triton_next_pow2(stride)
+    packed, lowest, U, C_in_pad = K._packed_interleaved_weight(w, groups, stride, pad, dilation, bk, phase_pad)
+    C_in_g = C_in // groups
+    p5 = packed.reshape(groups, C_out_g, phase_pad, U, C_in_pad)
+    expect = torch.zeros_like(p5)
+    for phase in range(stride):  # the definition: output φ + s·j takes x[i]·W[.., k] where i·s + k·d − p = φ + s·j
+        for k in range(K_):
+            if (phase + pad - k * dilation) % stride == 0:
+                shift = (phase + pad - k * dilation) // stride  # i − j
+                for g in range(groups):
+                    expect[g, :, phase, shift - lowest, :C_in_g] = w[g * C_in_g:(g + 1) * C_in_g, :, k].T
+    assert torch.equal(p5, expect)  # also: zero rows for the padded phases, zero shifts, zero channel padding
+    assert (p5.abs().sum(dim=(0, 1, 2, 4)) > 0).all()  # U' is the span of the shifts, no empty tap at the ends
+
+
+def triton_next_pow2(n):
+    return 1 << (n - 1).bit_length()
+
+
+@pytest.mark.parametrize("interleaved", [True, False])
+@pytest.mark.parametrize("mode", ["pointer", "tma"])
+@pytest.mark.parametrize("stride, K_, pad, out_pad, dilation, groups, act",
+                         [(2, 4, 1, 0, 1, 1, "none"), (3, 6, 0, 0, 1, 1, "leaky_relu"), (4, 7, 2, 1, 2, 2, "none"),
+                          (10, 20, 5, 0, 1, 1, "none")])
+def test_transposed_conv_per_phase_and_interleaved_match_pytorch(monkeypatch, interleaved, mode, stride, K_, pad,
+                                                                 out_pad, dilation, groups, act):
+    # both forms of the tap kernel on every stride class (dense 2/4, padded 3/10), whichever the launcher picks
+    strides = frozenset(range(2, 17)) if interleaved else frozenset()
+    monkeypatch.setattr(K, "INTERLEAVED_STRIDES", {cls: strides for cls in K.INTERLEAVED_STRIDES})
+    monkeypatch.setattr(K, "tap_mode", lambda x: mode)
+    gen = torch.Generator().manual_seed(11)
+    x = _rand(2, 32, 9, gen=gen) * torch.tensor([1.0, 100.0], device=KERNEL_DEVICE)[:, None, None]
+    w = _rand(32, 32 // groups, K_, gen=gen) / (32 * K_ / stride) ** 0.5
+    b = _rand(32, gen=gen)
+    y = K.conv1d_fused(x, w, b, stride, pad, dilation, groups, act=act, slope=0.2, transposed=True,
+                       output_padding=out_pad, precision="tf32x3")
+    x64 = F.leaky_relu(x.cpu().double(), 0.2) if act == "leaky_relu" else x.cpu().double()
+    ref = F.conv_transpose1d(x64, w.cpu().double(), b.cpu().double(), stride, pad, out_pad, groups, dilation)
+    assert scaled_max_error(y[:1], ref[:1]) < 1e-5 and scaled_max_error(y[1:], ref[1:]) < 1e-5
 
 
 def test_time_major_copy_is_the_transposed_input_between_zero_rows():

@@ -1365,20 +1365,27 @@ def _gemm_variant(dt, prec, cfg, transposed, act="none", res=False):
         num_warps=cfg.num_warps, num_stages=cfg.num_stages, expect_mma=dt != "fp32" or prec != "ieee")
 
 
-def _tap_variant(dt, prec, cfg, transposed, act="none", res=False, persistent=False, stride=1):
-    # stride > 1 with transposed=False: the phase-interleaved transposed conv (a stride-1 conv, its stores
-    # interleaving next_power_of_2(stride) phases)
-    name = "_conv_tap_kernel" + _form(dt, prec, cfg, transposed, act, res)
+def _interleaved_form(stride: int) -> tuple[int, bool]:
+    """(PHASE_PAD, DENSE) of the phase-interleaved kernel for a stride: what its compiled code depends on."""
     phase_pad = triton.next_power_of_2(stride)
+    return phase_pad, phase_pad == stride
+
+
+def _tap_variant(dt, prec, cfg, transposed, act="none", res=False, persistent=False, stride=1):
+    # stride > 1 (transposed=False): the phase-interleaved transposed conv, a stride-1 conv whose epilogue
+    # interleaves PHASE_PAD phases; ROW_ALIGN at one 16-byte vector (L_out a multiple of 8 or 4 elements: the
+    # model shapes); a smaller one differs only in the stores' vector width
+    name = "_conv_tap_kernel" + _form(dt, prec, cfg, transposed, act, res)
+    phase_pad, dense = _interleaved_form(stride)
     if persistent:
         name = name[:-1] + ",persistent]"
     if stride > 1:
-        name = name[:-1] + f",interleaved x{stride}]"
+        name = name[:-1] + f",interleaved {phase_pad}{'' if dense else ' padded'}]"
     return AotVariant(
         name, _conv_tap_kernel, _tap_signature(dt, cfg),
         dict(TRANSPOSED=transposed, ACT=act, HAS_BIAS=True, HAS_RES=res, PRECISION=prec, UPCAST=False,
              USE_TMA=True, DEVICE_DESC=DEVICE_DESCRIPTORS, PERSISTENT=persistent, FAST_SIN=True,
-             PHASE_PAD=phase_pad, DENSE=phase_pad == stride, ROW_ALIGN=16 // _ITEMSIZE[dt],
+             PHASE_PAD=phase_pad, DENSE=dense, ROW_ALIGN=16 // _ITEMSIZE[dt],
              BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K),
         num_warps=cfg.num_warps, num_stages=cfg.num_stages, expect_mma=True)
 
@@ -1424,6 +1431,17 @@ def conv_variants(transposed_forms=(False, True), fused=False) -> list[AotVarian
                     out += [_tap_variant(dt, prec, cfg, transposed, persistent=True) for cfg in configs]
             out += [_tap_variant(dt, prec, c, tr, act, res) for c in configs if c.BLOCK_N <= TAP_FUSED_MAX_N
                     for act, res, tr in fusions]
+            if True not in transposed_forms:
+                continue
+            # one representative stride per compiled form (PHASE_PAD, DENSE); no residual (per-phase then)
+            strides = {_interleaved_form(s): s for s in sorted(INTERLEAVED_STRIDES[cls])}.values()
+            for s in strides:
+                tiles = INTERLEAVED_CONFIGS[cls]
+                out += [_tap_variant(dt, prec, c, False, stride=s) for c in tiles]
+                if TAP_PERSISTENT[cls]:
+                    out += [_tap_variant(dt, prec, c, False, persistent=True, stride=s) for c in tiles]
+                out += [_tap_variant(dt, prec, c, False, act, stride=s) for c in tiles
+                        if c.BLOCK_N <= TAP_FUSED_MAX_N for act, res, tr in fusions if tr and not res]
     out += [_time_major_pad_variant(dt) for dt in ("fp32", "fp16", "bf16")]
     for dt in ("fp32", "fp16", "bf16"):
         for transposed in transposed_forms:
