@@ -26,6 +26,14 @@ Three code paths, chosen per call by `uses_gemm`, `uses_tap_kernel` and `tap_ker
   innermost dimension: channels, not the shifted time). An input activation runs on the B tile in
   registers. In the CPU interpreter the same rectangles come through masked loads from x. GPUs without
   TMA keep the gather kernel.
+  A transposed conv runs there in one of two forms (`uses_interleaved_phases`, per tile class and stride,
+  from H200 measurements): one phase per program, each storing its outputs `stride` elements apart, or
+  phase-interleaved: all phases of a time tile in one program, as ONE stride-1 conv whose rows are (o, φ)
+  (P = next_power_of_2(s) rows per output channel, zero for φ ≥ s) over the union of the phases' input
+  shifts (U' = span of base_φ − u·d/g; a phase's missing shifts are zero weights). Row (o, φ), column j of
+  the accumulator is y[o, j·s + φ]: the epilogue reshapes [BM/P, P, BN] → [BM/P, BN·P] in registers and
+  stores stretches contiguous along time (16-byte vectors where s = P). It spends up to U'/U · P/s more
+  tensor-core work on the zeros, for full-width stores.
 - gather implicit GEMM (_conv_gemm_kernel) for exact float32 (FMA units) and strided convs, per group:
   M = C_out/G output channels, N = output positions, reduction R = (C_in/G) × taps. A is the weight: OIK rows are already contiguous over (c, k), so the
   reduction loop walks the weight contiguously and the taps sit inside it; B is gathered from x on the fly
@@ -310,6 +318,8 @@ def _conv_tap_kernel(x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, pha
     # Tiles (n_tiles = phases · M tiles · N tiles · B·G, phases fastest, then M tiles, as in
     # _conv_gemm_kernel): one per program, or PERSISTENT, one program per SM walking them with a grid
     # stride in one flattened, pipelined loop, so that the next tile's loads overlap this tile's epilogue.
+    # PHASE_PAD > 1: a phase-interleaved transposed conv (module doc): a stride-1 conv here (C_out_g counts
+    # the rows (o, φ), out_step = s), whose epilogue interleaves the phases (_store_phase_interleaved).
     if DEVICE_DESC:
         x_desc = tl.make_tensor_descriptor(x_desc, shape=[x_rows, C_in], strides=[x_pitch, 1],
                                            block_shape=[BLOCK_N, BLOCK_K])
