@@ -148,6 +148,25 @@ def test_tap_major_weight_holds_each_phase_tap_and_channel(transposed, stride, d
     assert K._packed_tap_weight(w, transposed, groups, stride, pad, dilation, bk)[0] is packed  # cached
 
 
+def test_transposed_form_and_tile_choice_for_model_layers():
+    # (C_in, K, stride, padding) -> interleaved? as measured on the H200 (tune_convt round 1)
+    il = K.uses_interleaved_phases
+    assert il(torch.bfloat16, "ieee", 192, 6, 3, 0, 1)  # decoder x3: 443 -> 95 us
+    assert il(torch.bfloat16, "ieee", 1024, 16, 8, 0, 1)  # large x8: 695 -> 224 us
+    assert il(torch.bfloat16, "ieee", 48, 4, 2, 1, 1)  # BigVGAN x2 48->24: 149 -> 122 us
+    assert il(torch.float16, "ieee", 256, 12, 6, 3, 1)  # Kokoro x6: 146 -> 86 us
+    assert not il(torch.bfloat16, "ieee", 1536, 8, 4, 2, 1)  # BigVGAN x4 1536->768: per phase 101 vs 139 us
+    assert not il(torch.bfloat16, "ieee", 512, 20, 10, 5, 1)  # Kokoro x10: zero weights add 1434 MACs/output
+    assert il(torch.float32, "tf32x3", 1024, 16, 8, 0, 1) and not il(torch.float32, "tf32", 1024, 16, 8, 0, 1)
+    assert K.interleaved_extra_macs(512, 20, 10, 5, 1) == pytest.approx(512 * (3 * 16 / 10 - 2))
+    pick = K.pick_interleaved_config
+    wide, square = K.INTERLEAVED_CONFIGS["16bit"][:2]
+    assert pick(torch.bfloat16, "ieee", 2 * 1024, 512 * 8, 8193, 1, False) == wide  # large x8: long reduction
+    assert pick(torch.bfloat16, "ieee", 2 * 192, 96 * 4, 80000, 1, False) == square  # decoder x3: short one
+    assert pick(torch.bfloat16, "ieee", 2 * 1536, 768 * 8, 501, 1, False) == square  # decoder x8 L500: few tiles
+    assert pick(torch.bfloat16, "ieee", 2 * 1024, 512 * 8, 8193, 1, True).BLOCK_N <= K.TAP_FUSED_MAX_N
+
+
 @pytest.mark.parametrize("stride, K_, pad, dilation, groups", [(2, 4, 1, 1, 1), (3, 5, 2, 2, 1), (4, 6, 1, 2, 2),
                                                               (10, 20, 5, 1, 1)])
 def test_interleaved_weight_puts_each_phase_tap_at_its_input_shift(stride, K_, pad, dilation, groups):
@@ -182,6 +201,7 @@ def test_transposed_conv_per_phase_and_interleaved_match_pytorch(monkeypatch, in
     # both forms of the tap kernel on every stride class (dense 2/4, padded 3/10), whichever the launcher picks
     strides = frozenset(range(2, 17)) if interleaved else frozenset()
     monkeypatch.setattr(K, "INTERLEAVED_STRIDES", {cls: strides for cls in K.INTERLEAVED_STRIDES})
+    monkeypatch.setattr(K, "INTERLEAVED_MAX_EXTRA_MACS", math.inf)
     monkeypatch.setattr(K, "tap_mode", lambda x: mode)
     gen = torch.Generator().manual_seed(11)
     x = _rand(2, 32, 9, gen=gen) * torch.tensor([1.0, 100.0], device=KERNEL_DEVICE)[:, None, None]

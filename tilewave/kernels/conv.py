@@ -423,14 +423,30 @@ TAP_CONFIGS: dict[str, tuple[GemmConfig, ...]] = {
     # 128×128 at every model shape (decoder conv_in: 296 µs vs 414; large 1536ch: 7050 vs 7255)
     "tf32x3": (GemmConfig(64, 128, 32, 4, 4),),
 }
-# The phase-interleaved transposed conv (all phases of a time tile in one program, stored contiguously):
-# its tiles, and the strides it takes per tile class (the others run phase by phase).
+# The phase-interleaved transposed conv (all phases of a time tile in one program, stored contiguously).
+# Measured on the H200 (tune_convt round 1, µs, per phase -> interleaved, cuDNN): bf16 decoder x3 192->96
+# L80000 443 -> 95 [207]; large x8 1024->512 L8192 695 -> 224 [617]; decoder x8 1536->768 L500 167 -> 78
+# [156]; x2 48->24 L120064 149 -> 128 [76]; x2 384->192 L15008 143 -> 138 [74] (within the run's noise);
+# fp16 Kokoro x6 256->128 L8000 146 -> 86 [60]; tf32x3 large x8 2178 -> 1843 [3927]. Per phase stays faster
+# where the zero rows and shifts cost more tensor-core work than the strided stores: BigVGAN x4 1536->768
+# L938 101 vs 139 (bf16), 391 vs 426 (tf32x3); leaky_relu + Kokoro x10 512->256 L800 65 vs 92.
+# Strides measured faster per class (4, 5, 10 and tf32 unmeasured or slower: per phase).
+INTERLEAVED_STRIDES: dict[str, frozenset[int]] = {"16bit": frozenset({2, 3, 6, 8}), "tf32": frozenset(),
+                                                  "tf32x3": frozenset({8})}
+# Interleave while the zero weights add at most this many multiply-adds per output (C_in/G · (U'·P/s − U)):
+# 0-512 at the shapes it won, 1434-1536 at those it lost.
+INTERLEAVED_MAX_EXTRA_MACS = 1024
+# Its tiles, in order of preference (pick_interleaved_config): 128×256 for long reductions that fill the SMs
+# (large x8: 224 µs vs 266 at 128×128 persistent; decoder x3, reduction 384: 107 vs 95), else 128×128
+# (persistent by TAP_PERSISTENT: decoder x3 95 vs 133), 64×128 for small grids; tf32x3 64×64 (large x8 1843
+# vs 1866 at 64×128).
 INTERLEAVED_CONFIGS: dict[str, tuple[GemmConfig, ...]] = {
-    "16bit": (GemmConfig(128, 128, 64, 8, 4), GemmConfig(64, 128, 64, 4, 4)),
-    "tf32": (GemmConfig(128, 128, 32, 8, 3), GemmConfig(64, 128, 32, 4, 4)),
-    "tf32x3": (GemmConfig(64, 128, 32, 4, 4),),
+    "16bit": (GemmConfig(128, 256, 64, 8, 3), GemmConfig(128, 128, 64, 8, 4), GemmConfig(64, 128, 64, 4, 4)),
+    "tf32": (GemmConfig(128, 128, 32, 8, 3),),
+    "tf32x3": (GemmConfig(64, 64, 32, 4, 4),),
 }
-INTERLEAVED_STRIDES: dict[str, frozenset[int]] = {cls: frozenset({2, 3, 4, 6, 8}) for cls in INTERLEAVED_CONFIGS}
+# the 128×256 interleaved tile: for reductions (U'·C_in/G) at least this long, on grids of a tile per SM or more
+INTERLEAVED_WIDE_MIN_REDUCTION = 1024
 # A tap tile is taken when it yields at least this many tiles per SM (else the next, smaller one).
 TAP_MIN_TILES_PER_SM = 1 / 3
 # An input activation or a residual runs on tiles of at most this many columns: 128×256 spills with them.
@@ -477,14 +493,30 @@ def _sm_count(device: torch.device) -> int:
 
 
 def pick_tap_config(dtype: torch.dtype, precision: str, C_out_g: int, positions: int, programs: int,
-                    fused: bool, sm_count: int = _SM_COUNT_DEFAULT, interleaved: bool = False) -> GemmConfig:
-    """The first TAP_CONFIGS (INTERLEAVED_CONFIGS when `interleaved`) tile whose grid (phases·B·G = `programs`
-    per (M tile, N tile); C_out_g the rows per group) gives the SMs TAP_MIN_TILES_PER_SM tiles each, else the
-    smallest; `fused` (input activation or residual) keeps to tiles of at most TAP_FUSED_MAX_N columns."""
-    table = INTERLEAVED_CONFIGS if interleaved else TAP_CONFIGS
-    configs = [c for c in table[_tap_class(dtype, precision)] if not fused or c.BLOCK_N <= TAP_FUSED_MAX_N]
+                    fused: bool, sm_count: int = _SM_COUNT_DEFAULT) -> GemmConfig:
+    """The first TAP_CONFIGS tile whose grid (phases·B·G = `programs` per (M tile, N tile)) gives the SMs
+    TAP_MIN_TILES_PER_SM tiles each, else the smallest; `fused` (input activation or residual) keeps to
+    tiles of at most TAP_FUSED_MAX_N columns."""
+    configs = [c for c in TAP_CONFIGS[_tap_class(dtype, precision)] if not fused or c.BLOCK_N <= TAP_FUSED_MAX_N]
     for c in configs:
         if _cdiv(C_out_g, c.BLOCK_M) * _cdiv(positions, c.BLOCK_N) * programs >= sm_count * TAP_MIN_TILES_PER_SM:
+            return c
+    return configs[-1]
+
+
+def pick_interleaved_config(dtype: torch.dtype, precision: str, reduction: int, rows_g: int, positions: int,
+                            programs: int, fused: bool, sm_count: int = _SM_COUNT_DEFAULT) -> GemmConfig:
+    """The phase-interleaved tile: INTERLEAVED_CONFIGS in order, a tile wider than TAP_FUSED_MAX_N only for a
+    reduction (U'·C_in/G) of INTERLEAVED_WIDE_MIN_REDUCTION or more whose grid gives every SM a tile and never
+    fused, the others while the grid gives the SMs TAP_MIN_TILES_PER_SM tiles each; else the smallest."""
+    configs = [c for c in INTERLEAVED_CONFIGS[_tap_class(dtype, precision)]
+               if not fused or c.BLOCK_N <= TAP_FUSED_MAX_N]
+    for c in configs:
+        tiles = _cdiv(rows_g, c.BLOCK_M) * _cdiv(positions, c.BLOCK_N) * programs
+        if c.BLOCK_N > TAP_FUSED_MAX_N:
+            if reduction >= INTERLEAVED_WIDE_MIN_REDUCTION and tiles >= sm_count:
+                return c
+        elif tiles >= sm_count * TAP_MIN_TILES_PER_SM:
             return c
     return configs[-1]
 
@@ -550,12 +582,21 @@ def _row_align(L_out: int, itemsize: int) -> int:
     return math.gcd(L_out, 16 // itemsize)
 
 
-def uses_interleaved_phases(dtype: torch.dtype, precision: str, stride: int, C_in_g: int, C_out_g: int,
-                            L_out: int) -> bool:
+def interleaved_extra_macs(C_in_g: int, K: int, stride: int, padding: int, dilation: int) -> float:
+    """Multiply-adds per output that the phase-interleaved form adds on zero weights: C_in/G · (U'·P/s − U)
+    (U' shifts of the union, P = next_power_of_2(s) rows per channel, U taps per phase)."""
+    U = _cdiv(K, stride // math.gcd(stride, dilation))
+    U_all = interleaved_shifts(K, stride, padding, dilation)[1]
+    return C_in_g * (U_all * triton.next_power_of_2(stride) / stride - U)
+
+
+def uses_interleaved_phases(dtype: torch.dtype, precision: str, C_in_g: int, K: int, stride: int, padding: int,
+                            dilation: int) -> bool:
     """Whether a transposed conv on the tap kernel computes all phases of a time tile in one program (contiguous
-    stores; the zero-padded phases and shifts cost tensor-core work) rather than one phase per program
-    (stores `stride` elements apart)."""
-    return stride > 1 and stride in INTERLEAVED_STRIDES[_tap_class(dtype, precision)]
+    stores) rather than one phase per program (stores `stride` elements apart): for the strides measured
+    faster (INTERLEAVED_STRIDES) while the zero weights cost at most INTERLEAVED_MAX_EXTRA_MACS per output."""
+    return (stride in INTERLEAVED_STRIDES[_tap_class(dtype, precision)]
+            and interleaved_extra_macs(C_in_g, K, stride, padding, dilation) <= INTERLEAVED_MAX_EXTRA_MACS)
 
 
 TIME_MAJOR_PAD_BLOCK = (64, 64)  # (channels, time) per program of _time_major_pad_kernel
@@ -823,8 +864,9 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
     tap = gemm and uses_tap_kernel(x.dtype, precision, transposed, stride) and tap_kernel_fits(x, groups)
     # a residual keeps the per-phase form: with the interleaved epilogue's whole-tile residual, 128-row tiles spill
     interleave = (tap and transposed and residual is None
-                  and uses_interleaved_phases(x.dtype, precision, stride, C_in_g, C_out_g, L_out))
+                  and uses_interleaved_phases(x.dtype, precision, C_in_g, K, stride, padding, dilation))
     phase_pad, rows_g = 1, C_out_g
+    fused = act != "none" or residual is not None
     if gemm:
         if interleave:  # one stride-1 conv over the union of the phases' shifts, phase_pad rows per channel
             phase_pad = triton.next_power_of_2(stride)
@@ -839,8 +881,12 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
             phases, positions = 1, L_out
             in_step, tap_step, base, out_step = stride, dilation, -padding, 1
         if tap:
-            cfg = pick_tap_config(x.dtype, precision, rows_g, positions, B * groups * phases,
-                                  act != "none" or residual is not None, _sm_count(x.device), interleave)
+            if interleave:
+                cfg = pick_interleaved_config(x.dtype, precision, taps * C_in_g, rows_g, positions, B * groups,
+                                              fused, _sm_count(x.device))
+            else:
+                cfg = pick_tap_config(x.dtype, precision, C_out_g, positions, B * groups * phases, fused,
+                                      _sm_count(x.device))
             fused_cfg = cfg
         else:
             cfg = pick_gemm_config(x.dtype, precision, C_out_g, _cdiv(positions, 128) * B * groups * phases,
@@ -861,7 +907,9 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
         tiles_n, n_tiles, persistent, pos_lo, pos_hi = _tap_geometry(
             per_phase, B, rows_g, groups, positions, phases, taps if interleave else K, stride, padding, dilation,
             tap_step, base, cfg,
-            0 if act != "none" or residual is not None else TAP_PERSISTENT[_tap_class(x.dtype, precision)],
+            # never persistent with a fused epilogue, nor on the wide interleaved tile (not measured)
+            0 if fused or cfg.BLOCK_N > TAP_FUSED_MAX_N and interleave
+            else TAP_PERSISTENT[_tap_class(x.dtype, precision)],
             _sm_count(x.device))
         grid = (min(n_tiles, _sm_count(x.device)) if persistent else n_tiles,)
         if interleave:
@@ -1449,7 +1497,8 @@ def conv_variants(transposed_forms=(False, True), fused=False) -> list[AotVarian
                 tiles = INTERLEAVED_CONFIGS[cls]
                 out += [_tap_variant(dt, prec, c, False, stride=s) for c in tiles]
                 if TAP_PERSISTENT[cls]:
-                    out += [_tap_variant(dt, prec, c, False, persistent=True, stride=s) for c in tiles]
+                    out += [_tap_variant(dt, prec, c, False, persistent=True, stride=s) for c in tiles
+                            if c.BLOCK_N <= TAP_FUSED_MAX_N]
                 out += [_tap_variant(dt, prec, c, False, act, stride=s) for c in tiles
                         if c.BLOCK_N <= TAP_FUSED_MAX_N for act, res, tr in fusions if tr and not res]
     out += [_time_major_pad_variant(dt) for dt in ("fp32", "fp16", "bf16")]
