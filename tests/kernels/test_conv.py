@@ -75,7 +75,7 @@ def test_tile_choice_for_model_layers():
 def test_every_registered_variant_is_a_config_the_launcher_has():
     from tilewave.harness.registry import REGISTRY, load_all_kernels
     load_all_kernels()
-    tiles = {(c.BLOCK_M, c.BLOCK_N, c.BLOCK_K) for table in (K.GEMM_CONFIGS, K.TAP_CONFIGS)
+    tiles = {(c.BLOCK_M, c.BLOCK_N, c.BLOCK_K) for table in (K.GEMM_CONFIGS, K.TAP_CONFIGS, K.INTERLEAVED_CONFIGS)
              for cs in table.values() for c in cs}
     for name in ("conv1d", "conv1d_transpose", "conv1d_transpose_depthwise", "conv1d_fused"):
         variants = REGISTRY[name].variants()
@@ -146,6 +146,72 @@ def test_tap_major_weight_holds_each_phase_tap_and_channel(transposed, stride, d
                 else:
                     assert torch.equal(got, w[g * C_out_g:(g + 1) * C_out_g, :, k])
     assert K._packed_tap_weight(w, transposed, groups, stride, pad, dilation, bk)[0] is packed  # cached
+
+
+def test_transposed_form_and_tile_choice_for_model_layers():
+    # (C_in, K, stride, padding) -> interleaved? as measured on the H200 (tune_convt round 1)
+    il = K.uses_interleaved_phases
+    assert il(torch.bfloat16, "ieee", 192, 6, 3, 0, 1)  # decoder x3: 443 -> 95 us
+    assert il(torch.bfloat16, "ieee", 1024, 16, 8, 0, 1)  # large x8: 695 -> 224 us
+    assert il(torch.bfloat16, "ieee", 48, 4, 2, 1, 1)  # BigVGAN x2 48->24: 149 -> 122 us
+    assert il(torch.float16, "ieee", 256, 12, 6, 3, 1)  # Kokoro x6: 146 -> 86 us
+    assert not il(torch.bfloat16, "ieee", 1536, 8, 4, 2, 1)  # BigVGAN x4 1536->768: per phase 101 vs 139 us
+    assert not il(torch.bfloat16, "ieee", 512, 20, 10, 5, 1)  # Kokoro x10: zero weights add 1434 MACs/output
+    assert il(torch.float32, "tf32x3", 1024, 16, 8, 0, 1) and not il(torch.float32, "tf32", 1024, 16, 8, 0, 1)
+    assert K.interleaved_extra_macs(512, 20, 10, 5, 1) == pytest.approx(512 * (3 * 16 / 10 - 2))
+    pick = K.pick_interleaved_config
+    wide, square = K.INTERLEAVED_CONFIGS["16bit"][:2]
+    assert pick(torch.bfloat16, "ieee", 2 * 1024, 512 * 8, 8193, 1, False) == wide  # large x8: long reduction
+    assert pick(torch.bfloat16, "ieee", 2 * 192, 96 * 4, 80000, 1, False) == square  # decoder x3: short one
+    assert pick(torch.bfloat16, "ieee", 2 * 1536, 768 * 8, 501, 1, False) == square  # decoder x8 L500: few tiles
+    assert pick(torch.bfloat16, "ieee", 2 * 1024, 512 * 8, 8193, 1, True).BLOCK_N <= K.TAP_FUSED_MAX_N
+
+
+@pytest.mark.parametrize("stride, K_, pad, dilation, groups", [(2, 4, 1, 1, 1), (3, 5, 2, 2, 1), (4, 6, 1, 2, 2),
+                                                              (10, 20, 5, 1, 1)])
+def test_interleaved_weight_puts_each_phase_tap_at_its_input_shift(stride, K_, pad, dilation, groups):
+    C_in, C_out_g, bk = 40, 12, 16
+    w = torch.randn(C_in, C_out_g, K_, generator=torch.Generator().manual_seed(5))
+    phase_pad = triton_next_pow2(stride)
+    packed, lowest, U, C_in_pad = K._packed_interleaved_weight(w, groups, stride, pad, dilation, bk, phase_pad)
+    C_in_g = C_in // groups
+    p5 = packed.reshape(groups, C_out_g, phase_pad, U, C_in_pad)
+    expect = torch.zeros_like(p5)
+    for phase in range(stride):  # the definition: output φ + s·j takes x[i]·W[.., k] where i·s + k·d − p = φ + s·j
+        for k in range(K_):
+            if (phase + pad - k * dilation) % stride == 0:
+                shift = (phase + pad - k * dilation) // stride  # i − j
+                for g in range(groups):
+                    expect[g, :, phase, shift - lowest, :C_in_g] = w[g * C_in_g:(g + 1) * C_in_g, :, k].T
+    assert torch.equal(p5, expect)  # also: zero rows for the padded phases, zero shifts, zero channel padding
+    assert (p5.abs().sum(dim=(0, 1, 2, 4)) > 0).all()  # U' is the span of the shifts, no empty tap at the ends
+
+
+def triton_next_pow2(n):
+    return 1 << (n - 1).bit_length()
+
+
+@pytest.mark.parametrize("interleaved", [True, False])
+@pytest.mark.parametrize("mode", ["pointer", "tma"])
+@pytest.mark.parametrize("stride, K_, pad, out_pad, dilation, groups, act",
+                         [(2, 4, 1, 0, 1, 1, "none"), (3, 6, 0, 0, 1, 1, "leaky_relu"), (4, 7, 2, 1, 2, 2, "none"),
+                          (10, 20, 5, 0, 1, 1, "none")])
+def test_transposed_conv_per_phase_and_interleaved_match_pytorch(monkeypatch, interleaved, mode, stride, K_, pad,
+                                                                 out_pad, dilation, groups, act):
+    # both forms of the tap kernel on every stride class (dense 2/4, padded 3/10), whichever the launcher picks
+    strides = frozenset(range(2, 17)) if interleaved else frozenset()
+    monkeypatch.setattr(K, "INTERLEAVED_STRIDES", {cls: strides for cls in K.INTERLEAVED_STRIDES})
+    monkeypatch.setattr(K, "INTERLEAVED_MAX_EXTRA_MACS", math.inf)
+    monkeypatch.setattr(K, "tap_mode", lambda x: mode)
+    gen = torch.Generator().manual_seed(11)
+    x = _rand(2, 32, 9, gen=gen) * torch.tensor([1.0, 100.0], device=KERNEL_DEVICE)[:, None, None]
+    w = _rand(32, 32 // groups, K_, gen=gen) / (32 * K_ / stride) ** 0.5
+    b = _rand(32, gen=gen)
+    y = K.conv1d_fused(x, w, b, stride, pad, dilation, groups, act=act, slope=0.2, transposed=True,
+                       output_padding=out_pad, precision="tf32x3")
+    x64 = F.leaky_relu(x.cpu().double(), 0.2) if act == "leaky_relu" else x.cpu().double()
+    ref = F.conv_transpose1d(x64, w.cpu().double(), b.cpu().double(), stride, pad, out_pad, groups, dilation)
+    assert scaled_max_error(y[:1], ref[:1]) < 1e-5 and scaled_max_error(y[1:], ref[1:]) < 1e-5
 
 
 def test_time_major_copy_is_the_transposed_input_between_zero_rows():

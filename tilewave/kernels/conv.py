@@ -26,6 +26,14 @@ Three code paths, chosen per call by `uses_gemm`, `uses_tap_kernel` and `tap_ker
   innermost dimension: channels, not the shifted time). An input activation runs on the B tile in
   registers. In the CPU interpreter the same rectangles come through masked loads from x. GPUs without
   TMA keep the gather kernel.
+  A transposed conv runs there in one of two forms (`uses_interleaved_phases`, per tile class and stride,
+  from H200 measurements): one phase per program, each storing its outputs `stride` elements apart, or
+  phase-interleaved: all phases of a time tile in one program, as ONE stride-1 conv whose rows are (o, φ)
+  (P = next_power_of_2(s) rows per output channel, zero for φ ≥ s) over the union of the phases' input
+  shifts (U' = span of base_φ − u·d/g; a phase's missing shifts are zero weights). Row (o, φ), column j of
+  the accumulator is y[o, j·s + φ]: the epilogue reshapes [BM/P, P, BN] → [BM/P, BN·P] in registers and
+  stores stretches contiguous along time (16-byte vectors where s = P). It spends up to U'/U · P/s more
+  tensor-core work on the zeros, for full-width stores.
 - gather implicit GEMM (_conv_gemm_kernel) for exact float32 (FMA units) and strided convs, per group:
   M = C_out/G output channels, N = output positions, reduction R = (C_in/G) × taps. A is the weight: OIK rows are already contiguous over (c, k), so the
   reduction loop walks the weight contiguously and the taps sit inside it; B is gathered from x on the fly
@@ -95,6 +103,39 @@ def _store_output(acc, y_ptr, bias_ptr, res_ptr, row, co, co_mask, t, t_mask, L_
     if HAS_RES:
         acc += tl.load(res_ptr + offs, mask=mask, other=0.0).to(tl.float32)
     tl.store(y_ptr + offs, (acc * scale).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _store_phase_interleaved(acc, y_ptr, bias_ptr, res_ptr, b, g, C_out, C_out_g, m0, rows_g, j0, L_out, phases,
+                             scale, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr, PHASE_PAD: tl.constexpr,
+                             DENSE: tl.constexpr, ROW_ALIGN: tl.constexpr, BLOCK_M: tl.constexpr,
+                             BLOCK_N: tl.constexpr):
+    # acc rows (o, φ) = o·PHASE_PAD + φ, columns j: y[b, g·C_out_g + o, j·phases + φ] for φ < phases. The
+    # phases are interleaved in registers, so the tile leaves as [BLOCK_M / PHASE_PAD, BLOCK_N·PHASE_PAD]
+    # stretches that are contiguous along time (DENSE: phases == PHASE_PAD, no gaps, vector stores; ROW_ALIGN
+    # divides L_out, so that they vectorise where L_out is not a multiple of 16, which Triton would assume).
+    BLOCK_O: tl.constexpr = BLOCK_M // PHASE_PAD
+    if HAS_BIAS:
+        r = m0 + tl.arange(0, BLOCK_M)
+        acc += tl.load(bias_ptr + g * C_out_g + r // PHASE_PAD, mask=r < rows_g, other=0.0).to(tl.float32)[:, None]
+    if not HAS_RES:
+        acc = (acc * scale).to(y_ptr.dtype.element_ty)
+    v = tl.reshape(tl.permute(tl.reshape(acc, (BLOCK_O, PHASE_PAD, BLOCK_N)), (0, 2, 1)),
+                   (BLOCK_O, BLOCK_N * PHASE_PAD))
+    o = m0 // PHASE_PAD + tl.arange(0, BLOCK_O)
+    c = tl.arange(0, BLOCK_N * PHASE_PAD)
+    if DENSE:
+        t = j0 * PHASE_PAD + c
+        t_mask = t < L_out // ROW_ALIGN * ROW_ALIGN  # == L_out, spelled so the mask stays uniform over a vector
+    else:
+        ph = c % PHASE_PAD
+        t = (j0 + c // PHASE_PAD) * phases + ph
+        t_mask = (ph < phases) & (t < L_out)
+    offs = tl.multiple_of((b * C_out + g * C_out_g + o).to(tl.int64) * L_out, ROW_ALIGN)[:, None] + t[None, :]
+    mask = (o < C_out_g)[:, None] & t_mask[None, :]
+    if HAS_RES:
+        v = (v + tl.load(res_ptr + offs, mask=mask, other=0.0).to(tl.float32)) * scale
+    tl.store(y_ptr + offs, v.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -179,7 +220,8 @@ def _conv_tap_tile(tile, x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr,
                    tap_step, base, out_step, x_shift, tiles_n, slope, scale,
                    TRANSPOSED: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr,
                    PRECISION: tl.constexpr, UPCAST: tl.constexpr, USE_TMA: tl.constexpr,
-                   FAST_SIN: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+                   FAST_SIN: tl.constexpr, PHASE_PAD: tl.constexpr, DENSE: tl.constexpr, ROW_ALIGN: tl.constexpr,
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     # one output tile of _conv_tap_kernel
     tiles_m = tl.cdiv(C_out_g, BLOCK_M)
     per_bg = n_phases * tiles_m * tiles_n
@@ -226,20 +268,25 @@ def _conv_tap_tile(tile, x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr,
             a = a.to(tl.float32)
             xb = xb.to(tl.float32)
         acc = tl.dot(a, xb, acc, input_precision=PRECISION)
-    row = (b * C_out + g * C_out_g + co).to(tl.int64)
-    if HAS_RES:
-        # in two column halves: a whole tile's residual, accumulator and 64-bit addresses at once spill
-        lo, hi = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
-        t = (j0 + tl.arange(0, BLOCK_N // 2)) * out_step + phase
-        _store_output(lo, y_ptr, bias_ptr, res_ptr, row, g * C_out_g + co, co_mask, t, t < L_out, L_out,
-                      scale, HAS_BIAS, HAS_RES)
-        t += (BLOCK_N // 2) * out_step
-        _store_output(hi, y_ptr, bias_ptr, res_ptr, row, g * C_out_g + co, co_mask, t, t < L_out, L_out,
-                      scale, HAS_BIAS, HAS_RES)
+    if PHASE_PAD > 1:
+        _store_phase_interleaved(acc, y_ptr, bias_ptr, res_ptr, b, g, C_out, C_out_g // PHASE_PAD, m0, C_out_g, j0,
+                                 L_out, out_step, scale, HAS_BIAS, HAS_RES, PHASE_PAD, DENSE, ROW_ALIGN, BLOCK_M,
+                                 BLOCK_N)
     else:
-        t = (j0 + tl.arange(0, BLOCK_N)) * out_step + phase
-        _store_output(acc, y_ptr, bias_ptr, res_ptr, row, g * C_out_g + co, co_mask, t, t < L_out, L_out,
-                      scale, HAS_BIAS, HAS_RES)
+        row = (b * C_out + g * C_out_g + co).to(tl.int64)
+        if HAS_RES:
+            # in two column halves: a whole tile's residual, accumulator and 64-bit addresses at once spill
+            lo, hi = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
+            t = (j0 + tl.arange(0, BLOCK_N // 2)) * out_step + phase
+            _store_output(lo, y_ptr, bias_ptr, res_ptr, row, g * C_out_g + co, co_mask, t, t < L_out, L_out,
+                          scale, HAS_BIAS, HAS_RES)
+            t += (BLOCK_N // 2) * out_step
+            _store_output(hi, y_ptr, bias_ptr, res_ptr, row, g * C_out_g + co, co_mask, t, t < L_out, L_out,
+                          scale, HAS_BIAS, HAS_RES)
+        else:
+            t = (j0 + tl.arange(0, BLOCK_N)) * out_step + phase
+            _store_output(acc, y_ptr, bias_ptr, res_ptr, row, g * C_out_g + co, co_mask, t, t < L_out, L_out,
+                          scale, HAS_BIAS, HAS_RES)
 
 
 # L_out specialised (divisible by 16: the stores vectorise); the other sizes are runtime values.
@@ -251,6 +298,7 @@ def _conv_tap_kernel(x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, pha
                      TRANSPOSED: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr,
                      PRECISION: tl.constexpr, UPCAST: tl.constexpr, USE_TMA: tl.constexpr,
                      DEVICE_DESC: tl.constexpr, PERSISTENT: tl.constexpr, FAST_SIN: tl.constexpr,
+                     PHASE_PAD: tl.constexpr, DENSE: tl.constexpr, ROW_ALIGN: tl.constexpr,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     # Tap-major implicit GEMM for a stride-1 conv or one output phase of a transposed conv. Reduction step
     # i covers tap u = i // n_cblk and input channels c0 .. c0 + BLOCK_K of the group, so both operand
@@ -270,6 +318,8 @@ def _conv_tap_kernel(x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, pha
     # Tiles (n_tiles = phases · M tiles · N tiles · B·G, phases fastest, then M tiles, as in
     # _conv_gemm_kernel): one per program, or PERSISTENT, one program per SM walking them with a grid
     # stride in one flattened, pipelined loop, so that the next tile's loads overlap this tile's epilogue.
+    # PHASE_PAD > 1: a phase-interleaved transposed conv (module doc): a stride-1 conv here (C_out_g counts
+    # the rows (o, φ), out_step = s), whose epilogue interleaves the phases (_store_phase_interleaved).
     if DEVICE_DESC:
         x_desc = tl.make_tensor_descriptor(x_desc, shape=[x_rows, C_in], strides=[x_pitch, 1],
                                            block_shape=[BLOCK_N, BLOCK_K])
@@ -281,10 +331,10 @@ def _conv_tap_kernel(x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, pha
     if PERSISTENT:
         for tile in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), flatten=True):
             _conv_tap_tile(tile, *args, TRANSPOSED, ACT, HAS_BIAS, HAS_RES, PRECISION, UPCAST, USE_TMA, FAST_SIN,
-                           BLOCK_M, BLOCK_N, BLOCK_K)
+                           PHASE_PAD, DENSE, ROW_ALIGN, BLOCK_M, BLOCK_N, BLOCK_K)
     else:
         _conv_tap_tile(tl.program_id(0), *args, TRANSPOSED, ACT, HAS_BIAS, HAS_RES, PRECISION, UPCAST, USE_TMA,
-                       FAST_SIN, BLOCK_M, BLOCK_N, BLOCK_K)
+                       FAST_SIN, PHASE_PAD, DENSE, ROW_ALIGN, BLOCK_M, BLOCK_N, BLOCK_K)
 
 
 @triton.jit(do_not_specialize=["C", "L", "Lp", "left"])
@@ -373,6 +423,30 @@ TAP_CONFIGS: dict[str, tuple[GemmConfig, ...]] = {
     # 128×128 at every model shape (decoder conv_in: 296 µs vs 414; large 1536ch: 7050 vs 7255)
     "tf32x3": (GemmConfig(64, 128, 32, 4, 4),),
 }
+# The phase-interleaved transposed conv (all phases of a time tile in one program, stored contiguously).
+# Measured on the H200 (tune_convt round 1, µs, per phase -> interleaved, cuDNN): bf16 decoder x3 192->96
+# L80000 443 -> 95 [207]; large x8 1024->512 L8192 695 -> 224 [617]; decoder x8 1536->768 L500 167 -> 78
+# [156]; x2 48->24 L120064 149 -> 128 [76]; x2 384->192 L15008 143 -> 138 [74] (within the run's noise);
+# fp16 Kokoro x6 256->128 L8000 146 -> 86 [60]; tf32x3 large x8 2178 -> 1843 [3927]. Per phase stays faster
+# where the zero rows and shifts cost more tensor-core work than the strided stores: BigVGAN x4 1536->768
+# L938 101 vs 139 (bf16), 391 vs 426 (tf32x3); leaky_relu + Kokoro x10 512->256 L800 65 vs 92.
+# Strides measured faster per class (4, 5, 10 and tf32 unmeasured or slower: per phase).
+INTERLEAVED_STRIDES: dict[str, frozenset[int]] = {"16bit": frozenset({2, 3, 6, 8}), "tf32": frozenset(),
+                                                  "tf32x3": frozenset({8})}
+# Interleave while the zero weights add at most this many multiply-adds per output (C_in/G · (U'·P/s − U)):
+# 0-512 at the shapes it won, 1434-1536 at those it lost.
+INTERLEAVED_MAX_EXTRA_MACS = 1024
+# Its tiles, in order of preference (pick_interleaved_config): 128×256 for long reductions that fill the SMs
+# (large x8: 224 µs vs 266 at 128×128 persistent; decoder x3, reduction 384: 107 vs 95), else 128×128
+# (persistent by TAP_PERSISTENT: decoder x3 95 vs 133), 64×128 for small grids; tf32x3 64×64 (large x8 1843
+# vs 1866 at 64×128).
+INTERLEAVED_CONFIGS: dict[str, tuple[GemmConfig, ...]] = {
+    "16bit": (GemmConfig(128, 256, 64, 8, 3), GemmConfig(128, 128, 64, 8, 4), GemmConfig(64, 128, 64, 4, 4)),
+    "tf32": (GemmConfig(128, 128, 32, 8, 3),),
+    "tf32x3": (GemmConfig(64, 64, 32, 4, 4),),
+}
+# the 128×256 interleaved tile: for reductions (U'·C_in/G) at least this long, on grids of a tile per SM or more
+INTERLEAVED_WIDE_MIN_REDUCTION = 1024
 # A tap tile is taken when it yields at least this many tiles per SM (else the next, smaller one).
 TAP_MIN_TILES_PER_SM = 1 / 3
 # An input activation or a residual runs on tiles of at most this many columns: 128×256 spills with them.
@@ -426,6 +500,23 @@ def pick_tap_config(dtype: torch.dtype, precision: str, C_out_g: int, positions:
     configs = [c for c in TAP_CONFIGS[_tap_class(dtype, precision)] if not fused or c.BLOCK_N <= TAP_FUSED_MAX_N]
     for c in configs:
         if _cdiv(C_out_g, c.BLOCK_M) * _cdiv(positions, c.BLOCK_N) * programs >= sm_count * TAP_MIN_TILES_PER_SM:
+            return c
+    return configs[-1]
+
+
+def pick_interleaved_config(dtype: torch.dtype, precision: str, reduction: int, rows_g: int, positions: int,
+                            programs: int, fused: bool, sm_count: int = _SM_COUNT_DEFAULT) -> GemmConfig:
+    """The phase-interleaved tile: INTERLEAVED_CONFIGS in order, a tile wider than TAP_FUSED_MAX_N only for a
+    reduction (U'·C_in/G) of INTERLEAVED_WIDE_MIN_REDUCTION or more whose grid gives every SM a tile and never
+    fused, the others while the grid gives the SMs TAP_MIN_TILES_PER_SM tiles each; else the smallest."""
+    configs = [c for c in INTERLEAVED_CONFIGS[_tap_class(dtype, precision)]
+               if not fused or c.BLOCK_N <= TAP_FUSED_MAX_N]
+    for c in configs:
+        tiles = _cdiv(rows_g, c.BLOCK_M) * _cdiv(positions, c.BLOCK_N) * programs
+        if c.BLOCK_N > TAP_FUSED_MAX_N:
+            if reduction >= INTERLEAVED_WIDE_MIN_REDUCTION and tiles >= sm_count:
+                return c
+        elif tiles >= sm_count * TAP_MIN_TILES_PER_SM:
             return c
     return configs[-1]
 
@@ -484,6 +575,28 @@ def uses_tap_kernel(dtype: torch.dtype, precision: str, transposed: bool, stride
     """The tap-major kernel takes tensor-core calls whose taps are contiguous shifts of the input: a
     stride-1 conv or any transposed conv (per phase); exact float32 and strided convs keep the gather."""
     return _gemm_class(dtype, precision) != "ieee" and (transposed or stride == 1)
+
+
+def _row_align(L_out: int, itemsize: int) -> int:
+    """The largest power of two dividing L_out, up to one 16-byte vector of elements."""
+    return math.gcd(L_out, 16 // itemsize)
+
+
+def interleaved_extra_macs(C_in_g: int, K: int, stride: int, padding: int, dilation: int) -> float:
+    """Multiply-adds per output that the phase-interleaved form adds on zero weights: C_in/G · (U'·P/s − U)
+    (U' shifts of the union, P = next_power_of_2(s) rows per channel, U taps per phase)."""
+    U = _cdiv(K, stride // math.gcd(stride, dilation))
+    U_all = interleaved_shifts(K, stride, padding, dilation)[1]
+    return C_in_g * (U_all * triton.next_power_of_2(stride) / stride - U)
+
+
+def uses_interleaved_phases(dtype: torch.dtype, precision: str, C_in_g: int, K: int, stride: int, padding: int,
+                            dilation: int) -> bool:
+    """Whether a transposed conv on the tap kernel computes all phases of a time tile in one program (contiguous
+    stores) rather than one phase per program (stores `stride` elements apart): for the strides measured
+    faster (INTERLEAVED_STRIDES) while the zero weights cost at most INTERLEAVED_MAX_EXTRA_MACS per output."""
+    return (stride in INTERLEAVED_STRIDES[_tap_class(dtype, precision)]
+            and interleaved_extra_macs(C_in_g, K, stride, padding, dilation) <= INTERLEAVED_MAX_EXTRA_MACS)
 
 
 TIME_MAJOR_PAD_BLOCK = (64, 64)  # (channels, time) per program of _time_major_pad_kernel
@@ -637,6 +750,34 @@ def _packed_tap_weight(weight: torch.Tensor, transposed: bool, groups: int, stri
     return _cached_pack(weight, "tap-major", (transposed, groups, stride, padding, dilation, block_k), build)
 
 
+def interleaved_shifts(K: int, stride: int, padding: int, dilation: int) -> tuple[int, int]:
+    """(lowest shift, U'): the input offsets i − j over all phases' taps (transpose_phase_plan: phase φ's u-th
+    tap reads input j + base_φ − u·d/g) span lowest … lowest + U' − 1, the taps of the phase-interleaved form."""
+    d_g = dilation // math.gcd(stride, dilation)
+    shifts = [base - u * d_g for _, taps, base in _phase_taps(K, stride, padding, dilation) for u in range(len(taps))]
+    return min(shifts), max(shifts) - min(shifts) + 1
+
+
+def _packed_interleaved_weight(weight: torch.Tensor, groups: int, stride: int, padding: int, dilation: int,
+                               block_k: int, phase_pad: int):
+    """The transposed conv as one stride-1 conv with phase_pad rows per output channel (all phases of a time
+    tile in one program): [G·C_out/G·phase_pad, U'·C_in_pad], row (g, o, φ), column (shift − lowest)·C_in_pad
+    + c, zero where phase φ has no tap at that shift or φ ≥ stride; (lowest shift, U', C_in_pad)."""
+    def build(weight):
+        C_in, C_out_g, K = weight.shape
+        C_in_g = C_in // groups
+        lowest, U = interleaved_shifts(K, stride, padding, dilation)
+        d_g = dilation // math.gcd(stride, dilation)
+        C_in_pad = _cdiv(C_in_g, block_k) * block_k
+        w = weight.reshape(groups, C_in_g, C_out_g, K).permute(0, 2, 3, 1)  # [G, C_out/G, K, C_in/G]
+        packed = weight.new_zeros(groups, C_out_g, phase_pad, U, C_in_pad)
+        for phase, taps, base in _phase_taps(K, stride, padding, dilation):
+            for u, k in enumerate(taps):
+                packed[:, :, phase, base - u * d_g - lowest, :C_in_g] = w[:, :, k]
+        return packed.reshape(groups * C_out_g * phase_pad, U * C_in_pad), lowest, U, C_in_pad
+    return _cached_pack(weight, "phase-interleaved", (groups, stride, padding, dilation, block_k, phase_pad), build)
+
+
 _DUMMY_INT: dict[torch.device, torch.Tensor] = {}
 
 
@@ -721,22 +862,37 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
         taps = K
     gemm = uses_gemm(C_in_g, C_out_g, taps)
     tap = gemm and uses_tap_kernel(x.dtype, precision, transposed, stride) and tap_kernel_fits(x, groups)
+    # a residual keeps the per-phase form: with the interleaved epilogue's whole-tile residual, 128-row tiles spill
+    interleave = (tap and transposed and residual is None
+                  and uses_interleaved_phases(x.dtype, precision, C_in_g, K, stride, padding, dilation))
+    phase_pad, rows_g = 1, C_out_g
+    fused = act != "none" or residual is not None
     if gemm:
-        if transposed:
+        if interleave:  # one stride-1 conv over the union of the phases' shifts, phase_pad rows per channel
+            phase_pad = triton.next_power_of_2(stride)
+            rows_g = C_out_g * phase_pad
+            phases, positions = 1, _cdiv(L_out, stride)
+            base, taps = interleaved_shifts(K, stride, padding, dilation)
+            in_step, tap_step, out_step = 1, 1, stride
+        elif transposed:
             phases, positions = stride, _cdiv(L_out, stride)
             in_step, tap_step, base, out_step = 1, -(dilation // math.gcd(stride, dilation)), 0, stride
         else:
             phases, positions = 1, L_out
             in_step, tap_step, base, out_step = stride, dilation, -padding, 1
         if tap:
-            cfg = pick_tap_config(x.dtype, precision, C_out_g, positions, B * groups * phases,
-                                  act != "none" or residual is not None, _sm_count(x.device))
+            if interleave:
+                cfg = pick_interleaved_config(x.dtype, precision, taps * C_in_g, rows_g, positions, B * groups,
+                                              fused, _sm_count(x.device))
+            else:
+                cfg = pick_tap_config(x.dtype, precision, C_out_g, positions, B * groups * phases, fused,
+                                      _sm_count(x.device))
             fused_cfg = cfg
         else:
             cfg = pick_gemm_config(x.dtype, precision, C_out_g, _cdiv(positions, 128) * B * groups * phases,
                                    _sm_count(x.device))
             fused_cfg = fused_input_config(cfg, x.dtype, precision) if act != "none" else cfg
-        activations_per_input = taps * _cdiv(C_out_g, fused_cfg.BLOCK_M)
+        activations_per_input = taps * _cdiv(rows_g, fused_cfg.BLOCK_M)
     else:
         BLOCK_C, BLOCK_T = DIRECT_CONFIGS[0] if C_out >= DIRECT_CONFIGS[0][0] else DIRECT_CONFIGS[1]
         activations_per_input = K * C_out_g
@@ -747,14 +903,22 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
     # FAST_SIN: the SFU sine on the GPU (the interpreter cannot run inline PTX)
     flags = dict(ACT=act, HAS_BIAS=bias is not None, HAS_RES=residual is not None, FAST_SIN=x.is_cuda)
     if tap:
+        per_phase = transposed and not interleave
         tiles_n, n_tiles, persistent, pos_lo, pos_hi = _tap_geometry(
-            transposed, B, C_out_g, groups, positions, phases, K, stride, padding, dilation, tap_step, base, cfg,
-            0 if act != "none" or residual is not None else TAP_PERSISTENT[_tap_class(x.dtype, precision)],
+            per_phase, B, rows_g, groups, positions, phases, taps if interleave else K, stride, padding, dilation,
+            tap_step, base, cfg,
+            # never persistent with a fused epilogue, nor on the wide interleaved tile (not measured)
+            0 if fused or cfg.BLOCK_N > TAP_FUSED_MAX_N and interleave
+            else TAP_PERSISTENT[_tap_class(x.dtype, precision)],
             _sm_count(x.device))
         grid = (min(n_tiles, _sm_count(x.device)) if persistent else n_tiles,)
-        w_tap, phase_base, U, C_in_pad = _packed_tap_weight(weight, transposed, groups, stride, padding, dilation,
-                                                            cfg.BLOCK_K)
-        if not transposed:
+        if interleave:
+            w_tap, _, U, C_in_pad = _packed_interleaved_weight(weight, groups, stride, padding, dilation,
+                                                               cfg.BLOCK_K, phase_pad)
+        else:
+            w_tap, phase_base, U, C_in_pad = _packed_tap_weight(weight, transposed, groups, stride, padding,
+                                                                dilation, cfg.BLOCK_K)
+        if not per_phase:
             phase_base = _dummy_int(x.device)
         mode = tap_mode(x)
         device_desc = mode == "tma" and DEVICE_DESCRIPTORS
@@ -775,9 +939,10 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
         upcast = _interpreted() and x.dtype == torch.bfloat16
         _conv_tap_kernel[grid](
             x_desc, w_desc, x, w_tap, bias_arg, res_arg, out, phase_base, a_arg, b_arg,
-            C_in, L_desc, C_out, L_out, groups, C_in_g, C_out_g, C_in_pad, U, phases,
+            C_in, L_desc, C_out, L_out, groups, C_in_g, rows_g, C_in_pad, U, phases,
             tap_step, base, out_step, x_shift, tiles_n, n_tiles, x_rows, x_pitch, float(slope), float(scale),
-            TRANSPOSED=transposed, UPCAST=upcast, PERSISTENT=persistent, DEVICE_DESC=device_desc,
+            TRANSPOSED=per_phase, UPCAST=upcast, PERSISTENT=persistent, DEVICE_DESC=device_desc,
+            PHASE_PAD=phase_pad, DENSE=phase_pad == stride, ROW_ALIGN=_row_align(L_out, x.element_size()),
             PRECISION=_dot_precision(torch.float32 if upcast else x.dtype, precision), USE_TMA=mode == "tma",
             BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K,
             num_warps=cfg.num_warps, num_stages=cfg.num_stages, **flags)
@@ -1258,14 +1423,32 @@ def _gemm_variant(dt, prec, cfg, transposed, act="none", res=False):
         num_warps=cfg.num_warps, num_stages=cfg.num_stages, expect_mma=dt != "fp32" or prec != "ieee")
 
 
-def _tap_variant(dt, prec, cfg, transposed, act="none", res=False, persistent=False):
+def _interleaved_form(stride: int) -> tuple[int, bool]:
+    """(PHASE_PAD, DENSE) of the phase-interleaved kernel for a stride: what its compiled code depends on."""
+    phase_pad = triton.next_power_of_2(stride)
+    return phase_pad, phase_pad == stride
+
+
+def _tap_variant(dt, prec, cfg, transposed, act="none", res=False, persistent=False, stride=1):
+    # stride > 1 (transposed=False): the phase-interleaved transposed conv, a stride-1 conv whose epilogue
+    # interleaves PHASE_PAD phases; ROW_ALIGN at one 16-byte vector (L_out a multiple of 8 or 4 elements: the
+    # model shapes); a smaller one differs only in the stores' vector width
     name = "_conv_tap_kernel" + _form(dt, prec, cfg, transposed, act, res)
+    phase_pad, dense = _interleaved_form(stride)
+    if persistent:
+        name = name[:-1] + ",persistent]"
+    if stride > 1:
+        name = name[:-1] + f",interleaved {phase_pad}{'' if dense else ' padded'}]"
     return AotVariant(
-        name[:-1] + ",persistent]" if persistent else name, _conv_tap_kernel, _tap_signature(dt, cfg),
+        name, _conv_tap_kernel, _tap_signature(dt, cfg),
         dict(TRANSPOSED=transposed, ACT=act, HAS_BIAS=True, HAS_RES=res, PRECISION=prec, UPCAST=False,
              USE_TMA=True, DEVICE_DESC=DEVICE_DESCRIPTORS, PERSISTENT=persistent, FAST_SIN=True,
+             PHASE_PAD=phase_pad, DENSE=dense, ROW_ALIGN=16 // _ITEMSIZE[dt],
              BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K),
         num_warps=cfg.num_warps, num_stages=cfg.num_stages, expect_mma=True)
+
+
+_ITEMSIZE = {"fp32": 4, "fp16": 2, "bf16": 2}
 
 
 def _time_major_pad_variant(dt):
@@ -1306,6 +1489,18 @@ def conv_variants(transposed_forms=(False, True), fused=False) -> list[AotVarian
                     out += [_tap_variant(dt, prec, cfg, transposed, persistent=True) for cfg in configs]
             out += [_tap_variant(dt, prec, c, tr, act, res) for c in configs if c.BLOCK_N <= TAP_FUSED_MAX_N
                     for act, res, tr in fusions]
+            if True not in transposed_forms:
+                continue
+            # one representative stride per compiled form (PHASE_PAD, DENSE); no residual (per-phase then)
+            strides = {_interleaved_form(s): s for s in sorted(INTERLEAVED_STRIDES[cls])}.values()
+            for s in strides:
+                tiles = INTERLEAVED_CONFIGS[cls]
+                out += [_tap_variant(dt, prec, c, False, stride=s) for c in tiles]
+                if TAP_PERSISTENT[cls]:
+                    out += [_tap_variant(dt, prec, c, False, persistent=True, stride=s) for c in tiles
+                            if c.BLOCK_N <= TAP_FUSED_MAX_N]
+                out += [_tap_variant(dt, prec, c, False, act, stride=s) for c in tiles
+                        if c.BLOCK_N <= TAP_FUSED_MAX_N for act, res, tr in fusions if tr and not res]
     out += [_time_major_pad_variant(dt) for dt in ("fp32", "fp16", "bf16")]
     for dt in ("fp32", "fp16", "bf16"):
         for transposed in transposed_forms:
