@@ -20,6 +20,7 @@ wheels-2)
     | tee "$OUT/env.txt" ;;
 test)  # test [family ...]: default every family
   shift; fams=${*:-activation resample conv norm spectral attention vision rnn}
+  files=""; [ $# -eq 0 ] && files="tests/kernels"  # every family: the whole folder
   for fam in $fams; do
     [ "$fam" = rnn ] && continue  # below, alone: its resident path wants every SM
     python3 -m tilewave test --device cuda -f "$fam" > "$OUT/test_$fam.txt" 2>&1 &
@@ -27,9 +28,8 @@ test)  # test [family ...]: default every family
   wait
   case " $fams " in *" rnn "*) python3 -m tilewave test --device cuda -f rnn > "$OUT/test_rnn.txt" 2>&1 ;; esac
   tail -qn1 "$OUT"/test_*.txt; grep -h -A2 '^\[FAIL\]' "$OUT"/test_*.txt | head -60
-  files=""
-  for fam in $fams; do [ -f "tests/kernels/test_$fam.py" ] && files="$files tests/kernels/test_$fam.py"; done
-  [ "$fams" = "activation resample conv norm spectral attention vision rnn" ] && files="tests/kernels"
+  [ $# -gt 0 ] && for fam in $fams; do  # a family's own test file (resample's kernel is act1d)
+    f="tests/kernels/test_${fam/resample/act1d}.py"; [ -f "$f" ] && files="$files $f"; done
   timeout "${PYTEST_TIMEOUT:-420}" python3 -m pytest -q -p no:cacheprovider $files tests/models tests/engine/test_vocode.py \
     tests/harness/test_runner_fails.py 2>&1 | tee "$OUT/pytest_cuda.txt" | tail -40
   python3 -m tilewave say "$(python3 -c "import json; print(json.load(open('benchmarks/kokoro_inputs.json'))['medium'])")" \

@@ -27,17 +27,9 @@ REPS = 20
 CHECK_DEADLINE_S = 65
 TOTAL_BUDGET_S = 95
 
-# the conv1d_transpose bench shapes of tilewave/kernels/conv.py (and its fused leaky_relu upsampler)
-SHAPES = [
-    ("Kokoro up x10 512->256 k20 L800", dict(C_in=512, C_out=256, L=800, K=20, stride=10, padding=5)),
-    ("Kokoro up x6 256->128 k12 L8000", dict(C_in=256, C_out=128, L=8000, K=12, stride=6, padding=3)),
-    ("BigVGAN up x4 1536->768 k8 L938", dict(C_in=1536, C_out=768, L=938, K=8, stride=4, padding=2)),
-    ("BigVGAN up x2 384->192 k4 L15008", dict(C_in=384, C_out=192, L=15008, K=4, stride=2, padding=1)),
-    ("BigVGAN up x2 48->24 k4 L120064", dict(C_in=48, C_out=24, L=120064, K=4, stride=2, padding=1)),
-    ("decoder up x8 1536->768 k16 L500", dict(C_in=1536, C_out=768, L=500, K=16, stride=8)),
-    ("decoder up x3 192->96 k6 L80000", dict(C_in=192, C_out=96, L=80000, K=6, stride=3)),
-    ("large up x8 1024->512 k16 L8192", dict(C_in=1024, C_out=512, L=8192, K=16, stride=8)),
-]
+# the conv1d_transpose bench shapes of tilewave/kernels/conv.py, as tune_conv.py (beside this script) lists them
+from tune_conv import TRANSPOSED as SHAPES  # noqa: E402
+
 LRELU_UP = ("lrelu+up x10 512->256 k20 L800",
             dict(C_in=512, C_out=256, L=800, K=20, stride=10, padding=5, act="leaky_relu"))
 

@@ -77,11 +77,13 @@ def bench_shape(kernel: Kernel, shape: BenchShape, dtype: str, peaks: dict[str, 
     outs = _as_tuple(kernel.alloc_out(inputs))
     out_arg = outs if len(outs) > 1 else outs[0]
     precision = kernel.precision(shape.params, dtype)
+    # `precision` is a tilewave launch choice; the peer's arithmetic is set by the backend flags instead
+    peer_inputs = {k: v for k, v in inputs.items() if k != "precision"}
     with _peer_precision(precision):
         ours = time_cuda(lambda: kernel.launch(**inputs, out=out_arg))
         try:
-            peer_out = _as_tuple(kernel.peer(**inputs))
-            peer_us = time_cuda(lambda: kernel.peer(**inputs)).median_us
+            peer_out = _as_tuple(kernel.peer(**peer_inputs))
+            peer_us = time_cuda(lambda: kernel.peer(**peer_inputs)).median_us
         except RuntimeError:  # the stock op does not support this case (e.g. cuFFT fp16 at n_fft 20)
             peer_out, peer_us = (), float("nan")
     try:

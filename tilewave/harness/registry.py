@@ -79,7 +79,7 @@ class Kernel:
     alloc_out: Callable[[dict[str, Any]], Tensors]
     launch: Callable[..., Tensors]
     oracle: Callable[..., Tensors]
-    peer: Callable[..., Tensors]
+    peer: Callable[..., Tensors]  # the stock op; called with the inputs less `precision` (see bench._peer_precision)
     cases: list[Case]
     bench: list[BenchShape]
     dtypes: tuple[str, ...] = ("float32", "float16", "bfloat16")

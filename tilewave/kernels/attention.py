@@ -868,12 +868,6 @@ def _decode_inputs(p, dtype, device, gen):
     return {**inputs, **_precision(p)}
 
 
-def _drop_precision(fn):
-    def peer(precision=None, **kw):
-        return fn(**kw)
-    return peer
-
-
 _CPU = ("cpu", "cuda")
 _GPU = ("cuda",)
 _INTERPRETABLE = ("float32", "float16")  # bf16 tl.dot gives garbage in the interpreter; bf16 runs on the GPU
@@ -980,7 +974,7 @@ register(Kernel(
     name="sdpa_bidirectional", family="attention",
     doc="o = softmax(scale q k^T, keys with key_padding_mask False excluded) v; a row with no key outputs 0",
     make_inputs=_sdpa_inputs, alloc_out=lambda i: torch.empty_like(i["q"]), launch=sdpa_bidirectional,
-    oracle=sdpa_oracle, peer=_drop_precision(sdpa_bidirectional_torch),
+    oracle=sdpa_oracle, peer=sdpa_bidirectional_torch,
     cases=[
         Case({"B": 2, "H": 2, "T": 37, "D": 16}, _CPU, _INTERPRETABLE),
         Case({"B": 3, "H": 1, "T": 45, "D": 32, "lengths": (45, 29, 1)}, _CPU, _INTERPRETABLE),
@@ -1031,7 +1025,7 @@ register(Kernel(
     name="sdpa_bidirectional_windowed", family="attention",
     doc="o_i = softmax over keys j in [seg_start_i, seg_start_i + seg_len_i) of scale q_i k_j, times v",
     make_inputs=_windowed_inputs, alloc_out=lambda i: torch.empty_like(i["q"]), launch=sdpa_bidirectional_windowed,
-    oracle=sdpa_windowed_oracle, peer=_drop_precision(sdpa_bidirectional_windowed_torch),
+    oracle=sdpa_windowed_oracle, peer=sdpa_bidirectional_windowed_torch,
     cases=[
         Case({"B": 1, "H": 2, "D": 16, "windows": (16, 9, 20, 5)}, _CPU, _INTERPRETABLE),
         Case({"B": 2, "H": 1, "D": 32, "windows": (7, 33, 1, 23)}, _CPU, _INTERPRETABLE),
@@ -1064,7 +1058,7 @@ register(Kernel(
     name="sdpa_rel_pos_conformer", family="attention",
     doc="o = softmax_j(scale((q_i + u_h) k_j + (q_i + v_h) rel_emb[clamp(j + rel_zero - i, 0, rel_len - 1), h])) v",
     make_inputs=_rel_pos_inputs, alloc_out=lambda i: torch.empty_like(i["q"]), launch=sdpa_rel_pos_conformer,
-    oracle=sdpa_rel_pos_oracle, peer=_drop_precision(sdpa_rel_pos_conformer_torch),
+    oracle=sdpa_rel_pos_oracle, peer=sdpa_rel_pos_conformer_torch,
     cases=[
         Case({"B": 1, "H": 2, "H_kv": 1, "T": 37, "D": 16}, _CPU, _INTERPRETABLE),
         Case({"B": 2, "H": 4, "H_kv": 2, "T": 50, "D": 32, "rel_len": 21, "rel_zero": 10, "zero_bias": True},
@@ -1106,7 +1100,7 @@ register(Kernel(
     name="sdpa_decode_sink", family="attention",
     doc="one query per head over the KV cache plus a virtual key (logit sinks[h], value 0); optional window",
     make_inputs=_decode_inputs, alloc_out=lambda i: torch.empty_like(i["q"]), launch=sdpa_decode_sink,
-    oracle=sdpa_decode_sink_oracle, peer=_drop_precision(sdpa_decode_sink_torch),
+    oracle=sdpa_decode_sink_oracle, peer=sdpa_decode_sink_torch,
     cases=[
         Case({"B": 2, "H": 4, "H_kv": 2, "T": 64, "D": 16, "lens": (64, 23)}, _CPU, _INTERPRETABLE),
         Case({"B": 1, "H": 4, "H_kv": 1, "T": 50, "D": 32, "window": 20}, _CPU, _INTERPRETABLE),

@@ -1510,17 +1510,12 @@ def conv_variants(transposed_forms=(False, True), fused=False) -> list[AotVarian
     return out
 
 
-def _peer(fn):
-    """The stock op with the tilewave-only `precision` argument dropped (PyTorch picks its own)."""
-    return lambda x, weight, precision="ieee", **kw: fn(x, weight, **kw)
-
-
 register(Kernel(
     name="conv1d", family="conv",
     doc="y[b,o,t] = bias[o] + sum_{c in group(o), k} W[o,c,k] x[b,c,t*s + k*d - p]; implicit GEMM (tl.dot)",
     make_inputs=lambda p, dt, dev, g: _with_groups_precision(p, _conv_inputs(p, dt, dev, g)),
     alloc_out=_alloc, launch=conv1d, oracle=conv1d_oracle,
-    peer=_peer(F.conv1d),
+    peer=F.conv1d,
     cases=CONV1D_CASES, bench=CONV1D_BENCH, tol_kind="reduction",
     variants=lambda: conv_variants((False,)),
 ))
@@ -1530,7 +1525,7 @@ register(Kernel(
     doc="y[b,o,t] = bias[o] + sum_{c,k,i: i*s + k*d - p = t} W[c,o,k] x[b,c,i]; gather form by output phase",
     make_inputs=lambda p, dt, dev, g: _with_groups_precision(p, _conv_inputs(p, dt, dev, g)),
     alloc_out=_alloc, launch=conv1d_transpose, oracle=conv1d_transpose_oracle,
-    peer=_peer(F.conv_transpose1d),
+    peer=F.conv_transpose1d,
     cases=CONV1D_TRANSPOSE_CASES, bench=CONV1D_TRANSPOSE_BENCH, tol_kind="reduction",
     variants=lambda: conv_variants((True,)),
 ))
@@ -1551,7 +1546,7 @@ register(Kernel(
     doc="y = scale * (conv(act(x)) + bias + residual), conv or transposed; act leaky_relu(slope) or "
         "snake(alpha_c, beta_c) applied as the input is loaded",
     make_inputs=_fused_inputs, alloc_out=_alloc, launch=conv1d_fused, oracle=conv1d_fused_oracle,
-    peer=_peer(conv1d_fused_torch),
+    peer=conv1d_fused_torch,
     cases=FUSED_CASES, bench=FUSED_BENCH, tol_kind="reduction",
     variants=lambda: [v for v in conv_variants(fused=True) if ",none" not in v.name],
 ))

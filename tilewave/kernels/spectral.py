@@ -999,7 +999,7 @@ def _hann_t(n, like):
     return torch.hann_window(n, periodic=True, device=like.device, dtype=like.dtype)
 
 
-def stft_torch(x, n_fft, hop, win_length=None, pad=None, polar=True, precision="ieee"):
+def stft_torch(x, n_fft, hop, win_length=None, pad=None, polar=True):
     win_length = win_length or n_fft
     pad = n_fft // 2 if pad is None else pad
     xp = F.pad(x[:, None], (pad, pad), mode="reflect")[:, 0] if pad else x
@@ -1007,19 +1007,18 @@ def stft_torch(x, n_fft, hop, win_length=None, pad=None, polar=True, precision="
     return (spec.abs(), spec.angle()) if polar else (spec.real, spec.imag)
 
 
-def istft_torch(magnitude, phase, n_fft, hop, win_length=None, precision="ieee"):
+def istft_torch(magnitude, phase, n_fft, hop, win_length=None):
     win_length = win_length or n_fft
     return torch.istft(torch.polar(magnitude, phase), n_fft, hop, win_length, window=_hann_t(win_length, magnitude),
                        center=True)
 
 
-def istft_exp_sin_torch(x, n_fft, hop, precision="ieee"):
+def istft_exp_sin_torch(x, n_fft, hop):
     NF = n_fft // 2 + 1
     return istft_torch(torch.exp(x[:, :NF]), torch.sin(x[:, NF:]), n_fft, hop)
 
 
-def mel_torch(x, mel_basis, n_fft, hop, win_length=None, pad=None, magnitude=False, mag_eps=1e-9, eps=1e-5,
-              precision="ieee"):
+def mel_torch(x, mel_basis, n_fft, hop, win_length=None, pad=None, magnitude=False, mag_eps=1e-9, eps=1e-5):
     re, im = stft_torch(x, n_fft, hop, win_length, pad, polar=False)
     s = re ** 2 + im ** 2
     if magnitude:
