@@ -62,6 +62,16 @@ DEC_16BIT = {64: [(128, 8, 3), (256, 8, 2), (64, 8, 3)], 128: [(128, 8, 2), (128
 DEC_TF32X3 = {64: [(64, 8, 2)], 128: [(32, 8, 2)]}
 DEC_IEEE = [(32, 8, 2)]
 DEC_PPS = (1, 2)  # programs per SM the split count aims for
+# session 3: time_cuda no longer charges host launch time or the flush's dirty L2 lines to the kernel; h128
+# then reads the cache at 74% of copy bandwidth, h64 at 60%. TUNE_KINDS=dec: the decode rows alone, with
+# more warps / stages / key blocks / programs per SM (fp16; bf16 runs the same binaries' arithmetic).
+KINDS = os.environ.get("TUNE_KINDS", "full,rel,dec").split(",")
+if KINDS == ["dec"]:
+    DEC = {"decode 32k h64": (32768, 64), "decode 32k h128": (32768, 128)}
+    # first sweep (session 3): best h64 (128, 4, 3), h128 (64, 4, 3), both at 2 programs per SM; now with and
+    # without the combine as a programmatic dependent launch (pdl)
+    DEC_16BIT = {64: [(128, 4, 3), (64, 4, 4)], 128: [(64, 4, 3), (64, 8, 3)]}
+    DEC_PPS = (1, 2, 3)
 
 # TUNE_DRY=1 TRITON_INTERPRET=1: a smoke run of this script's logic on the CPU interpreter at tiny shapes
 DRY = os.environ.get("TUNE_DRY") == "1"
@@ -84,7 +94,7 @@ def sync() -> None:
 
 def candidates() -> list[dict]:
     out = []
-    for shape in FULL:
+    for shape in FULL if "full" in KINDS else ():
         tf32x3 = FWD_TF32X3[128 if FULL[shape][3] > 64 else 64]
         for dt, prec, cfgs in (("fp16", "tf32", FWD_16BIT), ("bf16", "tf32", FWD_16BIT[:3]),
                                ("fp32", "tf32x3", tf32x3), ("fp32", "ieee", FWD_IEEE)):
@@ -92,20 +102,22 @@ def candidates() -> list[dict]:
                 continue  # 84 ms a call (RESULTS.md): too slow for this sweep's budget
             for cfg in cfgs:
                 out.append({"kind": "full", "shape": shape, "dt": dt, "prec": prec, "cfg": cfg})
-    for shape in REL:
+    for shape in REL if "rel" in KINDS else ():
         for dt, prec, cfgs in (("fp16", "tf32", REL_16BIT), ("bf16", "tf32", REL_16BIT[:2]),
                                ("fp32", "tf32x3", REL_TF32X3), ("fp32", "ieee", REL_IEEE)):
             for cfg in cfgs:
                 out.append({"kind": "rel", "shape": shape, "dt": dt, "prec": prec, "cfg": cfg})
     for shape in DEC:
         D = DEC[shape][1]
-        for dt, prec, cfgs in (("fp16", "tf32", DEC_16BIT[D]), ("bf16", "tf32", DEC_16BIT[D][:2]),
-                               ("fp32", "tf32x3", DEC_TF32X3[D]), ("fp32", "ieee", DEC_IEEE)):
+        forms = (("fp16", "tf32", DEC_16BIT[D]), ("bf16", "tf32", DEC_16BIT[D][:2]),
+                 ("fp32", "tf32x3", DEC_TF32X3[D]), ("fp32", "ieee", DEC_IEEE))
+        for dt, prec, cfgs in forms if KINDS != ["dec"] else forms[:1]:
             for cfg in cfgs:
-                for fused in ((True, False) if dt == "fp16" else (False,)):
+                for fused in ((True, False) if dt == "fp16" and KINDS != ["dec"] else (False,)):
                     for pps in DEC_PPS:
-                        out.append({"kind": "dec", "shape": shape, "dt": dt, "prec": prec, "cfg": cfg,
-                                    "fused": fused, "pps": pps})
+                        for pdl in ((False, True) if not fused else (False,)):
+                            out.append({"kind": "dec", "shape": shape, "dt": dt, "prec": prec, "cfg": cfg,
+                                        "fused": fused, "pps": pps, "pdl": pdl})
     return out
 
 
@@ -190,8 +202,11 @@ def launcher(c: dict):
     q, kc, vc, sinks = p["args"]
     tiles = kc.shape[0] * kc.shape[1] * math.ceil(q.shape[1] // kc.shape[1] / A.DECODE_BLOCK_G)
     splits = math.ceil(c["pps"] * (4 if DRY else torch.cuda.get_device_properties(0).multi_processor_count) / tiles)
-    return lambda: A._launch_decode(q, kc, vc, sinks, None, None, None, c["prec"], splits, out,
-                                    config=c["cfg"], fused_combine=c["fused"])
+    def run():
+        A.DECODE_PDL = c.get("pdl", False)
+        return A._launch_decode(q, kc, vc, sinks, None, None, None, c["prec"], splits, out,
+                                config=c["cfg"], fused_combine=c["fused"])
+    return run
 
 
 COMPILE_ONLY = False
@@ -255,11 +270,12 @@ def graph_us(fn) -> float:
 
 
 def stress_fused_decode(launches: int = 300) -> None:
-    """The fused combine depends on cross-program memory ordering: repeat it and compare bit for bit."""
-    for shape in list(DEC)[1:]:
+    """The fused combine and the PDL combine depend on cross-program / cross-grid memory ordering: repeat them
+    and compare bit for bit."""
+    for shape, fused in [(s, True) for s in list(DEC)[1:]] + [(s, False) for s in DEC]:
         p = problem("dec", shape, "fp16")
         c = {"kind": "dec", "shape": shape, "dt": "fp16", "prec": "tf32", "cfg": DEC_16BIT[DEC[shape][1]][0],
-             "fused": True, "pps": 2}
+             "fused": fused, "pps": 2, "pdl": not fused}
         fn = launcher(c)
         fn()
         sync()
@@ -270,7 +286,7 @@ def stress_fused_decode(launches: int = 300) -> None:
             fn()
             bad += int(not torch.equal(p["out"], first))
         sync()
-        print(f"# fused decode stress {shape}: {bad} of {launches} launches differ from the first "
+        print(f"# {'fused' if fused else 'pdl'} decode stress {shape}: {bad} of {launches} launches differ from the first "
               f"(err of the first {err_vs_oracle({**p, 'out': first}):.1e})")
 
 
@@ -306,7 +322,7 @@ def main() -> None:
         # distinct compiled kernels first: one (kind, shape, dt, prec, cfg, fused) per worker job
         seen, keys = set(), []
         for i, c in enumerate(todo):
-            key = (c["kind"], c["shape"], c["dt"], c["prec"], c["cfg"], c.get("fused"))
+            key = (c["kind"], c["shape"], c["dt"], c["prec"], c["cfg"], c.get("fused"), c.get("pdl"))
             if key not in seen:
                 seen.add(key)
                 keys.append(i)
@@ -336,7 +352,7 @@ def main() -> None:
                   flush=True)
             last_group = group
         fn = launcher(c)
-        tag = f"{c['prec']:<6} cfg={c['cfg']}" + (f" fused={int(c['fused'])} pps={c['pps']}" if c["kind"] == "dec" else "")
+        tag = f"{c['prec']:<6} cfg={c['cfg']}" + (f" fused={int(c['fused'])} pps={c['pps']} pdl={int(c['pdl'])}" if c["kind"] == "dec" else "")
         try:
             p["out"].fill_(float("nan"))
             fn()
@@ -354,7 +370,7 @@ def main() -> None:
         extra = ""
         if c["kind"] == "dec":
             extra = f"  {p['bytes'] / us / 1e3 / COPY_GBPS:6.1%} BW"
-            if c["pps"] == 2 or c["shape"].startswith("decode 32k"):
+            if KINDS != ["dec"] and (c["pps"] == 2 or c["shape"].startswith("decode 32k")):
                 try:
                     extra += f"  graph {graph_us(fn):7.1f} µs  host {host_us(fn):6.1f} µs"
                 except Exception as exc:

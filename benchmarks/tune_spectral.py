@@ -64,6 +64,12 @@ MODES = {0: "strided", 1: "flat-gather", 2: "joined-2d"}
 # (frames, warps, mode, output chunk); rounds 1-1c: mode 1 (one flat store) at 256/4, one chunk, was best (~50%)
 # (frames, warps, mode, chunk); rounds 1-1c: mode 1 (one flat store) at 256/4, one chunk, was best (~50% of copy BW)
 OLA_CONFIGS = [(256, 4, 1, 4096), (512, 8, 1, 4096), (256, 4, 2, 4096), (256, 4, 0, 4096)]
+# session 3 (time_cuda without host time or the flush's dirty lines: 256/4 at 52%; Nsight: 37.5% occupancy, limited
+# by registers, issue 72% busy): TUNE_CASES=small sweeps the small iSTFT alone over frames and warps
+SMALL_ONLY = os.environ.get("TUNE_CASES") == "small"
+if SMALL_ONLY:
+    OLA_CONFIGS = [(256, 4, 1, 4096), (128, 4, 1, 4096), (128, 2, 1, 4096), (256, 8, 1, 4096), (512, 4, 1, 4096),
+                   (64, 2, 1, 4096), (256, 2, 1, 4096), (128, 8, 1, 4096)]
 
 
 def small_istft_cases():
@@ -97,7 +103,7 @@ def large_cases():
 
 
 def all_cases():
-    return small_istft_cases() + large_cases()
+    return small_istft_cases() + ([] if SMALL_ONLY else large_cases())
 
 
 # ---------------------------------------------------------------------------------------------------------------

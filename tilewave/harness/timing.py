@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import torch
 
 _L2_FLUSH_BYTES = 256 * 1024 * 1024  # larger than any current L2 (H200: 50 MB)
+_L2_CLEAN_BYTES = 128 * 1024 * 1024  # read after the flush: the L2 then holds clean lines only
 
 
 @dataclass
@@ -22,22 +23,49 @@ class Timing:
     reps: int
 
 
+_spin_cycles_per_us: float | None = None
+
+
+def _spin_rate() -> float:
+    """Cycles of torch.cuda._sleep per µs on this device, measured once."""
+    global _spin_cycles_per_us
+    if _spin_cycles_per_us is None:
+        torch.cuda._sleep(1_000)
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        torch.cuda._sleep(2_000_000)
+        e.record()
+        e.synchronize()
+        _spin_cycles_per_us = 2_000_000 / max(s.elapsed_time(e) * 1e3, 1.0)
+    return _spin_cycles_per_us
+
+
 def time_cuda(fn, warmup: int = 10, reps: int = 100, flush_l2: bool = True) -> Timing:
     """Median device time of fn() over `reps` runs after `warmup`, with CUDA events around each run.
 
-    The L2 is flushed before each run (a write of 256 MB, outside the timed region) so that a model-sized
-    input is read from HBM as it would be inside a model, and so that the GPU always has queued work
-    while the host launches fn: the events then bracket the kernel, not Python's launch overhead.
+    Before each run the L2 is flushed outside the timed region (a 256 MB write, then a 128 MB read), so that a
+    model-sized input comes from HBM as it would inside a model; the read leaves the L2 holding clean lines
+    (after the write alone ~50 MB of dirty lines were written back during fn: ~12 µs on the H200, charged to
+    whatever was timed). Before the flush the device spins for twice fn's host launch time, so the host has
+    queued fn before the GPU reaches it: the events bracket fn's device time, not Python's launch overhead
+    (which time_cuda used to include whenever it exceeded the flush's ~80 µs; engine benchmarks measure it).
     """
     flush = torch.empty(_L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda") if flush_l2 else None
+    clean = torch.zeros(_L2_CLEAN_BYTES // 4, dtype=torch.int32, device="cuda") if flush_l2 else None
+    host = []
     for _ in range(warmup):
+        t0 = time.perf_counter()
         fn()
+        host.append(time.perf_counter() - t0)
     torch.cuda.synchronize()
+    spin = int(_spin_rate() * (2e6 * min(host, default=1e-4) + 20.0))
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     for s, e in zip(starts, ends):
+        torch.cuda._sleep(spin)
         if flush is not None:
             flush.zero_()
+            clean.max()
         s.record()
         fn()
         e.record()

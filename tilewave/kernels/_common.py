@@ -1,9 +1,17 @@
 """Helpers shared by kernel modules: seeded input draws and small Triton functions the interpreter lacks."""
 from __future__ import annotations
 
+import functools
+
 import torch
 import triton
 import triton.language as tl
+
+
+@functools.lru_cache(maxsize=None)
+def hopper_or_newer(device: torch.device) -> bool:
+    """sm_90+: TMA descriptors, wgmma and programmatic dependent launch are there."""
+    return torch.device(device).type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 9
 
 
 # Above this many elements a CUDA draw is made on the device (seeded from `gen`): drawing the

@@ -164,9 +164,9 @@ def _load_chunks(x_row, t0, L, ROWS: tl.constexpr, COLS: tl.constexpr, VEC: tl.c
 
 
 @triton.jit
-def _act1d_poly_tile(chunks, x_row, y_row, t0, L, up, down, alpha, inv_beta, TAPS: tl.constexpr,
+def _act1d_poly_tile(chunks, x_row, y_row, t0, L, L_aligned, up, down, alpha, inv_beta, TAPS: tl.constexpr,
                      ROWS: tl.constexpr, COLS: tl.constexpr, VEC: tl.constexpr, CLAMP: tl.constexpr,
-                     FAST_SIN: tl.constexpr):
+                     FAST_SIN: tl.constexpr, WHOLE_STORE: tl.constexpr):
     HALO: tl.constexpr = TAPS // 4
     PAD: tl.constexpr = TAPS // 2 - 1
     CROP: tl.constexpr = 3 * TAPS // 2 - 3
@@ -229,20 +229,29 @@ def _act1d_poly_tile(chunks, x_row, y_row, t0, L, up, down, alpha, inv_beta, TAP
         for k in tl.static_range(TAPS):
             acc += down[k] * a[2 * e + k - PAD + 2 * HALO]
         ys = ys + (acc,)
-    for v in tl.static_range(COLS // VEC):
-        yv = ()
-        for e in tl.static_range(VEC):
-            yv = yv + (ys[v * VEC + e],)
-        qv = t0 + (r_idx[:, None] - 1) * COLS + v * VEC + tl.arange(0, VEC)[None, :]
-        keep = (r_idx[:, None] >= 1) & (r_idx[:, None] < ROWS - 1) & (qv < L)
-        tl.store(y_row + qv, _tile(yv, VEC).to(y_row.dtype.element_ty), mask=keep)
+    # L_aligned (== L) says a store mask is constant over VEC columns, so stores stay 16-byte vectors (with
+    # `q < L` they became scalar stores, each a partial write of 32 sectors in L2: 8x the write requests)
+    if WHOLE_STORE:
+        # the whole tile in one store: the compiler lays it out so that a warp's 16-byte vectors are adjacent
+        # (one shared-memory exchange), where chunk stores leave COLS / VEC vectors per thread, rows apart
+        q = t0 + (r_idx[:, None] - 1) * COLS + tl.arange(0, COLS)[None, :]
+        keep = (r_idx[:, None] >= 1) & (r_idx[:, None] < ROWS - 1) & (q < L_aligned)
+        tl.store(y_row + q, _tile(ys, COLS).to(y_row.dtype.element_ty), mask=keep)
+    else:
+        for v in tl.static_range(COLS // VEC):
+            yv = ()
+            for e in tl.static_range(VEC):
+                yv = yv + (ys[v * VEC + e],)
+            qv = t0 + (r_idx[:, None] - 1) * COLS + v * VEC + tl.arange(0, VEC)[None, :]
+            keep = (r_idx[:, None] >= 1) & (r_idx[:, None] < ROWS - 1) & (qv < L_aligned)
+            tl.store(y_row + qv, _tile(yv, VEC).to(y_row.dtype.element_ty), mask=keep)
 
 
 @triton.jit(do_not_specialize=["C", "L", "n_groups"])  # one binary for every length (ROW_ALIGN says enough)
 def _act1d_poly_kernel(x_ptr, a_ptr, b_ptr, fu_ptr, fd_ptr, y_ptr, C, L, n_groups,
                        HAS_BETA: tl.constexpr, LOG_SCALE: tl.constexpr, TAPS: tl.constexpr, ROWS: tl.constexpr,
                        COLS: tl.constexpr, VEC: tl.constexpr, ITERS: tl.constexpr, ROW_ALIGN: tl.constexpr,
-                       FAST_SIN: tl.constexpr):
+                       FAST_SIN: tl.constexpr, WHOLE_STORE: tl.constexpr):
     # a program runs ITERS consecutive tiles of one row in a loop: its setup (parameters, taps) is paid once
     # and the loop body, one tile, stays small enough for the instruction cache
     OUT: tl.constexpr = (ROWS - 2) * COLS
@@ -257,6 +266,7 @@ def _act1d_poly_kernel(x_ptr, a_ptr, b_ptr, fu_ptr, fd_ptr, y_ptr, C, L, n_group
         down = down + (tl.load(fd_ptr + k),)
     # ROW_ALIGN (the launcher's word: L % ROW_ALIGN == 0) lets a row start on a 16-byte boundary
     row_start = tl.multiple_of(row.to(tl.int64) * L, ROW_ALIGN)
+    L_aligned = (L // ROW_ALIGN) * ROW_ALIGN
     x_row = x_ptr + row_start
     y_row = y_ptr + row_start
     # the next tile's x is loaded before this tile's arithmetic, so its memory latency hides behind it (after
@@ -267,11 +277,11 @@ def _act1d_poly_kernel(x_ptr, a_ptr, b_ptr, fu_ptr, fd_ptr, y_ptr, C, L, n_group
         cur = nxt
         nxt = _load_chunks(x_row, t0 + OUT, L * (i + 1 < ITERS), ROWS, COLS, VEC, ROW_ALIGN)
         if (t0 >= COLS) & (t0 + (ROWS - 1) * COLS <= L):
-            _act1d_poly_tile(cur, x_row, y_row, t0, L, up, down, alpha, inv_beta, TAPS, ROWS, COLS, VEC, False,
-                             FAST_SIN)
+            _act1d_poly_tile(cur, x_row, y_row, t0, L, L_aligned, up, down, alpha, inv_beta, TAPS, ROWS, COLS, VEC,
+                             False, FAST_SIN, WHOLE_STORE)
         elif t0 < L:
-            _act1d_poly_tile(cur, x_row, y_row, t0, L, up, down, alpha, inv_beta, TAPS, ROWS, COLS, VEC, True,
-                             FAST_SIN)
+            _act1d_poly_tile(cur, x_row, y_row, t0, L, L_aligned, up, down, alpha, inv_beta, TAPS, ROWS, COLS, VEC,
+                             True, FAST_SIN, WHOLE_STORE)
 
 
 @triton.jit
@@ -323,9 +333,10 @@ def _f32(t: torch.Tensor) -> torch.Tensor:
     return t.detach().reshape(-1).to(torch.float32).contiguous()
 
 
-def poly_launch_args(x: torch.Tensor, taps: int, rows: int, cols: int, iters: int, fast_sin: bool):
+def poly_launch_args(x: torch.Tensor, taps: int, rows: int, cols: int, iters: int, fast_sin: bool,
+                     whole_store: bool = False):
     """(grid, n_groups, constexprs) of the polyphase kernel for x, a tile of `rows` x `cols` half-rate
-    positions and `iters` tiles per program."""
+    positions and `iters` tiles per program (whole_store: y's tile in one store, see _act1d_poly_tile)."""
     L = x.shape[-1]
     cols = max(cols, triton.next_power_of_2(2 * (taps // 4)))  # a row's edges come from one neighbour only
     vec = min(cols, 16 // x.element_size())
@@ -333,19 +344,19 @@ def poly_launch_args(x: torch.Tensor, taps: int, rows: int, cols: int, iters: in
     iters = min(iters, n_tiles)
     n_groups = triton.cdiv(n_tiles, iters)
     const = dict(TAPS=taps, ROWS=rows, COLS=cols, VEC=vec, ITERS=iters, ROW_ALIGN=vec if L % vec == 0 else 1,
-                 FAST_SIN=fast_sin)
+                 FAST_SIN=fast_sin, WHOLE_STORE=whole_store and vec < cols)
     return (x.numel() // L * n_groups,), n_groups, const
 
 
 def act1d_poly(x, alpha, beta=None, log_scale=False, up_filter=None, down_filter=None, out=None, rows=32,
-               cols=8, num_warps=1, iters=4):
+               cols=8, num_warps=1, iters=4, whole_store=False):
     """The polyphase kernel with an explicit tile (rows x cols half-rate positions, rows - 2 of them stored)."""
     up_filter = resample_filter(device=x.device) if up_filter is None else up_filter
     down_filter = resample_filter(device=x.device) if down_filter is None else down_filter
     _check_args(x, alpha, beta, up_filter, down_filter)
     out = torch.empty_like(x) if out is None else out
     if x.numel():
-        grid, n_groups, const = poly_launch_args(x, _taps(up_filter), rows, cols, iters, x.is_cuda)
+        grid, n_groups, const = poly_launch_args(x, _taps(up_filter), rows, cols, iters, x.is_cuda, whole_store)
         a = _f32(alpha)
         _act1d_poly_kernel[grid](x, a, a if beta is None else _f32(beta), _f32(up_filter), _f32(down_filter), out,
                                  x.shape[-2], x.shape[-1], n_groups, HAS_BETA=beta is not None, LOG_SCALE=log_scale,
@@ -353,17 +364,20 @@ def act1d_poly(x, alpha, beta=None, log_scale=False, up_filter=None, down_filter
     return out
 
 
-# The tile the launcher uses: 32 rows (one warp: row edges by shuffles) x 8 columns; tiles per program by
-# storage dtype (H200, benchmarks/RESULTS.md "act1d polyphase"); each choice is a compiled variant.
+# The tile the launcher uses: 32 rows (one warp: row edges by shuffles) x 8 columns, 8 tiles per program, y
+# stored a whole tile at a time (H200, benchmarks/RESULTS.md "session 3": with 16-byte stores 8 tiles per
+# program beat 1, 2 and 4 at the large shape by 10-30% and the BigVGAN shapes were within 1 µs of their best;
+# 16 tiles was 1% faster at the large shape and 20% slower at BigVGAN's stage 1); each choice is a compiled
+# variant.
 TILE_ROWS, TILE_COLS, TILE_WARPS = 32, 8, 1
-TILES_PER_PROGRAM = {torch.float32: 1, torch.float16: 4, torch.bfloat16: 4}
+TILES_PER_PROGRAM = {torch.float32: 8, torch.float16: 8, torch.bfloat16: 8}
 
 
 def act1d(x: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor | None = None, log_scale: bool = False,
           up_filter: torch.Tensor | None = None, down_filter: torch.Tensor | None = None,
           out: torch.Tensor | None = None) -> torch.Tensor:
     return act1d_poly(x, alpha, beta, log_scale, up_filter, down_filter, out, rows=TILE_ROWS, cols=TILE_COLS,
-                      num_warps=TILE_WARPS, iters=TILES_PER_PROGRAM.get(x.dtype, 1))
+                      num_warps=TILE_WARPS, iters=TILES_PER_PROGRAM.get(x.dtype, 1), whole_store=True)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -462,7 +476,7 @@ def _act1d_variants():
     variants = []
     for dt, dtype in dtypes.items():
         x = torch.empty(1, 1, 1 << 20, dtype=dtype, device="meta")
-        _, _, const = poly_launch_args(x, TAPS, TILE_ROWS, TILE_COLS, TILES_PER_PROGRAM[dtype], True)
+        _, _, const = poly_launch_args(x, TAPS, TILE_ROWS, TILE_COLS, TILES_PER_PROGRAM[dtype], True, True)
         for hb in (False, True):
             for ls in (False, True):
                 for align in (const["VEC"], 1):  # rows on 16-byte boundaries or not (L % VEC)

@@ -50,9 +50,10 @@ import torch
 import torch.nn.functional as F
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from tilewave.harness.registry import AotVariant, BenchShape, Case, Kernel, register
-from tilewave.kernels._common import randn
+from tilewave.kernels._common import hopper_or_newer, randn
 
 LOG2E = 1.4426950408889634
 MAX_HEAD_DIM = 128
@@ -83,6 +84,10 @@ _DEC_CPU = (16, 4, 1)
 # as large as fit without spills (H200, CUDA-graph device times, benchmarks/tune_attn.py).
 _DEC_GPU = {"16bit": {64: (128, 8, 3), 128: (128, 8, 2)}, "tf32": (64, 8, 2), "tf32x3": {64: (64, 8, 2), 128: (32, 8, 2)},
             "ieee": (32, 8, 2)}
+# Long caches (the separate combine): session 3's sweep (time_cuda without host time) put 4 warps ahead of 8 at
+# 32k keys in 16-bit: h64 (128, 4, 3) 25.8 µs against (128, 8, 3) 26.3, h128 (64, 4, 3) 40.8 against (128, 8, 2)
+# 42.4, at 2 programs per SM (with the fused merge's registers on top, 4 warps spill).
+_DEC_GPU_UNFUSED = {"16bit": {64: (128, 4, 3), 128: (64, 4, 3)}}
 DECODE_BLOCK_G = 16  # query heads per decode tile: a GQA group of <= 16 in one tile, larger groups in several
 _DEC_PROGRAMS_PER_SM = 2
 # The last split of a head tile merging (one launch) against a second, combine launch, measured on the H200:
@@ -90,6 +95,7 @@ _DEC_PROGRAMS_PER_SM = 2
 # merging every split of up to 16 heads costs ~6 µs more device time than the combine kernel (one program per
 # head). So fused up to this many keys per (batch, KV head):
 _DEC_FUSED_MAX_KEYS = 8192
+DECODE_PDL = True  # the separate combine as a programmatic dependent launch (sm_90+)
 _DEC_CPU_PROGRAMS = 16  # enough splits on the interpreter that tests cross split boundaries
 
 
@@ -322,13 +328,17 @@ def _decode_split_kernel(q_ptr, k_ptr, v_ptr, lens_ptr, sink_ptr, o_ptr, part_pt
                          B, H, H_kv, GROUP, G_TILES, T, D, window, chunk, num_splits, qk_scale,
                          HAS_LENS: tl.constexpr, FUSED_COMBINE: tl.constexpr, BLOCK_G: tl.constexpr,
                          BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_S: tl.constexpr,
-                         PRECISION: tl.constexpr):
+                         PRECISION: tl.constexpr, PDL: tl.constexpr):
     # grid: (B*H_kv*G_TILES, num_splits). Rows of the tile are query heads of one GQA group (padded to
     # BLOCK_G >= 16 for tl.dot), so each K/V tile is read once for up to BLOCK_G heads.
     # part_ptr: float32 partials of [B·H, num_splits] rows: acc [.., D], then max, then sum.
     # FUSED_COMBINE: the program of a (batch, KV head, head tile) that finishes last (a counter per tile,
     # counter_ptr, zero before the launch and reset to zero by that program) merges the partials and writes
     # the output, so one launch does the whole step; otherwise _decode_combine_kernel runs after.
+    # PDL: the combine kernel is launched as a programmatic dependent (its launch overlaps this grid; it waits
+    # for this grid's memory before reading the partials)
+    if PDL:
+        gdc_launch_dependents()
     pid = tl.program_id(0)
     split = tl.program_id(1)
     g_tile = pid % G_TILES
@@ -384,8 +394,10 @@ def _decode_split_kernel(q_ptr, k_ptr, v_ptr, lens_ptr, sink_ptr, o_ptr, part_pt
 
 @triton.jit
 def _decode_combine_kernel(part_ptr, sink_ptr, o_ptr, sob, soh, B, H, D, num_splits,
-                           BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr):
+                           BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr, PDL: tl.constexpr):
     # grid: (B*H,): the partials of one (batch, head), as _decode_split_kernel laid them out.
+    if PDL:
+        gdc_wait()  # launched while the split kernel ran: its partials are complete and visible after this
     pid = tl.program_id(0)
     b = (pid // H).to(tl.int64)
     h = (pid % H).to(tl.int64)
@@ -643,13 +655,15 @@ def _launch_decode(q, k_cache, v_cache, sinks, cache_lens, window, scale, precis
     g_tiles = _cdiv(group, DECODE_BLOCK_G)
     out = _out(q, out)
     out3 = out[:, :, 0] if out.dim() == 4 else out
-    BLOCK_N, warps, stages = config or _config(q.device, q.dtype, precision, BLOCK_D, _DEC_CPU, _DEC_GPU)
     window = T if window is None else min(int(window), T)
+    fused = window <= _DEC_FUSED_MAX_KEYS if fused_combine is None else bool(fused_combine)
+    BLOCK_N, warps, stages = config or _config(q.device, q.dtype, precision, BLOCK_D, _DEC_CPU,
+                                               _DEC_GPU if fused else {**_DEC_GPU, **_DEC_GPU_UNFUSED})
     tiles = B * H_kv * g_tiles
     splits, chunk = _decode_splits(window, tiles, q.device, BLOCK_N, num_splits)
     if B * H == 0:
         return out
-    fused = window <= _DEC_FUSED_MAX_KEYS if fused_combine is None else bool(fused_combine)
+    pdl = DECODE_PDL and not fused and hopper_or_newer(q.device)
     parts = torch.empty(B * H * splits * (D + 2), device=q.device, dtype=torch.float32)
     counters = _arrival_counters_for(q.device, tiles) if fused else parts
     lens = q3 if cache_lens is None else cache_lens
@@ -659,10 +673,11 @@ def _launch_decode(q, k_cache, v_cache, sinks, cache_lens, window, scale, precis
         B, H, H_kv, group, g_tiles, T, D, window, chunk, splits, _scale(scale, D),
         HAS_LENS=cache_lens is not None, FUSED_COMBINE=fused, BLOCK_G=DECODE_BLOCK_G, BLOCK_N=BLOCK_N,
         BLOCK_D=BLOCK_D, BLOCK_S=_merge_block(DECODE_BLOCK_G, BLOCK_D),
-        PRECISION=_dot_precision(q.dtype, precision), num_warps=warps, num_stages=stages)
+        PRECISION=_dot_precision(q.dtype, precision), PDL=pdl, num_warps=warps, num_stages=stages)
     if not fused:
         _decode_combine_kernel[(B * H,)](parts, sinks, out3, *out3.stride()[:2], B, H, D, splits,
-                                         BLOCK_S=COMBINE_BLOCK_S, BLOCK_D=BLOCK_D, num_warps=4)
+                                         BLOCK_S=COMBINE_BLOCK_S, BLOCK_D=BLOCK_D, PDL=pdl, num_warps=4,
+                                         launch_pdl=pdl)
     return out
 
 
@@ -956,17 +971,19 @@ _PARTIALS = {"part_ptr": "*fp32", "sink_ptr": "*fp32"}
 
 
 def _decode_variants():
-    out = _dot_variants(_decode_split_kernel, (_DEC_GPU,), ("BLOCK_N",),
-                        [{"HAS_LENS": lens, "FUSED_COMBINE": fused, "BLOCK_G": DECODE_BLOCK_G}
-                         for lens in (False, True) for fused in (True, False)],
-                        {"lens_ptr": "*i32", "counter_ptr": "*i32", **_PARTIALS},
-                        per_head_block=lambda BLOCK_D: {"BLOCK_S": _merge_block(DECODE_BLOCK_G, BLOCK_D)})
+    out = []
+    for fused, tables in ((True, (_DEC_GPU,)), (False, ({**_DEC_GPU, **_DEC_GPU_UNFUSED},))):
+        out += _dot_variants(_decode_split_kernel, tables, ("BLOCK_N",),
+                             [{"HAS_LENS": lens, "FUSED_COMBINE": fused, "BLOCK_G": DECODE_BLOCK_G, "PDL": not fused}
+                              for lens in (False, True)],
+                             {"lens_ptr": "*i32", "counter_ptr": "*i32", **_PARTIALS},
+                             per_head_block=lambda BLOCK_D: {"BLOCK_S": _merge_block(DECODE_BLOCK_G, BLOCK_D)})
     for dt in ("fp32", "fp16", "bf16"):
         for BLOCK_D in GPU_HEAD_BLOCKS:
             out.append(AotVariant(
                 f"_decode_combine_kernel[{dt},D={BLOCK_D}]", _decode_combine_kernel,
                 _signature(_decode_combine_kernel, dt, _PARTIALS),
-                {"BLOCK_S": COMBINE_BLOCK_S, "BLOCK_D": BLOCK_D}, num_warps=4))
+                {"BLOCK_S": COMBINE_BLOCK_S, "BLOCK_D": BLOCK_D, "PDL": True}, num_warps=4))
     return out
 
 

@@ -69,7 +69,7 @@ import triton.language as tl
 
 from tilewave.harness.registry import AotVariant, BenchShape, Case, Kernel, register
 from tilewave.kernels import activation
-from tilewave.kernels._common import randn, sin
+from tilewave.kernels._common import hopper_or_newer, randn, sin
 
 ACTS = ("none", "leaky_relu", "snake")
 PRECISIONS = ("ieee", "tf32x3", "tf32")
@@ -549,15 +549,10 @@ def fused_input_config(cfg: GemmConfig, dtype: torch.dtype, precision: str) -> G
     return next(c for c in GEMM_CONFIGS[cls] if c.BLOCK_M <= FUSED_INPUT_MAX_M[cls])
 
 
-@functools.lru_cache(maxsize=None)
-def _has_tma(device: torch.device) -> bool:
-    return torch.cuda.get_device_capability(device)[0] >= 9
-
-
 def tap_mode(x: torch.Tensor) -> str:
     """How _conv_tap_kernel loads its tiles: 'tma' (tensor descriptors, sm_90+) or 'pointer' (masked
     loads: older GPUs and the CPU interpreter)."""
-    if x.is_cuda and not _interpreted() and _has_tma(x.device):
+    if x.is_cuda and not _interpreted() and hopper_or_newer(x.device):
         return "tma"
     return "pointer"
 
