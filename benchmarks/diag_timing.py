@@ -72,7 +72,8 @@ def build_row(k, label: str, dtype: str):
     out_arg = outs if len(outs) > 1 else outs[0]
     peer_inputs = {a: v for a, v in inputs.items() if a != "precision"}
     itemsize = torch.empty((), dtype=dtype_of(dtype)).element_size()
-    return (lambda: k.launch(**inputs, out=out_arg)), (lambda: k.peer(**peer_inputs)), shape.bytes(shape.params, itemsize)
+    nbytes = shape.bytes(shape.params, itemsize)
+    return (lambda: k.launch(**inputs, out=out_arg)), (lambda: k.peer(**peer_inputs)), nbytes
 
 
 def once(name: str, label: str, dtype: str, reps: int = 3) -> None:

@@ -87,6 +87,8 @@ def test_every_registered_variant_is_a_config_the_launcher_has():
                 assert v.expect_mma == (ce["PRECISION"] != "ieee" or v.signature["x_ptr"] != "*fp32"), v.name
             elif v.fn is K._time_major_pad_kernel:
                 assert (ce["BLOCK_C"], ce["BLOCK_T"]) == K.TIME_MAJOR_PAD_BLOCK
+            elif v.fn is K._interleave_phases_kernel:
+                assert ce["BLOCK_J"] == K.interleave_block(ce["S"]), v.name
             else:
                 assert (ce["BLOCK_C"], ce["BLOCK_T"]) in K.DIRECT_CONFIGS
 
@@ -191,16 +193,18 @@ def triton_next_pow2(n):
     return 1 << (n - 1).bit_length()
 
 
-@pytest.mark.parametrize("interleaved", [True, False])
+@pytest.mark.parametrize("form", ["interleaved", "per phase, phase-major", "per phase, strided stores"])
 @pytest.mark.parametrize("mode", ["pointer", "tma"])
 @pytest.mark.parametrize("stride, K_, pad, out_pad, dilation, groups, act",
                          [(2, 4, 1, 0, 1, 1, "none"), (3, 6, 0, 0, 1, 1, "leaky_relu"), (4, 7, 2, 1, 2, 2, "none"),
                           (10, 20, 5, 0, 1, 1, "none")])
-def test_transposed_conv_per_phase_and_interleaved_match_pytorch(monkeypatch, interleaved, mode, stride, K_, pad,
+def test_transposed_conv_per_phase_and_interleaved_match_pytorch(monkeypatch, form, mode, stride, K_, pad,
                                                                  out_pad, dilation, groups, act):
-    # both forms of the tap kernel on every stride class (dense 2/4, padded 3/10), whichever the launcher picks
-    strides = frozenset(range(2, 17)) if interleaved else frozenset()
+    # every form of the tap kernel on every stride class (dense 2/4, padded 3/10), whichever the launcher picks
+    strides = frozenset(range(2, 17)) if form == "interleaved" else frozenset()
     monkeypatch.setattr(K, "INTERLEAVED_STRIDES", {cls: strides for cls in K.INTERLEAVED_STRIDES})
+    if form == "per phase, strided stores":
+        monkeypatch.setattr(K, "PHASE_MAJOR_CLASSES", frozenset())
     monkeypatch.setattr(K, "INTERLEAVED_MAX_EXTRA_MACS", math.inf)
     monkeypatch.setattr(K, "tap_mode", lambda x: mode)
     gen = torch.Generator().manual_seed(11)
@@ -248,8 +252,10 @@ def test_time_major_descriptor_path_keeps_padding_and_batches_apart(monkeypatch,
 
 @pytest.mark.parametrize("transposed", [False, True])
 def test_persistent_tap_launch_walks_every_tile(monkeypatch, transposed):
-    # three programs for 16-32 tiles: each program takes every third tile, in one flattened loop
+    # three programs for 16-32 tiles: each program takes every third tile, in one flattened loop (a per-phase
+    # transposed conv is persistent only with its phases stored strided, not through the phase-major scratch)
     monkeypatch.setattr(K, "TAP_PERSISTENT", {"16bit": 1, "tf32": 1, "tf32x3": 1})
+    monkeypatch.setattr(K, "PHASE_MAJOR_CLASSES", frozenset())
     monkeypatch.setattr(K, "_sm_count", lambda device: 3)
     gen = torch.Generator().manual_seed(8)
     x = _rand(2, 32, 150, gen=gen).half()

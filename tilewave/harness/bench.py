@@ -54,6 +54,8 @@ def _matmul_label(kernel: Kernel, params: dict, dtype: str) -> str:
 
 
 def _peak_flops(peaks: dict[str, float], kernel: Kernel, params: dict, dtype: str) -> float:
+    if kernel.arithmetic == "float32":
+        return peaks["float32_GFLOPs"]
     label = _matmul_label(kernel, params, dtype)
     if label == "tf32x3":  # three tf32 MMAs per product: its roofline is a third of the tf32 peak
         return peaks["tf32_GFLOPs"] / 3

@@ -85,6 +85,9 @@ class Kernel:
     dtypes: tuple[str, ...] = ("float32", "float16", "bfloat16")
     tol_kind: str = "pointwise"
     variants: Callable[[], list[AotVariant]] | None = None
+    # the unit whose rate is the kernel's FLOP roofline: "matmul" = the tensor cores at its precision (16-bit
+    # storage: the 16-bit rate), "float32" = float32 FMAs on the CUDA cores whatever the storage dtype
+    arithmetic: str = "matmul"
 
     def precision(self, params: dict[str, Any], dtype: str) -> str:
         """The tolerance row: a case's matmul precision when it is looser than the storage dtype."""

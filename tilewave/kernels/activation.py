@@ -292,12 +292,14 @@ def _snake_variants():
 _SLOPES = (0.2, 0.1, 0.01)  # all three occur in Kokoro alone
 
 register(Kernel(
+    arithmetic="float32",  # 16-bit storage is computed in float32
     name="snake1d", family="activation", doc="y = x + sin(a_c x)^2 / (a_c + 1e-9)",
     make_inputs=_snake_inputs, alloc_out=_like_x, launch=snake1d, oracle=snake_oracle, peer=snake_torch,
     cases=_EW_CASES, bench=_bench(6), variants=_snake_variants,
 ))
 
 register(Kernel(
+    arithmetic="float32",  # 16-bit storage is computed in float32
     name="snakebeta", family="activation",
     doc="y = x + sin(a_c x)^2 / (b_c + 1e-9); a = exp(alpha), b = exp(beta) when log_scale",
     make_inputs=lambda p, dt, dev, g: _snake_inputs(p, dt, dev, g, beta=True, log_scale=p["log_scale"]),
@@ -307,6 +309,7 @@ register(Kernel(
 ))
 
 register(Kernel(
+    arithmetic="float32",  # 16-bit storage is computed in float32
     name="leaky_relu", family="activation", doc="y = x > 0 ? x : slope x (slope a runtime scalar)",
     make_inputs=lambda p, dt, dev, g: {**_shape_inputs(p, dt, dev, g), "slope": p["slope"]},
     alloc_out=_like_x, launch=leaky_relu, oracle=lambda x, slope: torch.where(x > 0, x, slope * x),
@@ -317,6 +320,7 @@ register(Kernel(
 ))
 
 register(Kernel(
+    arithmetic="float32",  # 16-bit storage is computed in float32
     name="gelu_erf", family="activation", doc="y = 0.5 x (1 + erf(x / sqrt 2))",
     make_inputs=_shape_inputs, alloc_out=_like_x, launch=gelu_erf, oracle=gelu_erf_oracle,
     peer=lambda x: F.gelu(x, approximate="none"),
@@ -325,6 +329,7 @@ register(Kernel(
 ))
 
 register(Kernel(
+    arithmetic="float32",  # 16-bit storage is computed in float32
     name="gelu_tanh", family="activation", doc="y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))",
     make_inputs=_shape_inputs, alloc_out=_like_x, launch=gelu_tanh, oracle=gelu_tanh_oracle,
     peer=lambda x: F.gelu(x, approximate="tanh"),
@@ -333,6 +338,7 @@ register(Kernel(
 ))
 
 register(Kernel(
+    arithmetic="float32",  # 16-bit storage is computed in float32
     name="clamp_scalar", family="activation", doc="y = min(max(x, lo), hi) (lo, hi runtime scalars)",
     make_inputs=lambda p, dt, dev, g: {**_shape_inputs(p, dt, dev, g), "lo": p["lo"], "hi": p["hi"]},
     alloc_out=_like_x, launch=clamp_scalar, oracle=lambda x, lo, hi: x.clamp(lo, hi),

@@ -221,7 +221,7 @@ def _conv_tap_tile(tile, x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr,
                    TRANSPOSED: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr,
                    PRECISION: tl.constexpr, UPCAST: tl.constexpr, USE_TMA: tl.constexpr,
                    FAST_SIN: tl.constexpr, PHASE_PAD: tl.constexpr, DENSE: tl.constexpr, ROW_ALIGN: tl.constexpr,
-                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+                   PHASE_MAJOR: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     # one output tile of _conv_tap_kernel
     tiles_m = tl.cdiv(C_out_g, BLOCK_M)
     per_bg = n_phases * tiles_m * tiles_n
@@ -283,6 +283,20 @@ def _conv_tap_tile(tile, x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr,
             t += (BLOCK_N // 2) * out_step
             _store_output(hi, y_ptr, bias_ptr, res_ptr, row, g * C_out_g + co, co_mask, t, t < L_out, L_out,
                           scale, HAS_BIAS, HAS_RES)
+        elif PHASE_MAJOR:
+            # y: the phase-major scratch [B·C_out, n_phases, L_out], L_out = positions per phase: each phase's
+            # outputs leave contiguous (stored `out_step` apart they were partial-sector writes, ~5x slower at
+            # stride 10); _interleave_phases_kernel then writes the output
+            # (in two column halves: the contiguous stores want another register layout than the MMA's, and
+            # converting the whole tile at once spills)
+            lo, hi = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
+            prow = row * n_phases + phase
+            j = j0 + tl.arange(0, BLOCK_N // 2)
+            _store_output(lo, y_ptr, bias_ptr, res_ptr, prow, g * C_out_g + co, co_mask, j, j < L_out, L_out, scale,
+                          HAS_BIAS, HAS_RES)
+            j += BLOCK_N // 2
+            _store_output(hi, y_ptr, bias_ptr, res_ptr, prow, g * C_out_g + co, co_mask, j, j < L_out, L_out, scale,
+                          HAS_BIAS, HAS_RES)
         else:
             t = (j0 + tl.arange(0, BLOCK_N)) * out_step + phase
             _store_output(acc, y_ptr, bias_ptr, res_ptr, row, g * C_out_g + co, co_mask, t, t < L_out, L_out,
@@ -299,7 +313,8 @@ def _conv_tap_kernel(x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, pha
                      PRECISION: tl.constexpr, UPCAST: tl.constexpr, USE_TMA: tl.constexpr,
                      DEVICE_DESC: tl.constexpr, PERSISTENT: tl.constexpr, FAST_SIN: tl.constexpr,
                      PHASE_PAD: tl.constexpr, DENSE: tl.constexpr, ROW_ALIGN: tl.constexpr,
-                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+                     PHASE_MAJOR: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                     BLOCK_K: tl.constexpr):
     # Tap-major implicit GEMM for a stride-1 conv or one output phase of a transposed conv. Reduction step
     # i covers tap u = i // n_cblk and input channels c0 .. c0 + BLOCK_K of the group, so both operand
     # tiles are rectangles: A = Wp[row, u·C_in_pad + c0 : +BLOCK_K] (weight repacked tap-major, channels
@@ -331,10 +346,10 @@ def _conv_tap_kernel(x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, pha
     if PERSISTENT:
         for tile in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), flatten=True):
             _conv_tap_tile(tile, *args, TRANSPOSED, ACT, HAS_BIAS, HAS_RES, PRECISION, UPCAST, USE_TMA, FAST_SIN,
-                           PHASE_PAD, DENSE, ROW_ALIGN, BLOCK_M, BLOCK_N, BLOCK_K)
+                           PHASE_PAD, DENSE, ROW_ALIGN, PHASE_MAJOR, BLOCK_M, BLOCK_N, BLOCK_K)
     else:
         _conv_tap_tile(tl.program_id(0), *args, TRANSPOSED, ACT, HAS_BIAS, HAS_RES, PRECISION, UPCAST, USE_TMA,
-                       FAST_SIN, PHASE_PAD, DENSE, ROW_ALIGN, BLOCK_M, BLOCK_N, BLOCK_K)
+                       FAST_SIN, PHASE_PAD, DENSE, ROW_ALIGN, PHASE_MAJOR, BLOCK_M, BLOCK_N, BLOCK_K)
 
 
 @triton.jit(do_not_specialize=["C", "L", "Lp", "left"])
@@ -349,6 +364,19 @@ def _time_major_pad_kernel(x_ptr, xt_ptr, C, L, Lp, pitch, left, BLOCK_C: tl.con
     v = tl.load(x_ptr + b * C * L + c.to(tl.int64)[:, None] * L + pos[None, :], mask=inside, other=0.0)
     tl.store(xt_ptr + b * Lp * pitch + t.to(tl.int64)[:, None] * pitch + c[None, :], tl.trans(v),
              mask=(t < Lp)[:, None] & (c < pitch)[None, :])
+
+
+@triton.jit(do_not_specialize=["P", "L_out"])
+def _interleave_phases_kernel(src_ptr, y_ptr, P, L_out, S: tl.constexpr, S_P: tl.constexpr, BLOCK_J: tl.constexpr):
+    # y[r, j·S + φ] = src[r, φ, j] for φ < S, j·S + φ < L_out: the phase-major result of a per-phase transposed
+    # conv (src [rows, S, P]) interleaved along time. grid (rows, cdiv(P, BLOCK_J)): a program reads S runs of
+    # BLOCK_J and writes BLOCK_J·S consecutive samples.
+    r = tl.program_id(0).to(tl.int64)
+    j = tl.program_id(1) * BLOCK_J + tl.arange(0, BLOCK_J)
+    ph = tl.arange(0, S_P)
+    v = tl.load(src_ptr + r * S * P + ph[:, None] * P + j[None, :], mask=(ph < S)[:, None] & (j < P)[None, :])
+    t = j[:, None] * S + ph[None, :]
+    tl.store(y_ptr + r * L_out + t, tl.trans(v), mask=(ph < S)[None, :] & (t < L_out))
 
 
 @triton.jit(do_not_specialize=["C_in", "C_out", "C_in_g", "C_out_g", "K", "stride", "padding", "dilation"])
@@ -592,6 +620,23 @@ def uses_interleaved_phases(dtype: torch.dtype, precision: str, C_in_g: int, K: 
     faster (INTERLEAVED_STRIDES) while the zero weights cost at most INTERLEAVED_MAX_EXTRA_MACS per output."""
     return (stride in INTERLEAVED_STRIDES[_tap_class(dtype, precision)]
             and interleaved_extra_macs(C_in_g, K, stride, padding, dilation) <= INTERLEAVED_MAX_EXTRA_MACS)
+
+
+# A per-phase transposed conv on the tap kernel writes each phase contiguously into a phase-major scratch, and
+# _interleave_phases_kernel interleaves it, for these tile classes (H200, session 3: Nsight Compute showed the
+# per-phase kernel of Kokoro's up x10 512->256 L800 bound by its scattered 2-byte stores, 65 µs of L1 store
+# traffic on 80 SMs; cuDNN 47 µs).
+PHASE_MAJOR_CLASSES = frozenset({"16bit", "tf32", "tf32x3"})
+
+
+def _phase_major(dtype: torch.dtype, precision: str, transposed: bool, residual) -> bool:
+    """Whether a per-phase transposed conv on the tap kernel goes through the phase-major scratch."""
+    return transposed and residual is None and _tap_class(dtype, precision) in PHASE_MAJOR_CLASSES
+
+
+def interleave_block(phases: int) -> int:
+    """Time positions per program of _interleave_phases_kernel: ~2048 samples a program."""
+    return max(16, 2048 // triton.next_power_of_2(phases))
 
 
 TIME_MAJOR_PAD_BLOCK = (64, 64)  # (channels, time) per program of _time_major_pad_kernel
@@ -879,8 +924,9 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
             if interleave:
                 cfg = pick_interleaved_config(x.dtype, precision, taps * C_in_g, rows_g, positions, B * groups,
                                               fused, _sm_count(x.device))
-            else:
-                cfg = pick_tap_config(x.dtype, precision, C_out_g, positions, B * groups * phases, fused,
+            else:  # a phase-major epilogue (below) spills on 128×256 tiles, as a fused one does
+                cfg = pick_tap_config(x.dtype, precision, C_out_g, positions, B * groups * phases,
+                                      fused or _phase_major(x.dtype, precision, transposed, residual),
                                       _sm_count(x.device))
             fused_cfg = cfg
         else:
@@ -902,8 +948,9 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
         tiles_n, n_tiles, persistent, pos_lo, pos_hi = _tap_geometry(
             per_phase, B, rows_g, groups, positions, phases, taps if interleave else K, stride, padding, dilation,
             tap_step, base, cfg,
-            # never persistent with a fused epilogue, nor on the wide interleaved tile (not measured)
-            0 if fused or cfg.BLOCK_N > TAP_FUSED_MAX_N and interleave
+            # never persistent with a fused or phase-major epilogue, nor on the wide interleaved tile (not measured)
+            0 if fused or per_phase and _phase_major(x.dtype, precision, transposed, residual)
+            or cfg.BLOCK_N > TAP_FUSED_MAX_N and interleave
             else TAP_PERSISTENT[_tap_class(x.dtype, precision)],
             _sm_count(x.device))
         grid = (min(n_tiles, _sm_count(x.device)) if persistent else n_tiles,)
@@ -932,15 +979,27 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
                                           [cfg.BLOCK_N, cfg.BLOCK_K])
                 w_desc = TensorDescriptor.from_tensor(w_tap, [cfg.BLOCK_M, cfg.BLOCK_K])
         upcast = _interpreted() and x.dtype == torch.bfloat16
+        # per phase: the phases into a phase-major scratch, then one interleaving pass (PHASE_MAJOR_CLASSES)
+        phase_major = per_phase and _phase_major(x.dtype, precision, transposed, residual)
+        y_arg, y_len = out, L_out
+        if phase_major:
+            y_len = positions
+            y_arg = torch.empty(B * C_out * phases * positions, dtype=out.dtype, device=out.device)
         _conv_tap_kernel[grid](
-            x_desc, w_desc, x, w_tap, bias_arg, res_arg, out, phase_base, a_arg, b_arg,
-            C_in, L_desc, C_out, L_out, groups, C_in_g, rows_g, C_in_pad, U, phases,
+            x_desc, w_desc, x, w_tap, bias_arg, res_arg, y_arg, phase_base, a_arg, b_arg,
+            C_in, L_desc, C_out, y_len, groups, C_in_g, rows_g, C_in_pad, U, phases,
             tap_step, base, out_step, x_shift, tiles_n, n_tiles, x_rows, x_pitch, float(slope), float(scale),
             TRANSPOSED=per_phase, UPCAST=upcast, PERSISTENT=persistent, DEVICE_DESC=device_desc,
-            PHASE_PAD=phase_pad, DENSE=phase_pad == stride, ROW_ALIGN=_row_align(L_out, x.element_size()),
+            PHASE_PAD=phase_pad, DENSE=phase_pad == stride, ROW_ALIGN=_row_align(y_len, x.element_size()),
+            PHASE_MAJOR=phase_major,
             PRECISION=_dot_precision(torch.float32 if upcast else x.dtype, precision), USE_TMA=mode == "tma",
             BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K,
             num_warps=cfg.num_warps, num_stages=cfg.num_stages, **flags)
+        if phase_major:
+            S_P = triton.next_power_of_2(phases)
+            block_j = interleave_block(phases)
+            _interleave_phases_kernel[(B * C_out, _cdiv(positions, block_j))](
+                y_arg, out, positions, L_out, S=phases, S_P=S_P, BLOCK_J=block_j, num_warps=4)
     elif gemm:
         if transposed:
             w_arg, phase_base, U = _packed_transpose_weight(weight, groups, stride, padding, dilation)
@@ -1439,6 +1498,7 @@ def _tap_variant(dt, prec, cfg, transposed, act="none", res=False, persistent=Fa
         dict(TRANSPOSED=transposed, ACT=act, HAS_BIAS=True, HAS_RES=res, PRECISION=prec, UPCAST=False,
              USE_TMA=True, DEVICE_DESC=DEVICE_DESCRIPTORS, PERSISTENT=persistent, FAST_SIN=True,
              PHASE_PAD=phase_pad, DENSE=dense, ROW_ALIGN=16 // _ITEMSIZE[dt],
+             PHASE_MAJOR=transposed and not res and ("16bit" if dt != "fp32" else prec) in PHASE_MAJOR_CLASSES,
              BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K),
         num_warps=cfg.num_warps, num_stages=cfg.num_stages, expect_mma=True)
 
@@ -1450,6 +1510,13 @@ def _time_major_pad_variant(dt):
     sig = {"x_ptr": f"*{dt}", "xt_ptr": f"*{dt}", **{n: "i32" for n in ("C", "L", "Lp", "pitch", "left")}}
     return AotVariant(f"_time_major_pad_kernel[{dt}]", _time_major_pad_kernel, sig,
                       dict(BLOCK_C=TIME_MAJOR_PAD_BLOCK[0], BLOCK_T=TIME_MAJOR_PAD_BLOCK[1]), num_warps=4)
+
+
+def _interleave_phases_variant(dt, stride):
+    sig = {"src_ptr": f"*{dt}", "y_ptr": f"*{dt}", "P": "i32", "L_out": "i32"}
+    return AotVariant(f"_interleave_phases_kernel[{dt},S={stride}]", _interleave_phases_kernel, sig,
+                      dict(S=stride, S_P=triton.next_power_of_2(stride), BLOCK_J=interleave_block(stride)),
+                      num_warps=4)
 
 
 def _direct_variant(dt, block, transposed, act="none", res=False):
@@ -1479,6 +1546,9 @@ def conv_variants(transposed_forms=(False, True), fused=False) -> list[AotVarian
     for cls, configs in TAP_CONFIGS.items():
         for dt, prec in _TAP_CLASS_FORMS[cls]:
             for transposed in transposed_forms:
+                if transposed and cls in PHASE_MAJOR_CLASSES:  # phase-major: narrow tiles, never persistent
+                    out += [_tap_variant(dt, prec, cfg, True) for cfg in configs if cfg.BLOCK_N <= TAP_FUSED_MAX_N]
+                    continue
                 out += [_tap_variant(dt, prec, cfg, transposed) for cfg in configs]
                 if TAP_PERSISTENT[cls]:
                     out += [_tap_variant(dt, prec, cfg, transposed, persistent=True) for cfg in configs]
@@ -1497,6 +1567,8 @@ def conv_variants(transposed_forms=(False, True), fused=False) -> list[AotVarian
                 out += [_tap_variant(dt, prec, c, False, act, stride=s) for c in tiles
                         if c.BLOCK_N <= TAP_FUSED_MAX_N for act, res, tr in fusions if tr and not res]
     out += [_time_major_pad_variant(dt) for dt in ("fp32", "fp16", "bf16")]
+    if True in transposed_forms:  # the strides of the models' transposed convs
+        out += [_interleave_phases_variant(dt, s) for dt in ("fp32", "fp16", "bf16") for s in (2, 3, 4, 5, 6, 8, 10)]
     for dt in ("fp32", "fp16", "bf16"):
         for transposed in transposed_forms:
             out += [_direct_variant(dt, block, transposed) for block in DIRECT_CONFIGS]

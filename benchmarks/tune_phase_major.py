@@ -1,0 +1,54 @@
+"""Per-phase transposed convs: phases stored `stride` apart vs a phase-major scratch + one interleaving pass.
+
+    PYTHONPATH=. python3 benchmarks/tune_phase_major.py
+
+Rows are the registry's bench rows that take the per-phase form; each form is checked against the PyTorch peer
+(scaled max error) and timed with time_cuda beside it, same run.
+"""
+import torch
+
+from tilewave.harness.bench import _peer_precision
+from tilewave.harness.registry import load_all_kernels
+from tilewave.harness.runner import _as_tuple
+from tilewave.harness.timing import time_cuda
+from tilewave.harness.tolerance import scaled_max_error
+from tilewave.kernels import conv as K
+
+import diag_timing  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
+
+ROWS = [
+    ("conv1d_transpose", "Kokoro gen up x10 512->256 k20 [1, 512, 800]", ("float16", "bfloat16", "float32")),
+    ("conv1d_transpose", "BigVGAN v2 up x4 1536->768 k8 [1, 1536, 938]", ("float16", "bfloat16")),
+    ("conv1d_transpose", "BigVGAN v2 up x4 1536->768 k8 [1, 1536, 938] tf32", ("float32",)),
+    ("conv1d_transpose", "BigVGAN v2 up x4 1536->768 k8 [1, 1536, 938] tf32x3", ("float32",)),
+    ("conv1d_transpose", "large up x8 1024->512 k16 [1, 1024, 8192] tf32", ("float32",)),
+    ("conv1d_fused", "Kokoro gen leaky_relu+up x10 [1, 512, 800]", ("float16", "bfloat16")),
+]
+
+
+def main():
+    kernels = {k.name: k for k in load_all_kernels()}
+    print(torch.cuda.get_device_name(), "torch", torch.__version__)
+    print(f"{'row':<66} {'dtype':<9} {'strided µs':>10} {'phase-major µs':>14} {'peer µs':>8} {'err':>8}")
+    saved = K.PHASE_MAJOR_CLASSES
+    for name, label, dtypes in ROWS:
+        k = kernels[name]
+        shape = next(s for s in k.bench if s.label == label)
+        for dtype in dtypes:
+            ours, peer, _ = diag_timing.build_row(k, label, dtype)
+            with _peer_precision(k.precision(shape.params, dtype)):
+                ref = _as_tuple(peer())[0]
+                t_peer = time_cuda(peer).median_us
+                res = []
+                for classes in (frozenset(), saved):
+                    K.PHASE_MAJOR_CLASSES = classes
+                    out = _as_tuple(ours())[0]
+                    err = scaled_max_error(out, ref.reshape(out.shape))
+                    res.append((time_cuda(ours).median_us, err))
+                K.PHASE_MAJOR_CLASSES = saved
+            print(f"{label[:66]:<66} {dtype:<9} {res[0][0]:10.1f} {res[1][0]:14.1f} {t_peer:8.1f} "
+                  f"{max(res[0][1], res[1][1]):8.1e}")
+
+
+if __name__ == "__main__":
+    main()
