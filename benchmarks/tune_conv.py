@@ -1,7 +1,7 @@
 """Conv design/tile sweep on the GPU: the gather kernel (_conv_gemm_kernel, "old") against the tap-major kernel
 (_conv_tap_kernel) with TMA descriptors or plain pointer loads at a few tiles, beside cuDNN at the same precision.
 
-    PYTHONPATH=. timeout 150 python3 benchmarks/tune_conv.py [--quick]
+    PYTHONPATH=. timeout 150 python3 benchmarks/tune_conv.py [--quick | --ieee]
 
 Every candidate is first checked against a float64 conv of the same inputs (scaled max error, the tolerance
 table's reduction row for the precision); a wrong or failing candidate is reported and not timed. Compiling
@@ -81,6 +81,15 @@ TIEEE = [("old", "old", None),
          ("ptr 64x128x16 w4 s2", "pointer", (64, 128, 16, 4, 2))]
 TFUSED = [("old", "old", None),
           ("auto", "auto", None)]
+# --ieee (session 3): the gather kernel's exact-float32 tile, now (64, 64, 16, 4, 2) / (32, 64, 16, 4, 2), against
+# larger register tiles (more FMAs per loaded element) and deeper reductions, at every model shape
+TIEEE_SWEEP = [("auto", "auto", None),
+               ("gather 64x64x16 w4 s2", "gather", (64, 64, 16, 4, 2)),
+               ("gather 128x64x16 w8 s2", "gather", (128, 64, 16, 8, 2)),
+               ("gather 64x128x16 w8 s2", "gather", (64, 128, 16, 8, 2)),
+               ("gather 128x128x16 w8 s2", "gather", (128, 128, 16, 8, 2)),
+               ("gather 64x64x32 w4 s3", "gather", (64, 64, 32, 4, 3)),
+               ("gather 32x64x16 w2 s2", "gather", (32, 64, 16, 2, 2))]
 
 
 def _shrunk(p):
@@ -91,6 +100,9 @@ def rows(quick: bool):
     """(kind, label, params, dtype name, precision, candidates), most important first."""
     out = []
     shapes = [("conv", *c) for c in CONV] + [("transposed", *t) for t in TRANSPOSED]
+    if "--ieee" in sys.argv:
+        return [(kind, label, p, "float32", "ieee", TIEEE_SWEEP) for kind, label, p in shapes
+                if not label.startswith("large")]
     for dt, prec, cands in (("bfloat16", "ieee", T16), ("float32", "tf32", T32), ("float32", "tf32x3", T32X3)):
         out += [(kind, label, p, dt, prec, cands) for kind, label, p in shapes]
         if quick:
@@ -161,6 +173,10 @@ def candidate_fn(kind, cand, prec, x, w, b, kw, extra):
         if mode == "old":
             C.uses_tap_kernel = lambda *a: False
             return
+        if mode == "gather":
+            C.uses_tap_kernel = lambda *a: False
+            C.GEMM_CONFIGS = {**_ORIG["GEMM_CONFIGS"], "ieee": (C.GemmConfig(*tile),)}
+            return
         C.uses_tap_kernel = lambda dtype, precision, transposed, stride: transposed or stride == 1
         C.tap_kernel_fits = lambda t, groups: True
         C.tap_mode = (lambda t: "pointer") if mode == "pointer" else (lambda t: "tma")
@@ -202,7 +218,7 @@ def restore():
 def _init():
     from tilewave.kernels import conv as C
     _ORIG.update(uses_tap_kernel=C.uses_tap_kernel, tap_kernel_fits=C.tap_kernel_fits, tap_mode=C.tap_mode,
-                 TAP_CONFIGS=C.TAP_CONFIGS,
+                 TAP_CONFIGS=C.TAP_CONFIGS, GEMM_CONFIGS=C.GEMM_CONFIGS,
                  TAP_PERSISTENT=C.TAP_PERSISTENT, DEVICE_DESCRIPTORS=C.DEVICE_DESCRIPTORS)
 
 

@@ -400,9 +400,10 @@ def test_snake_is_fused_only_while_few_loads_repeat_it(monkeypatch):
     gen = torch.Generator().manual_seed(7)
     x, alpha = _rand(1, 16, 20, gen=gen), torch.rand(16, generator=gen).add_(0.1).to(KERNEL_DEVICE)
     snake = x + torch.sin(alpha[:, None] * x) ** 2 / (alpha[:, None] + 1e-9)
-    for k, separate_pass in ((3, False), (7, True)):  # 16 output channels: one tile, k repeats
+    # 16 output channels: one tile, k repeats; the gather kernel (ieee) and the tap kernel (tf32x3)
+    for (k, separate_pass), precision in itertools.product(((3, False), (7, True)), ("ieee", "tf32x3")):
         w = _rand(16, 16, k, gen=gen) / (4 * k ** 0.5)
         calls.clear()
-        y = K.conv1d_fused(x, w, None, padding=k // 2, act="snake", alpha=alpha)
-        assert bool(calls) == separate_pass, k
+        y = K.conv1d_fused(x, w, None, padding=k // 2, act="snake", alpha=alpha, precision=precision)
+        assert bool(calls) == separate_pass, (k, precision)
         assert scaled_max_error(y, F.conv1d(snake, w, None, padding=k // 2)) < 1e-5

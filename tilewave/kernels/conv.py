@@ -485,6 +485,8 @@ _SM_COUNT_DEFAULT = 132  # H100/H200; read from the device when there is one
 # costs ~2 ops, so it is always fused; snake costs ~8 with the SFU sine (kernels._common.sin) and a
 # division, so past 3 repeats one separate snake pass (2 bytes moved per element and a launch) is cheaper.
 SNAKE_FUSED_MAX_REPEATS = 3
+# ... on the tap kernel too (session 3, H200, time_cuda without host time: see benchmarks/RESULTS.md)
+SNAKE_PASS_ON_TAP = True
 
 
 def _gemm_class(dtype: torch.dtype, precision: str) -> str:
@@ -937,7 +939,7 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
     else:
         BLOCK_C, BLOCK_T = DIRECT_CONFIGS[0] if C_out >= DIRECT_CONFIGS[0][0] else DIRECT_CONFIGS[1]
         activations_per_input = K * C_out_g
-    if act == "snake" and activations_per_input > SNAKE_FUSED_MAX_REPEATS and not tap:
+    if act == "snake" and activations_per_input > SNAKE_FUSED_MAX_REPEATS and (SNAKE_PASS_ON_TAP or not tap):
         x, act = activation.snake(x, alpha, beta), "none"
     elif gemm:
         cfg = fused_cfg
