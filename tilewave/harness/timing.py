@@ -43,12 +43,14 @@ def _spin_rate() -> float:
 def time_cuda(fn, warmup: int = 10, reps: int = 100, flush_l2: bool = True) -> Timing:
     """Median device time of fn() over `reps` runs after `warmup`, with CUDA events around each run.
 
-    Before each run the L2 is flushed outside the timed region (a 256 MB write, then a 128 MB read), so that a
-    model-sized input comes from HBM as it would inside a model; the read leaves the L2 holding clean lines
-    (after the write alone ~50 MB of dirty lines were written back during fn: ~12 µs on the H200, charged to
-    whatever was timed). Before the flush the device spins for twice fn's host launch time, so the host has
-    queued fn before the GPU reaches it: the events bracket fn's device time, not Python's launch overhead
-    (which time_cuda used to include whenever it exceeded the flush's ~80 µs; engine benchmarks measure it).
+    flush_l2 (kernel benchmarks): before each run the L2 is flushed outside the timed region (a 256 MB write,
+    then a 128 MB read), so that a model-sized input comes from HBM as it would inside a model; the read leaves
+    the L2 holding clean lines (after the write alone ~50 MB of dirty lines were written back during fn: ~6-12
+    µs on the H200, charged to whatever was timed). Before the flush the device spins for twice fn's host
+    launch time, so the host has queued fn before the GPU reaches it: the events bracket fn's device time, not
+    Python's launch overhead (which time_cuda used to include whenever it exceeded the flush's ~80 µs).
+    Without flush_l2 (end-to-end runs, peaks) nothing precedes fn: where the host is slower than the GPU, the
+    GPU waits inside the timed region, so the time includes the host's launch cost.
     """
     flush = torch.empty(_L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda") if flush_l2 else None
     clean = torch.zeros(_L2_CLEAN_BYTES // 4, dtype=torch.int32, device="cuda") if flush_l2 else None
@@ -58,12 +60,12 @@ def time_cuda(fn, warmup: int = 10, reps: int = 100, flush_l2: bool = True) -> T
         fn()
         host.append(time.perf_counter() - t0)
     torch.cuda.synchronize()
-    spin = int(_spin_rate() * (2e6 * min(host, default=1e-4) + 20.0))
+    spin = int(_spin_rate() * (2e6 * min(host, default=1e-4) + 20.0)) if flush_l2 else 0
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     for s, e in zip(starts, ends):
-        torch.cuda._sleep(spin)
         if flush is not None:
+            torch.cuda._sleep(spin)
             flush.zero_()
             clean.max()
         s.record()
