@@ -74,9 +74,10 @@ OLA_BLOCK_S = 256
 # ~50% of copy bandwidth (mode 2: 43%, mode 0: 39-44%; 128 or 512 frames, 2 or 8 warps, 256-sample chunks: slower).
 ISTFT_OLA_FRAMES, ISTFT_OLA_WARPS, ISTFT_OLA_MODE, ISTFT_OLA_CHUNK = 256, 4, 1, 4096
 # The rows form of the small inverse transform (_istft_rows_kernel): frames per thread (at least the overlap − 1),
-# tile rows per program, warps, and whether the phase gets a range reduction before the SFU. Used while a thread's
+# tile rows per program, warps, whether the phase gets a range reduction before the SFU, whether the inverse DFT
+# splits even and odd bins (small_istft_constants). Used while a thread's
 # samples (frames·hop) fit ISTFT_ROWS_MAX_SAMPLES; else the frame-vector kernel above.
-ISTFT_ROWS_FRAMES, ISTFT_ROWS_TILE, ISTFT_ROWS_WARPS, ISTFT_ROWS_REDUCE = 4, 32, 1, True
+ISTFT_ROWS_FRAMES, ISTFT_ROWS_TILE, ISTFT_ROWS_WARPS, ISTFT_ROWS_REDUCE, ISTFT_ROWS_SPLIT = 4, 32, 1, True, True
 ISTFT_ROWS_MAX_SAMPLES = 64
 ISTFT_SMALL_KERNEL = "vectors"
 SCAN_BLOCK_L, SOURCE_BLOCK_T = 64, 128
@@ -560,7 +561,7 @@ def _exp_fast(x, FAST: tl.constexpr):
 @triton.jit
 def _frame_taps(a_row, c_row, mask, T, N_FFT: tl.constexpr, EVEN: tl.constexpr, ODD: tl.constexpr,
                 WIN: tl.constexpr, EXP_SIN: tl.constexpr, FAST: tl.constexpr, REDUCE: tl.constexpr,
-                MASKED: tl.constexpr):
+                MASKED: tl.constexpr, SPLIT: tl.constexpr):
     # The N_FFT windowed taps of one frame per tile row (vectors over rows; a_row/c_row point at bin 0): (Re, Im)
     # of every bin, then the even/odd sums of the real inverse DFT with compile-time coefficients (zeros skipped;
     # EVEN/ODD carry the window when it is symmetric, WIN[n] == 1.0 then). MASKED: frames outside [0, T) are zero.
@@ -591,31 +592,71 @@ def _frame_taps(a_row, c_row, mask, T, N_FFT: tl.constexpr, EVEN: tl.constexpr, 
                 s, c = _sincos_unreduced(ph, FAST)
         re = re + (mag * c,)
         im = im + (mag * s,)
+    if SPLIT:
+        # sums over the even and the odd bins apart: with θ = 2πkm/N, m' = N/2 − m turns cos θ into (−1)^k cos θ
+        # and sin θ into −(−1)^k sin θ, so pair m' is (Ee − Eo, Oo − Oe) of pair m's partial sums (half the FMAs)
+        ee = ()
+        eo = ()
+        oe = ()
+        oo = ()
+        for p in tl.static_range(HALF // 2 + 1):
+            acc = (tl.zeros_like(re[0]), tl.zeros_like(re[0]), tl.zeros_like(re[0]), tl.zeros_like(re[0]))
+            for k in tl.static_range(NF):
+                if EVEN[p * NF + k] != 0.0:
+                    acc = _add_at(acc, k % 2, re[k] * EVEN[p * NF + k])
+                if ODD[p * NF + k] != 0.0:
+                    acc = _add_at(acc, 2 + k % 2, im[k] * ODD[p * NF + k])
+            ee = ee + (acc[0],)
+            eo = eo + (acc[1],)
+            oe = oe + (acc[2],)
+            oo = oo + (acc[3],)
     taps = ()
     for n in tl.static_range(N_FFT):
-        e = tl.zeros_like(re[0])
-        o = tl.zeros_like(re[0])
-        for k in tl.static_range(NF):
-            # tap n takes the sums of min(n, N − n) (constexpr names can't be rebound inside a static loop)
-            if EVEN[min(n, N_FFT - n) * NF + k] != 0.0:
-                e += re[k] * EVEN[min(n, N_FFT - n) * NF + k]
-            if ODD[min(n, N_FFT - n) * NF + k] != 0.0:
-                o += im[k] * ODD[min(n, N_FFT - n) * NF + k]
+        # tap n takes the sums of pair min(n, N − n) (constexpr names can't be rebound inside a static loop)
+        if SPLIT:
+            if min(n, N_FFT - n) <= HALF - min(n, N_FFT - n):
+                e = ee[min(n, N_FFT - n)] + eo[min(n, N_FFT - n)]
+                o = oe[min(n, N_FFT - n)] + oo[min(n, N_FFT - n)]
+            else:
+                e = ee[HALF - min(n, N_FFT - n)] - eo[HALF - min(n, N_FFT - n)]
+                o = oo[HALF - min(n, N_FFT - n)] - oe[HALF - min(n, N_FFT - n)]
+        else:
+            e = tl.zeros_like(re[0])
+            o = tl.zeros_like(re[0])
+            for k in tl.static_range(NF):
+                if EVEN[min(n, N_FFT - n) * NF + k] != 0.0:
+                    e += re[k] * EVEN[min(n, N_FFT - n) * NF + k]
+                if ODD[min(n, N_FFT - n) * NF + k] != 0.0:
+                    o += im[k] * ODD[min(n, N_FFT - n) * NF + k]
         if n <= HALF:
             z = e + o
         else:
             z = e - o
-        if WIN[n] != 1.0:
+        if WIN[n] == 0.0:
+            z = tl.zeros_like(re[0])
+        elif WIN[n] != 1.0:
             z = z * WIN[n]
         taps = taps + (z,)
     return taps
 
 
 @triton.jit
+def _add_at(acc, which: tl.constexpr, x):
+    # acc with x added to element `which` (a tuple of 4)
+    out = ()
+    for q in tl.static_range(4):
+        if q == which:
+            out = out + (acc[q] + x,)
+        else:
+            out = out + (acc[q],)
+    return out
+
+
+@triton.jit
 def _istft_rows_kernel(a_ptr, c_ptr, y_ptr, T, L_out, batch_stride, N_FFT: tl.constexpr, HOP: tl.constexpr,
                        EVEN: tl.constexpr, ODD: tl.constexpr, WIN: tl.constexpr, WSQ: tl.constexpr,
-                       EXP_SIN: tl.constexpr, FAST: tl.constexpr, REDUCE: tl.constexpr, F: tl.constexpr,
-                       R: tl.constexpr):
+                       SPLIT: tl.constexpr, EXP_SIN: tl.constexpr, FAST: tl.constexpr, REDUCE: tl.constexpr,
+                       F: tl.constexpr, R: tl.constexpr):
     # grid: (B, cdiv(rows, (R − 1)·F)), rows = hop-rows t = S0 … (L_out − 1 + N_FFT//2)//HOP, S0 = (N_FFT//2)//HOP;
     # hop-row t holds samples j = t·HOP + u − N_FFT//2, u < HOP. Small transforms, one pass, F >= OV − 1 consecutive
     # frames per thread: tile row i (a thread) takes frames t = tb + F·i + f, f < F, and owns their hop-rows, so
@@ -631,17 +672,18 @@ def _istft_rows_kernel(a_ptr, c_ptr, y_ptr, T, L_out, batch_stride, N_FFT: tl.co
     tb = S0 - F + p * ((R - 1) * F)
     j0 = p * ((R - 1) * F * HOP) + (HOP * (S0 - F) - HALF)  # written so that its alignment is provable
     if (tb >= 0) & (tb + R * F <= T) & (j0 + F * HOP >= 0) & (j0 + R * F * HOP <= L_out):
-        _istft_rows(a_ptr, c_ptr, y_ptr, tb, j0, T, L_out, batch_stride, N_FFT, HOP, EVEN, ODD, WIN, WSQ, EXP_SIN,
-                    FAST, REDUCE, F, R, False)
+        _istft_rows(a_ptr, c_ptr, y_ptr, tb, j0, T, L_out, batch_stride, N_FFT, HOP, EVEN, ODD, WIN, WSQ, SPLIT,
+                    EXP_SIN, FAST, REDUCE, F, R, False)
     else:
-        _istft_rows(a_ptr, c_ptr, y_ptr, tb, j0, T, L_out, batch_stride, N_FFT, HOP, EVEN, ODD, WIN, WSQ, EXP_SIN,
-                    FAST, REDUCE, F, R, True)
+        _istft_rows(a_ptr, c_ptr, y_ptr, tb, j0, T, L_out, batch_stride, N_FFT, HOP, EVEN, ODD, WIN, WSQ, SPLIT,
+                    EXP_SIN, FAST, REDUCE, F, R, True)
 
 
 @triton.jit
 def _istft_rows(a_ptr, c_ptr, y_ptr, tb, j0, T, L_out, batch_stride, N_FFT: tl.constexpr, HOP: tl.constexpr,
-                EVEN: tl.constexpr, ODD: tl.constexpr, WIN: tl.constexpr, WSQ: tl.constexpr, EXP_SIN: tl.constexpr,
-                FAST: tl.constexpr, REDUCE: tl.constexpr, F: tl.constexpr, R: tl.constexpr, EDGE: tl.constexpr):
+                EVEN: tl.constexpr, ODD: tl.constexpr, WIN: tl.constexpr, WSQ: tl.constexpr, SPLIT: tl.constexpr,
+                EXP_SIN: tl.constexpr, FAST: tl.constexpr, REDUCE: tl.constexpr, F: tl.constexpr, R: tl.constexpr,
+                EDGE: tl.constexpr):
     OV: tl.constexpr = (N_FFT + HOP - 1) // HOP
     FH: tl.constexpr = F * HOP
     CP: tl.constexpr = triton.next_power_of_2(F * HOP)
@@ -652,7 +694,7 @@ def _istft_rows(a_ptr, c_ptr, y_ptr, tb, j0, T, L_out, batch_stride, N_FFT: tl.c
     for f in tl.static_range(F):
         t = tb + F * i + f
         taps = taps + _frame_taps(a_ptr + b * batch_stride + t, c_ptr + b * batch_stride + t, (t >= 0) & (t < T), T,
-                                  N_FFT, EVEN, ODD, WIN, EXP_SIN, FAST, REDUCE, EDGE)
+                                  N_FFT, EVEN, ODD, WIN, EXP_SIN, FAST, REDUCE, EDGE, SPLIT)
     # out[g·HOP + u] = Σ_r tap u + r·HOP of frame column g − r (this row) + the carry of the previous row: the
     # same sum over its frame columns F + g − r (r > g)
     out = ()
@@ -887,22 +929,28 @@ def _bases(n_fft: int, win_length: int, device: str) -> dict[str, torch.Tensor]:
 
 
 @functools.lru_cache(maxsize=32)
-def small_istft_constants(n_fft: int, win_length: int) -> dict[str, tuple[float, ...]]:
-    """The small inverse transform's compile-time tables: EVEN, ODD [(n_fft//2 + 1)·F] (tap-major, as in _bases),
-    times the window when it is symmetric (w[n] = w[n_fft − n], so taps n and n_fft − n share it) with WIN all
-    ones, else unwindowed with WIN = w [n_fft]; WSQ = w² [n_fft]. Zero coefficients are exact zeros."""
+def small_istft_constants(n_fft: int, win_length: int, split: bool = True) -> dict[str, tuple[float, ...] | bool]:
+    """The small inverse transform's compile-time tables. EVEN, ODD [P·F] (as in _bases, P pairs of taps n, n_fft − n:
+    all n_fft//2 + 1, or with `split` only the first n_fft//4 + 1, whose even- and odd-bin sums give the other pairs
+    as well); pair p's rows carry the window s_p = w[p] when it is symmetric (w[n] = w[n_fft − n]) and nonzero,
+    and WIN[n] = w[n] / s_p is what tap n is still multiplied by (1: nothing, 0: the tap is zero). WSQ = w² [n_fft].
+    Zero coefficients are exact zeros."""
     b = _bases(n_fft, win_length, "cpu")
     w = padded_hann(n_fft, win_length)
+    half = n_fft // 2
     sym = bool(np.array_equal(w[1:], w[1:][::-1]))
-    half = n_fft // 2 + 1
-    scale = w[:half, None] if sym else np.ones((half, 1))
-    even, odd = (b[k].double().numpy() * scale for k in ("even", "odd"))
+    scale = np.where(sym & (w != 0.0), w, 1.0)
+    n = np.arange(n_fft)
+    pair = np.minimum(n, n_fft - n)
+    if split:
+        pair = np.minimum(pair, half - pair)
+    rows = half // 2 + 1 if split else half + 1
+    even, odd = (b[k].double().numpy()[:rows] * scale[:rows, None] for k in ("even", "odd"))
     # cos(2πm/N) is zero where 4m = N or 3N; the float64 basis holds ~1e-17 there
-    m = (np.arange(half)[:, None] * np.arange(half)[None, :]) % n_fft
+    m = (np.arange(rows)[:, None] * np.arange(half + 1)[None, :]) % n_fft
     even = np.where((4 * m == n_fft) | (4 * m == 3 * n_fft), 0.0, even)
     return {"EVEN": tuple(float(v) for v in even.ravel()), "ODD": tuple(float(v) for v in odd.ravel()),
-            "WIN": tuple(1.0 for _ in w) if sym else tuple(float(v) for v in w),
-            "WSQ": tuple(float(v) for v in w ** 2)}
+            "WIN": tuple(float(v) for v in w / scale[pair]), "WSQ": tuple(float(v) for v in w ** 2), "SPLIT": split}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -1033,22 +1081,22 @@ def istft_ola_config(n_fft: int, hop: int) -> tuple[int, int, int, int]:
     return bt, ISTFT_OLA_WARPS, ISTFT_OLA_MODE, chunk
 
 
-def istft_rows_config(n_fft: int, hop: int) -> tuple[int, int, int, bool] | None:
-    """(frames per thread F, tile rows R, warps, phase range reduction) of _istft_rows_kernel, or None where a
-    thread's F·hop samples would pass ISTFT_ROWS_MAX_SAMPLES (long overlaps: the frame-vector kernel)."""
+def istft_rows_config(n_fft: int, hop: int) -> tuple[int, int, int, bool, bool] | None:
+    """(frames per thread F, tile rows R, warps, phase range reduction, even/odd split) of _istft_rows_kernel, or
+    None where a thread's F·hop samples would pass ISTFT_ROWS_MAX_SAMPLES (long overlaps: the frame-vector kernel)."""
     f = max(ISTFT_ROWS_FRAMES, triton.next_power_of_2(triton.cdiv(n_fft, hop) - 1))
     if f * hop > ISTFT_ROWS_MAX_SAMPLES:
         return None
-    return f, ISTFT_ROWS_TILE, ISTFT_ROWS_WARPS, ISTFT_ROWS_REDUCE
+    return f, ISTFT_ROWS_TILE, ISTFT_ROWS_WARPS, ISTFT_ROWS_REDUCE, ISTFT_ROWS_SPLIT
 
 
 def istft_rows_launch(a, c, out, batch_stride, T, n_fft, hop, win_length, exp_sin, config):
-    f, rows, warps, reduce = config
+    f, rows, warps, reduce, split = config
     B, L_out = out.shape
     s0 = (n_fft // 2) // hop
     hop_rows = (L_out - 1 + n_fft // 2) // hop - s0 + 1
     _istft_rows_kernel[(B, triton.cdiv(hop_rows, (rows - 1) * f))](
-        a, c, out, T, L_out, batch_stride, N_FFT=n_fft, HOP=hop, **small_istft_constants(n_fft, win_length),
+        a, c, out, T, L_out, batch_stride, N_FFT=n_fft, HOP=hop, **small_istft_constants(n_fft, win_length, split),
         EXP_SIN=exp_sin, FAST=a.is_cuda, REDUCE=reduce, F=f, R=rows, num_warps=warps)
     return out
 
@@ -1458,6 +1506,11 @@ def _istft_variants(exp_sin: bool):
                                "T": "i32", "L_out": "i32", "batch_stride": "i64"},
                               {"N_FFT": 20, "HOP": 5, "NF": 11, "EXP_SIN": exp_sin, "FAST": True, "MODE": mode,
                                "BT": bt, "S_P": chunk}, num_warps=warps))
+        f, rows, warps, reduce, split = istft_rows_config(20, 5)
+        out.append(AotVariant(f"_istft_rows_kernel[{dt},n_fft=20,hop=5,exp_sin={exp_sin}]", _istft_rows_kernel,
+                              {**spec, "y_ptr": f"*{dt}", "T": "i32", "L_out": "i32", "batch_stride": "i64"},
+                              {"N_FFT": 20, "HOP": 5, **small_istft_constants(20, 20, split), "EXP_SIN": exp_sin,
+                               "FAST": True, "REDUCE": reduce, "F": f, "R": rows}, num_warps=warps))
         for prec in PRECISIONS:
             bt, warps = FFT_TILES[prec]
             out.append(AotVariant(f"_istft_fft_frames_kernel[{dt},n_fft={FFT_NFFT},exp_sin={exp_sin},{prec}]",
