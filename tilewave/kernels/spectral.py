@@ -1084,7 +1084,7 @@ def istft_ola_config(n_fft: int, hop: int) -> tuple[int, int, int, int]:
 def istft_rows_config(n_fft: int, hop: int) -> tuple[int, int, int, bool, bool] | None:
     """(frames per thread F, tile rows R, warps, phase range reduction, even/odd split) of _istft_rows_kernel, or
     None where a thread's F·hop samples would pass ISTFT_ROWS_MAX_SAMPLES (long overlaps: the frame-vector kernel)."""
-    f = max(ISTFT_ROWS_FRAMES, triton.next_power_of_2(triton.cdiv(n_fft, hop) - 1))
+    f = max(ISTFT_ROWS_FRAMES, triton.cdiv(n_fft, hop) - 1)
     if f * hop > ISTFT_ROWS_MAX_SAMPLES:
         return None
     return f, ISTFT_ROWS_TILE, ISTFT_ROWS_WARPS, ISTFT_ROWS_REDUCE, ISTFT_ROWS_SPLIT
