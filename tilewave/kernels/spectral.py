@@ -15,10 +15,15 @@ harmonic_source       tanh(w·(sin(φ_k)·amp·uv + noise_amp·noise) + b) [B, T
 
 Kernel forms:
 - Small transforms (n_fft <= DIRECT_MAX_NFFT, Kokoro's n_fft 20 / hop 5 / 11 bins): a direct DFT in registers.
-  The inverse is one pass (_istft_ola_kernel): a program takes a run of frames as vectors, turns each
-  (frame, bin) into (Re, Im) once, evaluates the taps with unrolled FMAs on scalar coefficients (taps n and
-  n_fft − n share their even/odd sums: ~n_fft·(n_fft/2 + 1) MACs per frame), and overlap-adds on chip: tap
-  u + r·hop of frame t − r is moved onto row t by tl.gather, so the ~8 flop/byte transform streams at memory speed.
+  The inverse is one pass. Rows form (_istft_rows_kernel): a thread takes F >= overlap − 1 consecutive frames and
+  owns their F·hop output samples, so the overlap-add stays in its registers except for the taps that fall past
+  its last frame, summed and moved one thread down by a warp shuffle (15 values per thread for n_fft 20 / hop 5);
+  the DFT coefficients are compile-time constants (FMA immediates: no table loads or registers), the inverse real
+  DFT takes even- and odd-bin partial sums of a quarter of the tap pairs (pair n_fft/2 − m reuses pair m's with
+  signs: ~5 FMAs per tap instead of ~9), and programs away from the signal's ends run without masks and with a
+  constant window envelope. Frame-vector form (_istft_ola_kernel, for overlaps too long for a thread's registers):
+  a program takes a run of frames as vectors, evaluates the taps with FMAs on scalar coefficients loaded from
+  tables, and moves tap u + r·hop of frame t − r onto row t by tl.gather (through shared memory).
 - Power-of-two n_fft >= 1024 (speech: 1024 / hop 256): a four-step FFT, n_fft = N1·N2 (32·32), on tensor cores or
   FMAs (_fft_tile): a DFT-N1 GEMM over a tile of frames, twiddles, a per-frame transpose, a DFT-N2 GEMM for the
   first N2/2 outputs plus the Nyquist bin as a reduction. Per frame 2·n_fft·(N1 + N2) real MACs (1024: 131k)
