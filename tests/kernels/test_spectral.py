@@ -141,6 +141,13 @@ def test_small_istft_rows_across_tile_edges(monkeypatch, n_fft, hop, frames, win
     assert scaled_max_error(out, ref) <= F32
 
 
+def test_small_istft_kernel_choice():
+    # the rows form holds F >= overlap − 1 frames of n_fft taps per thread; long overlaps take the frame vectors
+    assert K.istft_rows_config(20, 5)[0] == 4
+    assert K.istft_rows_config(16, 3)[0] == 5
+    assert K.istft_rows_config(34, 4) is None
+
+
 def test_fft_istft_with_a_hop_that_does_not_divide_n_fft():
     g = torch.Generator().manual_seed(13)
     shape = (2, 513, 37)

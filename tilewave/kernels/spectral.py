@@ -80,10 +80,11 @@ OLA_BLOCK_S = 256
 ISTFT_OLA_FRAMES, ISTFT_OLA_WARPS, ISTFT_OLA_MODE, ISTFT_OLA_CHUNK = 256, 4, 1, 4096
 # The rows form of the small inverse transform (_istft_rows_kernel): frames per thread (at least the overlap − 1),
 # tile rows per program, warps, whether the phase gets a range reduction before the SFU, whether the inverse DFT
-# splits even and odd bins (small_istft_constants). Used while a thread's
-# samples (frames·hop) fit ISTFT_ROWS_MAX_SAMPLES; else the frame-vector kernel above.
+# splits even and odd bins (small_istft_constants). Used while a thread's taps (frames·n_fft) fit
+# ISTFT_ROWS_MAX_TAPS (registers, and compile time: n_fft 34 / hop 4 = 8 frames x 34 taps took minutes for ptxas);
+# else the frame-vector kernel above.
 ISTFT_ROWS_FRAMES, ISTFT_ROWS_TILE, ISTFT_ROWS_WARPS, ISTFT_ROWS_REDUCE, ISTFT_ROWS_SPLIT = 4, 32, 1, True, True
-ISTFT_ROWS_MAX_SAMPLES = 64
+ISTFT_ROWS_MAX_TAPS = 96
 ISTFT_SMALL_KERNEL = "vectors"
 SCAN_BLOCK_L, SOURCE_BLOCK_T = 64, 128
 GEMM_WARPS = 8
@@ -1088,9 +1089,9 @@ def istft_ola_config(n_fft: int, hop: int) -> tuple[int, int, int, int]:
 
 def istft_rows_config(n_fft: int, hop: int) -> tuple[int, int, int, bool, bool] | None:
     """(frames per thread F, tile rows R, warps, phase range reduction, even/odd split) of _istft_rows_kernel, or
-    None where a thread's F·hop samples would pass ISTFT_ROWS_MAX_SAMPLES (long overlaps: the frame-vector kernel)."""
+    None where a thread's F·n_fft taps would pass ISTFT_ROWS_MAX_TAPS (long overlaps: the frame-vector kernel)."""
     f = max(ISTFT_ROWS_FRAMES, triton.cdiv(n_fft, hop) - 1)
-    if f * hop > ISTFT_ROWS_MAX_SAMPLES:
+    if f * n_fft > ISTFT_ROWS_MAX_TAPS:
         return None
     return f, ISTFT_ROWS_TILE, ISTFT_ROWS_WARPS, ISTFT_ROWS_REDUCE, ISTFT_ROWS_SPLIT
 
