@@ -82,10 +82,15 @@ ISTFT_OLA_FRAMES, ISTFT_OLA_WARPS, ISTFT_OLA_MODE, ISTFT_OLA_CHUNK = 256, 4, 1, 
 # tile rows per program, warps, whether the phase gets a range reduction before the SFU, whether the inverse DFT
 # splits even and odd bins (small_istft_constants). Used while a thread's taps (frames·n_fft) fit
 # ISTFT_ROWS_MAX_TAPS (registers, and compile time: n_fft 34 / hop 4 = 8 frames x 34 taps took minutes for ptxas);
-# else the frame-vector kernel above.
+# else the frame-vector kernel above. H200 (session 3 round 2, time_cuda, float32 / bfloat16): the rows form at
+# 4 / 32 / 1 warp / reduced / split against the frame vectors: istft_exp_sin [16, 22, 96001] 59.2 / 37.7 µs against
+# 75.5 / 71.3 (65.5% of copy bandwidth in float32), istft [16, 11, 96001] 59.8 / 34.1 against 73.2 / 66.9, the 10 s
+# [1, 22, 48001] 8.1 / 7.6 against 12.1 / 11.6. Measured alternatives (exp_sin float32, large / 10 s): 3 frames per
+# thread 54.2 / 8.1 (71.5%; not measured for istft or 16-bit data), no range reduction 56.5 / 7.6 (error 5e-5 on
+# phases of ~1500 rad, growing with |phase|), the direct DFT 57.4 / 8.0.
 ISTFT_ROWS_FRAMES, ISTFT_ROWS_TILE, ISTFT_ROWS_WARPS, ISTFT_ROWS_REDUCE, ISTFT_ROWS_SPLIT = 4, 32, 1, True, True
 ISTFT_ROWS_MAX_TAPS = 96
-ISTFT_SMALL_KERNEL = "vectors"
+ISTFT_SMALL_KERNEL = "rows"  # "vectors": the frame-vector kernel for every small inverse transform
 SCAN_BLOCK_L, SOURCE_BLOCK_T = 64, 128
 GEMM_WARPS = 8
 PRECISIONS = ("ieee", "tf32x3", "tf32")
