@@ -218,32 +218,52 @@ def _warm(job):
         return f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
 
 
+def warm_all(jobs, warm, t0, budget_s, unfinished=None):
+    """{job: None or the error} after warm(job) (a module-level function: it runs in spawned workers on the GPU,
+    here on the interpreter), within budget_s of t0. Jobs that did not finish (budget spent, or a worker crashed
+    and broke the pool) get `unfinished`: None compiles them on first use, a string reports them instead."""
+    errors = {j: None for j in jobs}
+    if SMOKE:
+        errors = {j: warm(j) for j in jobs}
+    else:
+        pool = ProcessPoolExecutor(min(14, os.cpu_count() or 4), mp_context=mp.get_context("spawn"))
+        futures = {j: pool.submit(warm, j) for j in jobs}
+        try:
+            for j, fut in futures.items():
+                errors[j] = fut.result(timeout=max(1.0, budget_s - (time.time() - t0)))
+                print(f"#   warm {j}: {errors[j] or 'ok'} ({time.time() - t0:.0f} s)", flush=True)
+        except (BrokenProcessPool, FuturesTimeout) as exc:
+            print(f"# parallel compile stopped ({type(exc).__name__}) at {time.time() - t0:.0f} s", flush=True)
+            for j, fut in futures.items():
+                done = fut.done() and fut.exception() is None
+                errors[j] = fut.result() if done else unfinished
+        # leaving a `with` block would wait for compiles still running; the workers are ours to stop
+        for proc in list(getattr(pool, "_processes", {}).values()):
+            proc.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+    device = "cpu interpreter" if SMOKE else torch.cuda.get_device_name()
+    print(f"# compiled {len(jobs)} candidate runs in {time.time() - t0:.0f} s "
+          f"(torch {torch.__version__}, triton {triton.__version__}, {device})", flush=True)
+    return errors
+
+
+def within_budget(cases, t0, budget_s):
+    """(index, case) while budget_s since t0 lasts (the lead's `timeout` would cut the table mid-row)."""
+    for ci, case in enumerate(cases):
+        if time.time() - t0 > budget_s:
+            print(f"# time budget spent: skipped {case['op']} {case['label']} {case['dtype']} and what follows")
+            return
+        yield ci, case
+
+
 def main():
     t0 = time.time()
     cases = all_cases()
     jobs = [(ci, ki) for ci, c in enumerate(cases) for ki in range(len(c["cands"]))]
-    warm_errors = {j: None for j in jobs}
-    if SMOKE:
-        warm_errors = {j: _warm(j) for j in jobs}
-    else:
-        # a worker that dies (a crash in a compiler) breaks the pool instead of hanging it; whatever did not
-        # finish is then compiled in this process, on first use
-        try:
-            with ProcessPoolExecutor(min(14, os.cpu_count() or 4), mp_context=mp.get_context("spawn")) as pool:
-                futures = {j: pool.submit(_warm, j) for j in jobs}
-                for j, fut in futures.items():
-                    warm_errors[j] = fut.result(timeout=max(1.0, WARM_BUDGET_S - (time.time() - t0)))
-        except (BrokenProcessPool, FuturesTimeout) as exc:
-            print(f"# parallel compile stopped ({type(exc).__name__}); the rest compiles on first use", flush=True)
-    device = "cpu interpreter" if SMOKE else torch.cuda.get_device_name()
-    print(f"# compiled {len(jobs)} candidates in {time.time() - t0:.0f} s "
-          f"(torch {torch.__version__}, triton {triton.__version__}, {device})", flush=True)
+    warm_errors = warm_all(jobs, _warm, t0, WARM_BUDGET_S)
     print(f"{'op':<14}{'shape':<12}{'dtype':<9}{'candidate':<36}{'µs':>9}{'peer µs':>10}{'speedup':>9}"
           f"{'%copyBW':>9}{'TFLOP/s':>9}{'err':>10}")
-    for ci, case in enumerate(cases):
-        if time.time() - t0 > TOTAL_BUDGET_S:
-            print(f"# time budget spent: skipped {case['op']} {case['label']} {case['dtype']} and what follows")
-            break
+    for ci, case in within_budget(cases, t0, TOTAL_BUDGET_S):
         inp = make_inputs(case)
         peer, ref = peer_and_reference(case, inp)
         reps = 30 if case["B"] == BIG_B and case["n_fft"] == 1024 else 100

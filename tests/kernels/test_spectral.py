@@ -106,6 +106,7 @@ def test_istft_exp_sin_matches_torch_istft():
 def test_small_istft_output_modes_across_tile_edges(monkeypatch, mode, n_fft, hop, frames):
     # 16-frame tiles: the halo frames and the row shifts cross several program boundaries; hop 3 leaves
     # padding columns in the joined tile and taps past n_fft in the last shift.
+    monkeypatch.setattr(K, "ISTFT_SMALL_KERNEL", "vectors")
     monkeypatch.setattr(K, "ISTFT_OLA_FRAMES", 16)
     monkeypatch.setattr(K, "ISTFT_OLA_MODE", mode)
     g = torch.Generator().manual_seed(9)
@@ -113,6 +114,38 @@ def test_small_istft_output_modes_across_tile_edges(monkeypatch, mode, n_fft, ho
     mag, phase = torch.rand(shape, generator=g) * 2, (torch.rand(shape, generator=g) * 2 - 1) * math.pi
     ref = torch.istft(torch.polar(mag.double(), phase.double()), n_fft, hop, window=_hann(n_fft), center=True)
     assert scaled_max_error(K.istft(mag.to(DEV), phase.to(DEV), n_fft, hop), ref) <= F32
+
+
+@pytest.mark.parametrize("n_fft,hop,frames,win,exp_sin", [(20, 5, 41, None, False), (20, 5, 30, None, True),
+                                                         (16, 3, 26, None, False), (16, 4, 23, 13, False)])
+def test_small_istft_rows_across_tile_edges(monkeypatch, n_fft, hop, frames, win, exp_sin):
+    # 4-row tiles: every program starts with a halo row, carries cross rows and programs, and the first and last
+    # programs take the masked path; hop 3 pads the stored tile (5 frames x 3 = 15 of 16 columns), an odd window
+    # length leaves the window asymmetric (taps n and n_fft − n multiplied separately).
+    monkeypatch.setattr(K, "ISTFT_SMALL_KERNEL", "rows")
+    monkeypatch.setattr(K, "ISTFT_ROWS_TILE", 4)
+    g = torch.Generator().manual_seed(11)
+    NF = n_fft // 2 + 1
+    if exp_sin:
+        x = torch.cat([torch.randn(2, NF, frames, generator=g) - 1, torch.randn(2, NF, frames, generator=g) * 3], 1)
+        mag, phase = torch.exp(x[:, :NF]), torch.sin(x[:, NF:])
+        out = K.istft_exp_sin(x.to(DEV), n_fft, hop)
+    else:
+        mag = torch.rand(2, NF, frames, generator=g) * 2
+        phase = (torch.rand(2, NF, frames, generator=g) * 2 - 1) * math.pi
+        out = K.istft(mag.to(DEV), phase.to(DEV), n_fft, hop, win)
+    window = torch.tensor(K.padded_hann(n_fft, win or n_fft))
+    ref = torch.istft(torch.polar(mag.double(), phase.double()), n_fft, hop, win_length=n_fft, window=window,
+                      center=True)
+    assert K.istft_rows_config(n_fft, hop) is not None
+    assert scaled_max_error(out, ref) <= F32
+
+
+def test_small_istft_kernel_choice():
+    # the rows form holds F >= overlap − 1 frames of n_fft taps per thread; long overlaps take the frame vectors
+    assert K.istft_rows_config(20, 5)[0] == 4
+    assert K.istft_rows_config(16, 3)[0] == 5
+    assert K.istft_rows_config(34, 4) is None
 
 
 def test_fft_istft_with_a_hop_that_does_not_divide_n_fft():

@@ -15,10 +15,15 @@ harmonic_source       tanh(w·(sin(φ_k)·amp·uv + noise_amp·noise) + b) [B, T
 
 Kernel forms:
 - Small transforms (n_fft <= DIRECT_MAX_NFFT, Kokoro's n_fft 20 / hop 5 / 11 bins): a direct DFT in registers.
-  The inverse is one pass (_istft_ola_kernel): a program takes a run of frames as vectors, turns each
-  (frame, bin) into (Re, Im) once, evaluates the taps with unrolled FMAs on scalar coefficients (taps n and
-  n_fft − n share their even/odd sums: ~n_fft·(n_fft/2 + 1) MACs per frame), and overlap-adds on chip: tap
-  u + r·hop of frame t − r is moved onto row t by tl.gather, so the ~8 flop/byte transform streams at memory speed.
+  The inverse is one pass. Rows form (_istft_rows_kernel): a thread takes F >= overlap − 1 consecutive frames and
+  owns their F·hop output samples, so the overlap-add stays in its registers except for the taps that fall past
+  its last frame, summed and moved one thread down by a warp shuffle (15 values per thread for n_fft 20 / hop 5);
+  the DFT coefficients are compile-time constants (FMA immediates: no table loads or registers), the inverse real
+  DFT takes even- and odd-bin partial sums of a quarter of the tap pairs (pair n_fft/2 − m reuses pair m's with
+  signs: ~5 FMAs per tap instead of ~9), and programs away from the signal's ends run without masks and with a
+  constant window envelope. Frame-vector form (_istft_ola_kernel, for overlaps too long for a thread's registers):
+  a program takes a run of frames as vectors, evaluates the taps with FMAs on scalar coefficients loaded from
+  tables, and moves tap u + r·hop of frame t − r onto row t by tl.gather (through shared memory).
 - Power-of-two n_fft >= 1024 (speech: 1024 / hop 256): a four-step FFT, n_fft = N1·N2 (32·32), on tensor cores or
   FMAs (_fft_tile): a DFT-N1 GEMM over a tile of frames, twiddles, a per-frame transpose, a DFT-N2 GEMM for the
   first N2/2 outputs plus the Nyquist bin as a reduction. Per frame 2·n_fft·(N1 + N2) real MACs (1024: 131k)
@@ -73,6 +78,19 @@ OLA_BLOCK_S = 256
 # [frames, hop] tiles). H200 rounds 1-1c: mode 1 at 256 frames / 4 warps, one chunk, streamed the large shapes at
 # ~50% of copy bandwidth (mode 2: 43%, mode 0: 39-44%; 128 or 512 frames, 2 or 8 warps, 256-sample chunks: slower).
 ISTFT_OLA_FRAMES, ISTFT_OLA_WARPS, ISTFT_OLA_MODE, ISTFT_OLA_CHUNK = 256, 4, 1, 4096
+# The rows form of the small inverse transform (_istft_rows_kernel): frames per thread (at least the overlap − 1),
+# tile rows per program, warps, whether the phase gets a range reduction before the SFU, whether the inverse DFT
+# splits even and odd bins (small_istft_constants). Used while a thread's taps (frames·n_fft) fit
+# ISTFT_ROWS_MAX_TAPS (registers, and compile time: n_fft 34 / hop 4 = 8 frames x 34 taps took minutes for ptxas);
+# else the frame-vector kernel above. H200 (session 3 round 2, time_cuda, float32 / bfloat16): the rows form at
+# 4 / 32 / 1 warp / reduced / split against the frame vectors: istft_exp_sin [16, 22, 96001] 59.2 / 37.7 µs against
+# 75.5 / 71.3 (65.5% of copy bandwidth in float32), istft [16, 11, 96001] 59.8 / 34.1 against 73.2 / 66.9, the 10 s
+# [1, 22, 48001] 8.1 / 7.6 against 12.1 / 11.6. Measured alternatives (exp_sin float32, large / 10 s): 3 frames per
+# thread 54.2 / 8.1 (71.5%; not measured for istft or 16-bit data), no range reduction 56.5 / 7.6 (error 5e-5 on
+# phases of ~1500 rad, growing with |phase|), the direct DFT 57.4 / 8.0.
+ISTFT_ROWS_FRAMES, ISTFT_ROWS_TILE, ISTFT_ROWS_WARPS, ISTFT_ROWS_REDUCE, ISTFT_ROWS_SPLIT = 4, 32, 1, True, True
+ISTFT_ROWS_MAX_TAPS = 96
+ISTFT_SMALL_KERNEL = "rows"  # "vectors": the frame-vector kernel for every small inverse transform
 SCAN_BLOCK_L, SOURCE_BLOCK_T = 64, 128
 GEMM_WARPS = 8
 PRECISIONS = ("ieee", "tf32x3", "tf32")
@@ -384,9 +402,17 @@ def _sincos(x, FAST: tl.constexpr):
     # per element and made the small inverse transform compute-bound.
     if FAST:
         k = tl.floor(x * 0.15915494309189535 + 0.5)
-        r = x - k * 6.28125 - k * 0.0019353071795864769
-        s = tl.inline_asm_elementwise("sin.approx.f32 $0, $1;", "=r,r", [r], dtype=tl.float32, is_pure=True, pack=1)
-        c = tl.inline_asm_elementwise("cos.approx.f32 $0, $1;", "=r,r", [r], dtype=tl.float32, is_pure=True, pack=1)
+        x = x - k * 6.28125 - k * 0.0019353071795864769
+    return _sincos_unreduced(x, FAST)
+
+
+@triton.jit
+def _sincos_unreduced(x, FAST: tl.constexpr):
+    # (sin x, cos x) without a range reduction: the SFU takes any argument (its error grows ~|x|·2^-24 rad), and a
+    # sine's output (|x| <= 1) needs none at all
+    if FAST:
+        s = tl.inline_asm_elementwise("sin.approx.f32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True, pack=1)
+        c = tl.inline_asm_elementwise("cos.approx.f32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True, pack=1)
     else:
         s = tl.sin(x)
         c = tl.cos(x)
@@ -520,6 +546,216 @@ def _ola_joined(lo, hi, i, t, T, L_out, wsq_ptr, y_row, N_FFT: tl.constexpr, HOP
     j = t[:, None] * HOP + u[None, :] - N_FFT // 2
     tl.store(y_row + j, val.to(y_row.dtype.element_ty),
              mask=(i >= OV - 1)[:, None] & (u < HOP)[None, :] & (j >= 0) & (j < L_out))
+
+
+@triton.constexpr_function
+def _bit_reverse(c, bits):
+    return int(f"{c:0{bits}b}"[::-1], 2) if bits else 0
+
+
+@triton.constexpr_function
+def _strided_sum(values, start, step):
+    return sum(values[start::step])
+
+
+@triton.jit
+def _exp_fast(x, FAST: tl.constexpr):
+    # FAST: ex2.approx.ftz (one SFU op after the scale; exp() adds a subnormal fix-up of three more per element)
+    if FAST:
+        y = tl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=r,r", [x * 1.4426950408889634], dtype=tl.float32,
+                                      is_pure=True, pack=1)
+    else:
+        y = tl.exp(x)
+    return y
+
+
+@triton.jit
+def _frame_taps(a_row, c_row, mask, T, N_FFT: tl.constexpr, EVEN: tl.constexpr, ODD: tl.constexpr,
+                WIN: tl.constexpr, EXP_SIN: tl.constexpr, FAST: tl.constexpr, REDUCE: tl.constexpr,
+                MASKED: tl.constexpr, SPLIT: tl.constexpr):
+    # The N_FFT windowed taps of one frame per tile row (vectors over rows; a_row/c_row point at bin 0): (Re, Im)
+    # of every bin, then the even/odd sums of the real inverse DFT with compile-time coefficients (zeros skipped;
+    # EVEN/ODD carry the window when it is symmetric, WIN[n] == 1.0 then). MASKED: frames outside [0, T) are zero.
+    NF: tl.constexpr = N_FFT // 2 + 1
+    HALF: tl.constexpr = N_FFT // 2
+    re = ()
+    im = ()
+    for k in tl.static_range(NF):
+        if MASKED:
+            # exp(-inf) = 0 zeroes the whole bin
+            x = tl.load(a_row + k * T, mask=mask, other=float("-inf") if EXP_SIN else 0.0).to(tl.float32)
+            ph = tl.load(c_row + k * T, mask=mask, other=0.0).to(tl.float32)
+        else:
+            x = tl.load(a_row + k * T).to(tl.float32)
+            ph = tl.load(c_row + k * T).to(tl.float32)
+        if EXP_SIN:
+            mag = _exp_fast(x, FAST)
+            if REDUCE:
+                ph, _ = _sincos(ph, FAST)
+            else:
+                ph, _ = _sincos_unreduced(ph, FAST)
+            s, c = _sincos_unreduced(ph, FAST)
+        else:
+            mag = x
+            if REDUCE:
+                s, c = _sincos(ph, FAST)
+            else:
+                s, c = _sincos_unreduced(ph, FAST)
+        re = re + (mag * c,)
+        im = im + (mag * s,)
+    if SPLIT:
+        # sums over the even and the odd bins apart: with θ = 2πkm/N, m' = N/2 − m turns cos θ into (−1)^k cos θ
+        # and sin θ into −(−1)^k sin θ, so pair m' is (Ee − Eo, Oo − Oe) of pair m's partial sums (half the FMAs)
+        ee = ()
+        eo = ()
+        oe = ()
+        oo = ()
+        for p in tl.static_range(HALF // 2 + 1):
+            acc = (tl.zeros_like(re[0]), tl.zeros_like(re[0]), tl.zeros_like(re[0]), tl.zeros_like(re[0]))
+            for k in tl.static_range(NF):
+                if EVEN[p * NF + k] != 0.0:
+                    acc = _add_at(acc, k % 2, re[k] * EVEN[p * NF + k])
+                if ODD[p * NF + k] != 0.0:
+                    acc = _add_at(acc, 2 + k % 2, im[k] * ODD[p * NF + k])
+            ee = ee + (acc[0],)
+            eo = eo + (acc[1],)
+            oe = oe + (acc[2],)
+            oo = oo + (acc[3],)
+    taps = ()
+    for n in tl.static_range(N_FFT):
+        # tap n takes the sums of pair min(n, N − n) (constexpr names can't be rebound inside a static loop)
+        if SPLIT:
+            if min(n, N_FFT - n) <= HALF - min(n, N_FFT - n):
+                e = ee[min(n, N_FFT - n)] + eo[min(n, N_FFT - n)]
+                o = oe[min(n, N_FFT - n)] + oo[min(n, N_FFT - n)]
+            else:
+                e = ee[HALF - min(n, N_FFT - n)] - eo[HALF - min(n, N_FFT - n)]
+                o = oo[HALF - min(n, N_FFT - n)] - oe[HALF - min(n, N_FFT - n)]
+        else:
+            e = tl.zeros_like(re[0])
+            o = tl.zeros_like(re[0])
+            for k in tl.static_range(NF):
+                if EVEN[min(n, N_FFT - n) * NF + k] != 0.0:
+                    e += re[k] * EVEN[min(n, N_FFT - n) * NF + k]
+                if ODD[min(n, N_FFT - n) * NF + k] != 0.0:
+                    o += im[k] * ODD[min(n, N_FFT - n) * NF + k]
+        if n <= HALF:
+            z = e + o
+        else:
+            z = e - o
+        if WIN[n] == 0.0:
+            z = tl.zeros_like(re[0])
+        elif WIN[n] != 1.0:
+            z = z * WIN[n]
+        taps = taps + (z,)
+    return taps
+
+
+@triton.jit
+def _add_at(acc, which: tl.constexpr, x):
+    # acc with x added to element `which` (a tuple of 4)
+    out = ()
+    for q in tl.static_range(4):
+        if q == which:
+            out = out + (acc[q] + x,)
+        else:
+            out = out + (acc[q],)
+    return out
+
+
+@triton.jit
+def _istft_rows_kernel(a_ptr, c_ptr, y_ptr, T, L_out, batch_stride, N_FFT: tl.constexpr, HOP: tl.constexpr,
+                       EVEN: tl.constexpr, ODD: tl.constexpr, WIN: tl.constexpr, WSQ: tl.constexpr,
+                       SPLIT: tl.constexpr, EXP_SIN: tl.constexpr, FAST: tl.constexpr, REDUCE: tl.constexpr,
+                       F: tl.constexpr, R: tl.constexpr):
+    # grid: (B, cdiv(rows, (R − 1)·F)), rows = hop-rows t = S0 … (L_out − 1 + N_FFT//2)//HOP, S0 = (N_FFT//2)//HOP;
+    # hop-row t holds samples j = t·HOP + u − N_FFT//2, u < HOP. Small transforms, one pass, F >= OV − 1 consecutive
+    # frames per thread: tile row i (a thread) takes frames t = tb + F·i + f, f < F, and owns their hop-rows, so
+    # F·HOP contiguous samples. Tap u + r·HOP of frame t lands on hop-row t + r: within the row while f + r < F,
+    # else it is carried to row i + 1 (the carries are summed first and moved down one row by tl.gather: one
+    # value per thread and carry; a warp-local shuffle when R is one warp). Row 0 only feeds carries (its frames
+    # are the previous program's last ones). Coefficients are compile-time constants (no table loads or registers).
+    # Programs whose frames and samples all lie inside the signal (all but the first and last of a row) run
+    # without masks, with a constant envelope.
+    HALF: tl.constexpr = N_FFT // 2
+    S0: tl.constexpr = HALF // HOP
+    p = tl.program_id(1)
+    tb = S0 - F + p * ((R - 1) * F)
+    j0 = p * ((R - 1) * F * HOP) + (HOP * (S0 - F) - HALF)  # written so that its alignment is provable
+    if (tb >= 0) & (tb + R * F <= T) & (j0 + F * HOP >= 0) & (j0 + R * F * HOP <= L_out):
+        _istft_rows(a_ptr, c_ptr, y_ptr, tb, j0, T, L_out, batch_stride, N_FFT, HOP, EVEN, ODD, WIN, WSQ, SPLIT,
+                    EXP_SIN, FAST, REDUCE, F, R, False)
+    else:
+        _istft_rows(a_ptr, c_ptr, y_ptr, tb, j0, T, L_out, batch_stride, N_FFT, HOP, EVEN, ODD, WIN, WSQ, SPLIT,
+                    EXP_SIN, FAST, REDUCE, F, R, True)
+
+
+@triton.jit
+def _istft_rows(a_ptr, c_ptr, y_ptr, tb, j0, T, L_out, batch_stride, N_FFT: tl.constexpr, HOP: tl.constexpr,
+                EVEN: tl.constexpr, ODD: tl.constexpr, WIN: tl.constexpr, WSQ: tl.constexpr, SPLIT: tl.constexpr,
+                EXP_SIN: tl.constexpr, FAST: tl.constexpr, REDUCE: tl.constexpr, F: tl.constexpr, R: tl.constexpr,
+                EDGE: tl.constexpr):
+    OV: tl.constexpr = (N_FFT + HOP - 1) // HOP
+    FH: tl.constexpr = F * HOP
+    CP: tl.constexpr = triton.next_power_of_2(F * HOP)
+    LOG: tl.constexpr = (CP - 1).bit_length()
+    b = tl.program_id(0).to(tl.int64)
+    i = tl.arange(0, R)
+    taps = ()  # taps[f·N_FFT + n]: tap n of frame column f
+    for f in tl.static_range(F):
+        t = tb + F * i + f
+        taps = taps + _frame_taps(a_ptr + b * batch_stride + t, c_ptr + b * batch_stride + t, (t >= 0) & (t < T), T,
+                                  N_FFT, EVEN, ODD, WIN, EXP_SIN, FAST, REDUCE, EDGE, SPLIT)
+    # out[g·HOP + u] = Σ_r tap u + r·HOP of frame column g − r (this row) + the carry of the previous row: the
+    # same sum over its frame columns F + g − r (r > g)
+    out = ()
+    for g in tl.static_range(F):
+        for u in tl.static_range(HOP):
+            acc = tl.zeros((R,), dtype=tl.float32)
+            for r in tl.static_range(OV - 1, -1, -1):  # earlier frame columns first
+                if r <= g and u + r * HOP < N_FFT:
+                    acc += taps[(g - r) * N_FFT + u + r * HOP]
+            if g < OV - 1:
+                carry = tl.zeros((R,), dtype=tl.float32)
+                for r in tl.static_range(OV - 1, -1, -1):
+                    if r > g and u + r * HOP < N_FFT:
+                        carry += taps[(F + g - r) * N_FFT + u + r * HOP]
+                acc += tl.gather(carry, tl.maximum(i - 1, 0), 0)
+            out = out + (acc,)
+    vals = ()
+    for c in tl.static_range(CP):
+        # tl.join appends the new axis last: after LOG levels of pairwise joins column c holds leaf bitreverse(c)
+        vals = vals + (_enveloped(out, _bit_reverse(c, LOG), tb + F * i, T, N_FFT, HOP, WSQ, FH, R, EDGE),)
+    for _ in tl.static_range(LOG):
+        joined = ()
+        for q in tl.static_range(len(vals) // 2):
+            joined = joined + (tl.join(vals[2 * q], vals[2 * q + 1]),)
+        vals = joined
+    col = tl.arange(0, CP)
+    j = (j0 + FH * i)[:, None] + col[None, :]
+    mask = (i >= 1)[:, None] & (col < FH)[None, :]
+    if EDGE:
+        mask = mask & (j >= 0) & (j < L_out)
+    tl.store(y_ptr + b * L_out + j, tl.reshape(vals[0], (R, CP)).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _enveloped(out, s: tl.constexpr, t_row, T, N_FFT: tl.constexpr, HOP: tl.constexpr, WSQ: tl.constexpr,
+               FH: tl.constexpr, R: tl.constexpr, EDGE: tl.constexpr):
+    # sample s = g·HOP + u of each tile row (hop-row t_row + g) over the envelope Σ_r WSQ[u + r·HOP], the sum over
+    # the frames t_row + g − r inside [0, T) when EDGE; zeros for the padding columns s >= FH
+    if s >= FH:
+        v = tl.zeros((R,), dtype=tl.float32)
+    elif EDGE:
+        wsum = tl.zeros((R,), dtype=tl.float32)
+        for r in tl.static_range((N_FFT + HOP - 1) // HOP):
+            if s % HOP + r * HOP < N_FFT:
+                inside = (t_row + s // HOP - r >= 0) & (t_row + s // HOP - r < T)
+                wsum += tl.where(inside, WSQ[s % HOP + r * HOP], 0.0)
+        v = out[s] / tl.where(wsum > 0.0, wsum, 1.0)
+    else:
+        v = out[s] * (1.0 / _strided_sum(WSQ, s % HOP, HOP))
+    return v
 
 
 @triton.jit
@@ -703,6 +939,31 @@ def _bases(n_fft: int, win_length: int, device: str) -> dict[str, torch.Tensor]:
     return {k: torch.tensor(v, dtype=torch.float32, device=device) for k, v in tables.items()}
 
 
+@functools.lru_cache(maxsize=32)
+def small_istft_constants(n_fft: int, win_length: int, split: bool = True) -> dict[str, tuple[float, ...] | bool]:
+    """The small inverse transform's compile-time tables. EVEN, ODD [P·F] (as in _bases, P pairs of taps n, n_fft − n:
+    all n_fft//2 + 1, or with `split` only the first n_fft//4 + 1, whose even- and odd-bin sums give the other pairs
+    as well); pair p's rows carry the window s_p = w[p] when it is symmetric (w[n] = w[n_fft − n]) and nonzero,
+    and WIN[n] = w[n] / s_p is what tap n is still multiplied by (1: nothing, 0: the tap is zero). WSQ = w² [n_fft].
+    Zero coefficients are exact zeros."""
+    b = _bases(n_fft, win_length, "cpu")
+    w = padded_hann(n_fft, win_length)
+    half = n_fft // 2
+    sym = bool(np.array_equal(w[1:], w[1:][::-1]))
+    scale = np.where(sym & (w != 0.0), w, 1.0)
+    n = np.arange(n_fft)
+    pair = np.minimum(n, n_fft - n)
+    if split:
+        pair = np.minimum(pair, half - pair)
+    rows = half // 2 + 1 if split else half + 1
+    even, odd = (b[k].double().numpy()[:rows] * scale[:rows, None] for k in ("even", "odd"))
+    # cos(2πm/N) is zero where 4m = N or 3N; the float64 basis holds ~1e-17 there
+    m = (np.arange(rows)[:, None] * np.arange(half + 1)[None, :]) % n_fft
+    even = np.where((4 * m == n_fft) | (4 * m == 3 * n_fft), 0.0, even)
+    return {"EVEN": tuple(float(v) for v in even.ravel()), "ODD": tuple(float(v) for v in odd.ravel()),
+            "WIN": tuple(float(v) for v in w / scale[pair]), "WSQ": tuple(float(v) for v in w ** 2), "SPLIT": split}
+
+
 # ---------------------------------------------------------------------------------------------------
 # launchers (Triton path; tilewave.ops decides when to call them)
 # ---------------------------------------------------------------------------------------------------
@@ -831,6 +1092,26 @@ def istft_ola_config(n_fft: int, hop: int) -> tuple[int, int, int, int]:
     return bt, ISTFT_OLA_WARPS, ISTFT_OLA_MODE, chunk
 
 
+def istft_rows_config(n_fft: int, hop: int) -> tuple[int, int, int, bool, bool] | None:
+    """(frames per thread F, tile rows R, warps, phase range reduction, even/odd split) of _istft_rows_kernel, or
+    None where a thread's F·n_fft taps would pass ISTFT_ROWS_MAX_TAPS (long overlaps: the frame-vector kernel)."""
+    f = max(ISTFT_ROWS_FRAMES, triton.cdiv(n_fft, hop) - 1)
+    if f * n_fft > ISTFT_ROWS_MAX_TAPS:
+        return None
+    return f, ISTFT_ROWS_TILE, ISTFT_ROWS_WARPS, ISTFT_ROWS_REDUCE, ISTFT_ROWS_SPLIT
+
+
+def istft_rows_launch(a, c, out, batch_stride, T, n_fft, hop, win_length, exp_sin, config):
+    f, rows, warps, reduce, split = config
+    B, L_out = out.shape
+    s0 = (n_fft // 2) // hop
+    hop_rows = (L_out - 1 + n_fft // 2) // hop - s0 + 1
+    _istft_rows_kernel[(B, triton.cdiv(hop_rows, (rows - 1) * f))](
+        a, c, out, T, L_out, batch_stride, N_FFT=n_fft, HOP=hop, **small_istft_constants(n_fft, win_length, split),
+        EXP_SIN=exp_sin, FAST=a.is_cuda, REDUCE=reduce, F=f, R=rows, num_warps=warps)
+    return out
+
+
 def _istft_launch(a, c, batch_stride, B, NF, T, n_fft, hop, win_length, exp_sin, precision, out):
     if n_fft // 2 + 1 != NF:
         raise ValueError(f"istft: n_fft={n_fft} has {n_fft // 2 + 1} bins, the spectrum has {NF}")
@@ -843,6 +1124,9 @@ def _istft_launch(a, c, batch_stride, B, NF, T, n_fft, hop, win_length, exp_sin,
     if not (B and L_out > 0):
         return out
     overlap = triton.cdiv(n_fft, hop)
+    if n_fft <= DIRECT_MAX_NFFT and ISTFT_SMALL_KERNEL == "rows" and istft_rows_config(n_fft, hop):
+        return istft_rows_launch(a, c, out, batch_stride, T, n_fft, hop, win_length or n_fft, exp_sin,
+                                 istft_rows_config(n_fft, hop))
     if n_fft <= DIRECT_MAX_NFFT:
         bt, warps, mode, chunk = istft_ola_config(n_fft, hop)
         rows = triton.cdiv(L_out + pad, hop)
@@ -1233,6 +1517,11 @@ def _istft_variants(exp_sin: bool):
                                "T": "i32", "L_out": "i32", "batch_stride": "i64"},
                               {"N_FFT": 20, "HOP": 5, "NF": 11, "EXP_SIN": exp_sin, "FAST": True, "MODE": mode,
                                "BT": bt, "S_P": chunk}, num_warps=warps))
+        f, rows, warps, reduce, split = istft_rows_config(20, 5)
+        out.append(AotVariant(f"_istft_rows_kernel[{dt},n_fft=20,hop=5,exp_sin={exp_sin}]", _istft_rows_kernel,
+                              {**spec, "y_ptr": f"*{dt}", "T": "i32", "L_out": "i32", "batch_stride": "i64"},
+                              {"N_FFT": 20, "HOP": 5, **small_istft_constants(20, 20, split), "EXP_SIN": exp_sin,
+                               "FAST": True, "REDUCE": reduce, "F": f, "R": rows}, num_warps=warps))
         for prec in PRECISIONS:
             bt, warps = FFT_TILES[prec]
             out.append(AotVariant(f"_istft_fft_frames_kernel[{dt},n_fft={FFT_NFFT},exp_sin={exp_sin},{prec}]",
