@@ -60,7 +60,12 @@ MAX_HEAD_DIM = 128
 GPU_HEAD_BLOCKS = (64, 128)  # D <= 64 pads to 64 on the GPU (D = 16/32 heads are rare; fewer compiled forms)
 COMBINE_BLOCK_S = 32  # splits merged per step of the separate decode combine pass
 _KPM_SCAN: tl.constexpr = tl.constexpr(1024)  # key-padding mask bytes a forward program scans per step
-_MERGE_ELEMS = 2048  # partial accumulator elements a fused decode merge step holds (more spills at head block 64)
+# The fused decode merge (the last split of a head tile folds every split's partials): (head rows at a time,
+# partial elements a step, pipeline stages). Heads go in slices of 8 rows, so a GQA group of 8 does not merge
+# its tile's 8 padding rows; the steps' loads go through Triton's cp.async pipeline, stages - 1 steps in
+# flight, so 32 splits at head dim 64 (two steps of 16) arrive in one L2 round trip rather than the 16
+# dependent ones of 2-split steps.
+_DEC_MERGE = (8, 1024, 8)
 
 # (BLOCK_M, BLOCK_N, num_warps, num_stages). The CPU interpreter runs one program at a time, so its tiles
 # are the smallest that tl.dot accepts on the GPU too (16). GPU tiles, per dot form (16-bit operands,
@@ -293,7 +298,8 @@ def _sdpa_rel_pos_kernel(q_ptr, k_ptr, v_ptr, o_ptr, rel_ptr, bias_u_ptr, bias_v
 
 @triton.jit
 def _merge_splits(part_ptr, sink_ptr, heads, g_ok, d, d_ok, parts_per_head, first_part, num_splits, D,
-                  acc_off, m_off, l_off, ROWS: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr):
+                  acc_off, m_off, l_off, ROWS: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
+                  STAGES: tl.constexpr = 1):
     # Folds the splits' (max, sum, acc) triples of the heads `heads` [G] into normalized outputs [G, BLOCK_D],
     # starting from the sink (max = sink, sum = exp2(0) = 1, value 0); a -inf sink means no sink. Partials of
     # head h, split s sit at row first_part + h·parts_per_head + s. Loads bypass L1 (.cg): in the fused form
@@ -301,7 +307,7 @@ def _merge_splits(part_ptr, sink_ptr, heads, g_ok, d, d_ok, parts_per_head, firs
     m = tl.load(sink_ptr + heads, mask=g_ok, other=float("-inf")).to(tl.float32) * 1.4426950408889634
     l = (m > float("-inf")).to(tl.float32)
     acc = tl.zeros([ROWS, BLOCK_D], tl.float32)
-    for s0 in range(0, num_splits, BLOCK_S):
+    for s0 in tl.range(0, num_splits, BLOCK_S, num_stages=STAGES):
         sp = s0 + tl.arange(0, BLOCK_S)
         ok = g_ok[:, None] & (sp < num_splits)[None, :]
         row = first_part + heads[:, None] * parts_per_head + sp[None, :]
@@ -328,7 +334,7 @@ def _decode_split_kernel(q_ptr, k_ptr, v_ptr, lens_ptr, sink_ptr, o_ptr, part_pt
                          B, H, H_kv, GROUP, G_TILES, T, D, window, chunk, num_splits, qk_scale,
                          HAS_LENS: tl.constexpr, FUSED_COMBINE: tl.constexpr, BLOCK_G: tl.constexpr,
                          BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_S: tl.constexpr,
-                         PRECISION: tl.constexpr, PDL: tl.constexpr):
+                         PRECISION: tl.constexpr, PDL: tl.constexpr, MERGE_G: tl.constexpr, MERGE_STAGES: tl.constexpr):
     # grid: (B*H_kv*G_TILES, num_splits). Rows of the tile are query heads of one GQA group (padded to
     # BLOCK_G >= 16 for tl.dot), so each K/V tile is read once for up to BLOCK_G heads.
     # part_ptr: float32 partials of [B·H, num_splits] rows: acc [.., D], then max, then sum.
@@ -385,10 +391,18 @@ def _decode_split_kernel(q_ptr, k_ptr, v_ptr, lens_ptr, sink_ptr, o_ptr, part_pt
         tl.debug_barrier()
         arrived = tl.atomic_add(counter_ptr + pid, 1, sem="acq_rel", scope="gpu")
         if arrived == num_splits - 1:
-            out = _merge_splits(part_ptr, sink_ptr, heads, g_ok, d, d_ok, num_splits, b * H * num_splits,
-                                num_splits, D, acc_off, m_off, l_off, BLOCK_G, BLOCK_S, BLOCK_D)
-            tl.store(o_ptr + b * sob + heads[:, None] * soh + d[None, :], out.to(o_ptr.dtype.element_ty),
-                     mask=g_ok[:, None] & d_ok[None, :])
+            # the tile's heads in slices of MERGE_G rows, skipping slices past the group (a group of 8
+            # pads the tile to 16 rows: the padding would idle half the threads of a 16-row merge)
+            for gs in tl.static_range(0, BLOCK_G, MERGE_G):
+                if g_tile * BLOCK_G + gs < GROUP:
+                    gm = g_tile * BLOCK_G + gs + tl.arange(0, MERGE_G)
+                    gm_ok = gm < GROUP
+                    heads_m = hk * GROUP + gm
+                    out = _merge_splits(part_ptr, sink_ptr, heads_m, gm_ok, d, d_ok, num_splits,
+                                        b * H * num_splits, num_splits, D, acc_off, m_off, l_off, MERGE_G,
+                                        BLOCK_S, BLOCK_D, MERGE_STAGES)
+                    tl.store(o_ptr + b * sob + heads_m[:, None] * soh + d[None, :], out.to(o_ptr.dtype.element_ty),
+                             mask=gm_ok[:, None] & d_ok[None, :])
             tl.atomic_xchg(counter_ptr + pid, 0, sem="relaxed", scope="gpu")
 
 
@@ -626,9 +640,9 @@ def sdpa_decode_sink(q, k_cache, v_cache, sinks, cache_lens=None, window=None, s
 
 
 def _launch_decode(q, k_cache, v_cache, sinks, cache_lens, window, scale, precision, num_splits, out,
-                   config=None, fused_combine=None):
-    """config: (BLOCK_N, num_warps, num_stages), fused_combine: True/False instead of the module's picks
-    (benchmarks/tune_attn.py)."""
+                   config=None, fused_combine=None, merge=None):
+    """config: (BLOCK_N, num_warps, num_stages), fused_combine: True/False, merge: the fused merge's (rows,
+    elements a step, stages) instead of the module's picks (benchmarks/tune_attn*.py)."""
     op = "sdpa_decode_sink"
     if q.dim() == 4 and q.shape[2] == 1:
         q3 = q[:, :, 0]
@@ -672,8 +686,8 @@ def _launch_decode(q, k_cache, v_cache, sinks, cache_lens, window, scale, precis
         *q3.stride()[:2], *k_cache.stride()[:3], *v_cache.stride()[:3], *out3.stride()[:2],
         B, H, H_kv, group, g_tiles, T, D, window, chunk, splits, _scale(scale, D),
         HAS_LENS=cache_lens is not None, FUSED_COMBINE=fused, BLOCK_G=DECODE_BLOCK_G, BLOCK_N=BLOCK_N,
-        BLOCK_D=BLOCK_D, BLOCK_S=_merge_block(DECODE_BLOCK_G, BLOCK_D),
-        PRECISION=_dot_precision(q.dtype, precision), PDL=pdl, num_warps=warps, num_stages=stages)
+        BLOCK_D=BLOCK_D, PRECISION=_dot_precision(q.dtype, precision), PDL=pdl,
+        **_merge_constexprs(BLOCK_D, merge or _DEC_MERGE), num_warps=warps, num_stages=stages)
     if not fused:
         _decode_combine_kernel[(B * H,)](parts, sinks, out3, *out3.stride()[:2], B, H, D, splits,
                                          BLOCK_S=COMBINE_BLOCK_S, BLOCK_D=BLOCK_D, PDL=pdl, num_warps=4,
@@ -681,8 +695,13 @@ def _launch_decode(q, k_cache, v_cache, sinks, cache_lens, window, scale, precis
     return out
 
 
-def _merge_block(rows: int, block_d: int) -> int:
-    return max(1, min(COMBINE_BLOCK_S, _MERGE_ELEMS // (rows * block_d)))
+def _merge_block(rows: int, block_d: int, elems: int) -> int:
+    return max(1, min(COMBINE_BLOCK_S, elems // (rows * block_d)))
+
+
+def _merge_constexprs(block_d: int, merge: tuple[int, int, int] = _DEC_MERGE) -> dict:
+    rows, elems, stages = merge
+    return {"MERGE_G": rows, "BLOCK_S": _merge_block(rows, block_d, elems), "MERGE_STAGES": stages}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -977,7 +996,7 @@ def _decode_variants():
                              [{"HAS_LENS": lens, "FUSED_COMBINE": fused, "BLOCK_G": DECODE_BLOCK_G, "PDL": not fused}
                               for lens in (False, True)],
                              {"lens_ptr": "*i32", "counter_ptr": "*i32", **_PARTIALS},
-                             per_head_block=lambda BLOCK_D: {"BLOCK_S": _merge_block(DECODE_BLOCK_G, BLOCK_D)})
+                             per_head_block=_merge_constexprs)
     for dt in ("fp32", "fp16", "bf16"):
         for BLOCK_D in GPU_HEAD_BLOCKS:
             out.append(AotVariant(
