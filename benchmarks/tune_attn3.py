@@ -41,10 +41,12 @@ BUDGET_S = 125  # stop timing here (run under `timeout 150`)
 
 SHAPES = {"32k h64": (32768, 64), "32k h128": (32768, 128), "4k h64": (4096, 64)}
 OLD = (16, 2048, 1)
-M16 = (8, 512, 16)    # h64: 1 split a step, 15 in flight
-M8 = (8, 1024, 8)     # h64: 2 splits a step, 7 in flight
-M5 = (8, 2048, 5)     # h64: 4 splits a step, 4 in flight
-M3 = (8, 8192, 3)     # h64: 16 splits a step, 2 in flight (register-heavy)
+# new merges, (rows, elements a step, stages); splits a step / steps in flight at head dim 64 (128):
+M16 = (8, 512, 16)    # 1 / 15 (1 / 15): register-light, 32 dependent-free but serial steps
+M8 = (8, 1024, 8)     # 2 / 7 (1 / 7)
+M5 = (8, 2048, 5)     # 4 / 4 (2 / 4)
+M4 = (8, 4096, 5)     # 8 / 4 (4 / 4): every step of 32 splits in flight at once at head dim 64
+M3 = (8, 8192, 3)     # 16 / 2 (spills at 128): register-heavy
 if DRY:
     SHAPES = {"tiny h64": (300, 64)}
 
@@ -62,23 +64,22 @@ def candidates() -> list[dict]:
     s = "32k h64"
     out += [_c(s, (128, 4, 3), False, 2), _c(s, (128, 4, 4), False, 2), _c(s, (128, 4, 5), False, 1),
             _c(s, (256, 4, 3), False, 1), _c(s, (128, 4, 3), True, 2, OLD)]
-    for merge in (M16, M8, M5, M3):
-        out += [_c(s, (128, 4, 3), True, 2, merge), _c(s, (128, 8, 3), True, 2, merge)]
-    for merge in (M16, M8):
-        out += [_c(s, (128, 4, 4), True, 2, merge), _c(s, (128, 4, 5), True, 1, merge), _c(s, (256, 4, 3), True, 1, merge)]
+    out += [_c(s, (128, 4, 3), True, 2, m) for m in (M16, M8, M5, M4, M3)]
+    out += [_c(s, (128, 8, 3), True, 2, m) for m in (M16, M8)]  # 8 warps: > 128 registers halve the occupancy
+    out += [_c(s, (128, 4, 4), True, 2, m) for m in (M8, M4)]
+    out += [_c(s, (128, 4, 5), True, 1, m) for m in (M16, M4)]
+    out += [_c(s, (256, 4, 3), True, 1, m) for m in (M8, M4)]
     s = "32k h128"
     out += [_c(s, (64, 4, 3), False, 2), _c(s, (64, 4, 4), False, 2)]
-    for merge in (M16, M8, M5):  # at head block 128: 1, 1 and 2 splits a step
-        out += [_c(s, (64, 4, 3), True, 2, merge), _c(s, (128, 8, 2), True, 2, merge)]
-    out += [_c(s, (64, 4, 4), True, 2, M16), _c(s, (128, 4, 4), True, 1, M16)]
+    out += [_c(s, (64, 4, 3), True, 2, m) for m in (M16, M8, M5, M4)]
+    out += [_c(s, (128, 8, 2), True, 2, m) for m in (M16, M8)]
+    out += [_c(s, (64, 4, 4), True, 2, M4), _c(s, (128, 4, 4), True, 1, M16)]
     s = "4k h64"  # the launcher's form today: fused, (128, 8, 3), 2 programs per SM, old merge
     out += [_c(s, (128, 8, 3), True, 2, OLD), _c(s, (128, 8, 3), False, 2)]
-    for merge in (M16, M8, M5, M3):
-        out += [_c(s, (128, 8, 3), True, 2, merge)]
-    out += [_c(s, (128, 4, 3), True, 2, M16), _c(s, (128, 4, 3), True, 2, M8)]
+    out += [_c(s, (128, 8, 3), True, 2, m) for m in (M16, M8, M5, M3)]
+    out += [_c(s, (128, 4, 3), True, 2, m) for m in (M16, M8, M5, M4)]
     # float32 (tf32x3) at 4k: the fused merge changes there too
-    out += [_c(s, (64, 8, 2), True, 2, OLD, "fp32", "tf32x3"), _c(s, (64, 8, 2), True, 2, M16, "fp32", "tf32x3"),
-            _c(s, (64, 8, 2), True, 2, M8, "fp32", "tf32x3")]
+    out += [_c(s, (64, 8, 2), True, 2, m, "fp32", "tf32x3") for m in (OLD, M16, M8)]
     return out
 
 

@@ -89,10 +89,11 @@ _DEC_CPU = (16, 4, 1)
 # as large as fit without spills (H200, CUDA-graph device times, benchmarks/tune_attn.py).
 _DEC_GPU = {"16bit": {64: (128, 8, 3), 128: (128, 8, 2)}, "tf32": (64, 8, 2), "tf32x3": {64: (64, 8, 2), 128: (32, 8, 2)},
             "ieee": (32, 8, 2)}
-# Long caches (the separate combine): session 3's sweep (time_cuda without host time) put 4 warps ahead of 8 at
-# 32k keys in 16-bit: h64 (128, 4, 3) 25.8 µs against (128, 8, 3) 26.3, h128 (64, 4, 3) 40.8 against (128, 8, 2)
-# 42.4, at 2 programs per SM (with the fused merge's registers on top, 4 warps spill).
-_DEC_GPU_UNFUSED = {"16bit": {64: (128, 4, 3), 128: (64, 4, 3)}}
+# Long caches (more than _DEC_FUSED_MAX_KEYS keys): (config, fused merge or not, the fused merge's form) by dot
+# form and head block; a form not listed takes its _DEC_GPU config and the separate combine. Session 3's sweep
+# (time_cuda without host time) put 4 warps ahead of 8 at 32k keys in 16-bit with the separate combine: h64
+# (128, 4, 3) 25.8 µs against (128, 8, 3) 26.3, h128 (64, 4, 3) 40.8 against (128, 8, 2) 42.4, at 2 programs per SM.
+_DEC_GPU_LONG = {"16bit": {64: ((128, 4, 3), False, None), 128: ((64, 4, 3), False, None)}}
 DECODE_BLOCK_G = 16  # query heads per decode tile: a GQA group of <= 16 in one tile, larger groups in several
 _DEC_PROGRAMS_PER_SM = 2
 # The last split of a head tile merging (one launch) against a second, combine launch, measured on the H200:
@@ -601,6 +602,16 @@ def _launch_rel_pos(q, k, v, rel_emb, pos_bias_u, pos_bias_v, rel_zero, scale, p
     return out
 
 
+def _decode_plan(device: torch.device, dtype: torch.dtype, precision: str, block_d: int, span: int):
+    """(config, fused, merge) the launcher picks for `span` keys per (batch, KV head)."""
+    short = span <= _DEC_FUSED_MAX_KEYS
+    if device.type == "cpu":
+        return _DEC_CPU, short, _DEC_MERGE
+    form = _dot_form(dtype, precision)
+    long = None if short else _DEC_GPU_LONG.get(form, {}).get(block_d)
+    return long or (_pick(_DEC_GPU, form, block_d), short, _DEC_MERGE)
+
+
 def _decode_splits(span: int, programs: int, device: torch.device, block_n: int,
                    num_splits: int | None) -> tuple[int, int]:
     """(num_splits, chunk): enough splits that programs x splits fills the GPU; chunk a multiple of block_n."""
@@ -670,9 +681,9 @@ def _launch_decode(q, k_cache, v_cache, sinks, cache_lens, window, scale, precis
     out = _out(q, out)
     out3 = out[:, :, 0] if out.dim() == 4 else out
     window = T if window is None else min(int(window), T)
-    fused = window <= _DEC_FUSED_MAX_KEYS if fused_combine is None else bool(fused_combine)
-    BLOCK_N, warps, stages = config or _config(q.device, q.dtype, precision, BLOCK_D, _DEC_CPU,
-                                               _DEC_GPU if fused else {**_DEC_GPU, **_DEC_GPU_UNFUSED})
+    plan_config, plan_fused, plan_merge = _decode_plan(q.device, q.dtype, precision, BLOCK_D, window)
+    fused = plan_fused if fused_combine is None else bool(fused_combine)
+    BLOCK_N, warps, stages = config or plan_config
     tiles = B * H_kv * g_tiles
     splits, chunk = _decode_splits(window, tiles, q.device, BLOCK_N, num_splits)
     if B * H == 0:
@@ -687,7 +698,7 @@ def _launch_decode(q, k_cache, v_cache, sinks, cache_lens, window, scale, precis
         B, H, H_kv, group, g_tiles, T, D, window, chunk, splits, _scale(scale, D),
         HAS_LENS=cache_lens is not None, FUSED_COMBINE=fused, BLOCK_G=DECODE_BLOCK_G, BLOCK_N=BLOCK_N,
         BLOCK_D=BLOCK_D, PRECISION=_dot_precision(q.dtype, precision), PDL=pdl,
-        **_merge_constexprs(BLOCK_D, merge or _DEC_MERGE), num_warps=warps, num_stages=stages)
+        **_merge_constexprs(BLOCK_D, merge or plan_merge or _DEC_MERGE), num_warps=warps, num_stages=stages)
     if not fused:
         _decode_combine_kernel[(B * H,)](parts, sinks, out3, *out3.stride()[:2], B, H, D, splits,
                                          BLOCK_S=COMBINE_BLOCK_S, BLOCK_D=BLOCK_D, PDL=pdl, num_warps=4,
@@ -990,13 +1001,24 @@ _PARTIALS = {"part_ptr": "*fp32", "sink_ptr": "*fp32"}
 
 
 def _decode_variants():
-    out = []
-    for fused, tables in ((True, (_DEC_GPU,)), (False, ({**_DEC_GPU, **_DEC_GPU_UNFUSED},))):
-        out += _dot_variants(_decode_split_kernel, tables, ("BLOCK_N",),
+    def split_variants(tables, fused, merge_of=lambda BLOCK_D: _DEC_MERGE):
+        return _dot_variants(_decode_split_kernel, tables, ("BLOCK_N",),
                              [{"HAS_LENS": lens, "FUSED_COMBINE": fused, "BLOCK_G": DECODE_BLOCK_G, "PDL": not fused}
                               for lens in (False, True)],
                              {"lens_ptr": "*i32", "counter_ptr": "*i32", **_PARTIALS},
-                             per_head_block=_merge_constexprs)
+                             per_head_block=lambda BLOCK_D: _merge_constexprs(BLOCK_D, merge_of(BLOCK_D)))
+
+    # short caches: _DEC_GPU fused; long ones: _DEC_GPU with the separate combine, or a _DEC_GPU_LONG entry
+    out = split_variants((_DEC_GPU,), True) + split_variants((_DEC_GPU,), False)
+    for form, by_block in _DEC_GPU_LONG.items():
+        for fused in (True, False):
+            picked = {bd: e for bd, e in by_block.items() if e[1] == fused}
+            if picked:  # head blocks without an entry of this kind repeat the _DEC_GPU config (deduplicated)
+                table = {form: {bd: picked[bd][0] if bd in picked else _pick(_DEC_GPU, form, bd)
+                                for bd in GPU_HEAD_BLOCKS}}
+                out += split_variants((table,), fused,
+                                      lambda bd: (picked[bd][2] if bd in picked else None) or _DEC_MERGE)
+    out = list({(v.name, tuple(sorted(v.constexprs.items()))): v for v in out}.values())
     for dt in ("fp32", "fp16", "bf16"):
         for BLOCK_D in GPU_HEAD_BLOCKS:
             out.append(AotVariant(
