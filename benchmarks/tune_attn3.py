@@ -51,9 +51,9 @@ if DRY:
     SHAPES = {"tiny h64": (300, 64)}
 
 
-def _c(shape, cfg, fused, pps, merge=None, dt="fp16", prec="tf32"):
+def _c(shape, cfg, fused, pps, merge=None, dt="fp16", prec="tf32", qloop=True):
     return {"shape": shape, "dt": dt, "prec": prec, "cfg": cfg, "fused": fused, "pps": pps,
-            "pdl": not fused, "merge": merge}
+            "pdl": not fused, "merge": merge, "qloop": qloop}
 
 
 def candidates() -> list[dict]:
@@ -61,24 +61,28 @@ def candidates() -> list[dict]:
         return [_c("tiny h64", (16, 4, 1), False, 2), _c("tiny h64", (16, 4, 1), True, 2, OLD),
                 _c("tiny h64", (16, 4, 1), True, 2, M8), _c("tiny h64", (16, 4, 1), True, 2, M3)]
     out = []
-    s = "32k h64"
-    out += [_c(s, (128, 4, 3), False, 2), _c(s, (128, 4, 4), False, 2), _c(s, (128, 4, 5), False, 1),
-            _c(s, (256, 4, 3), False, 1), _c(s, (128, 4, 3), True, 2, OLD)]
+    s = "32k h64"  # the launcher's form today: sep+pdl, (128, 4, 3), 2 programs per SM, q loaded before the loop
+    out += [_c(s, (128, 4, 3), False, 2, qloop=False), _c(s, (128, 4, 3), False, 2), _c(s, (128, 4, 4), False, 2),
+            _c(s, (128, 4, 5), False, 1), _c(s, (256, 4, 3), False, 1), _c(s, (128, 4, 3), True, 2, OLD, qloop=False)]
     out += [_c(s, (128, 4, 3), True, 2, m) for m in (M16, M8, M5, M4, M3)]
+    out += [_c(s, (128, 4, 3), True, 2, m, qloop=False) for m in (M5, M4)]
     out += [_c(s, (128, 8, 3), True, 2, m) for m in (M16, M8)]  # 8 warps: > 128 registers halve the occupancy
     out += [_c(s, (128, 4, 4), True, 2, m) for m in (M8, M4)]
     out += [_c(s, (128, 4, 5), True, 1, m) for m in (M16, M4)]
     out += [_c(s, (256, 4, 3), True, 1, m) for m in (M8, M4)]
     s = "32k h128"
-    out += [_c(s, (64, 4, 3), False, 2), _c(s, (64, 4, 4), False, 2)]
+    out += [_c(s, (64, 4, 3), False, 2, qloop=False), _c(s, (64, 4, 3), False, 2), _c(s, (64, 4, 4), False, 2)]
     out += [_c(s, (64, 4, 3), True, 2, m) for m in (M16, M8, M5, M4)]
     out += [_c(s, (128, 8, 2), True, 2, m) for m in (M16, M8)]
     out += [_c(s, (64, 4, 4), True, 2, M4), _c(s, (128, 4, 4), True, 1, M16)]
-    s = "4k h64"  # the launcher's form today: fused, (128, 8, 3), 2 programs per SM, old merge
-    out += [_c(s, (128, 8, 3), True, 2, OLD), _c(s, (128, 8, 3), False, 2)]
+    s = "4k h64"  # the launcher's form today: fused, (128, 8, 3), 2 programs per SM, old merge, q before the loop
+    out += [_c(s, (128, 8, 3), True, 2, OLD, qloop=False), _c(s, (128, 8, 3), True, 2, OLD),
+            _c(s, (128, 8, 3), False, 2)]
     out += [_c(s, (128, 8, 3), True, 2, m) for m in (M16, M8, M5, M3)]
+    out += [_c(s, (128, 8, 3), True, 2, M8, qloop=False)]
     out += [_c(s, (128, 4, 3), True, 2, m) for m in (M16, M8, M5, M4)]
     # float32 (tf32x3) at 4k: the fused merge changes there too
+    out += [_c(s, (64, 8, 2), True, 2, OLD, "fp32", "tf32x3", qloop=False)]
     out += [_c(s, (64, 8, 2), True, 2, m, "fp32", "tf32x3") for m in (OLD, M16, M8)]
     return out
 
@@ -117,6 +121,7 @@ def launcher(c: dict, oracle: bool = True):
 
     def run():
         A.DECODE_PDL = c["pdl"]
+        A.DECODE_Q_IN_LOOP = c["qloop"]
         return A._launch_decode(q, kc, vc, sinks, None, None, None, c["prec"], splits, out, config=c["cfg"],
                                 fused_combine=c["fused"], merge=c["merge"] or A._DEC_MERGE)
     return run
@@ -124,7 +129,7 @@ def launcher(c: dict, oracle: bool = True):
 
 def tag(c: dict) -> str:
     form = f"fused merge={c['merge']}" if c["fused"] else "sep+pdl"
-    return f"{c['prec']:<6} cfg={c['cfg']} pps={c['pps']} {form}"
+    return f"{c['prec']:<6} cfg={c['cfg']} pps={c['pps']} q{'loop' if c['qloop'] else 'pre'} {form}"
 
 
 def _compile_worker(items: list[dict]) -> None:

@@ -93,7 +93,7 @@ _DEC_GPU = {"16bit": {64: (128, 8, 3), 128: (128, 8, 2)}, "tf32": (64, 8, 2), "t
 # form and head block; a form not listed takes its _DEC_GPU config and the separate combine. Session 3's sweep
 # (time_cuda without host time) put 4 warps ahead of 8 at 32k keys in 16-bit with the separate combine: h64
 # (128, 4, 3) 25.8 µs against (128, 8, 3) 26.3, h128 (64, 4, 3) 40.8 against (128, 8, 2) 42.4, at 2 programs per SM.
-_DEC_GPU_LONG = {"16bit": {64: ((128, 4, 3), False, None), 128: ((64, 4, 3), False, None)}}
+_DEC_GPU_LONG = {"16bit": {64: ((128, 4, 3), False, None, True), 128: ((64, 4, 3), False, None, False)}}
 DECODE_BLOCK_G = 16  # query heads per decode tile: a GQA group of <= 16 in one tile, larger groups in several
 _DEC_PROGRAMS_PER_SM = 2
 # The last split of a head tile merging (one launch) against a second, combine launch, measured on the H200:
@@ -102,6 +102,11 @@ _DEC_PROGRAMS_PER_SM = 2
 # head). So fused up to this many keys per (batch, KV head):
 _DEC_FUSED_MAX_KEYS = 8192
 DECODE_PDL = True  # the separate combine as a programmatic dependent launch (sm_90+)
+# q loaded inside the key loop (a mask that depends on the loop index keeps it there): Triton's pipeliner then
+# fetches it with the first K/V tiles. Loaded before the loop, q went to shared memory for the dot, and the
+# K/V prologue's cp.async waited behind that store for q's DRAM round trip (sm_90 SASS: LDG q, STS, then the
+# first LDGSTS). The plan's choice unless this is True/False (benchmarks).
+DECODE_Q_IN_LOOP = None
 _DEC_CPU_PROGRAMS = 16  # enough splits on the interpreter that tests cross split boundaries
 
 
@@ -335,7 +340,8 @@ def _decode_split_kernel(q_ptr, k_ptr, v_ptr, lens_ptr, sink_ptr, o_ptr, part_pt
                          B, H, H_kv, GROUP, G_TILES, T, D, window, chunk, num_splits, qk_scale,
                          HAS_LENS: tl.constexpr, FUSED_COMBINE: tl.constexpr, BLOCK_G: tl.constexpr,
                          BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_S: tl.constexpr,
-                         PRECISION: tl.constexpr, PDL: tl.constexpr, MERGE_G: tl.constexpr, MERGE_STAGES: tl.constexpr):
+                         PRECISION: tl.constexpr, PDL: tl.constexpr, MERGE_G: tl.constexpr, MERGE_STAGES: tl.constexpr,
+                         Q_IN_LOOP: tl.constexpr):
     # grid: (B*H_kv*G_TILES, num_splits). Rows of the tile are query heads of one GQA group (padded to
     # BLOCK_G >= 16 for tl.dot), so each K/V tile is read once for up to BLOCK_G heads.
     # part_ptr: float32 partials of [B·H, num_splits] rows: acc [.., D], then max, then sum.
@@ -365,7 +371,9 @@ def _decode_split_kernel(q_ptr, k_ptr, v_ptr, lens_ptr, sink_ptr, o_ptr, part_pt
     g_ok = g < GROUP
     d_ok = d < D
     heads = hk * GROUP + g
-    q = _load_rows(q_ptr + b * sqb, heads, sqh, d, g_ok, d_ok)
+    q_base = q_ptr + b * sqb
+    if not Q_IN_LOOP:
+        q = _load_rows(q_base, heads, sqh, d, g_ok, d_ok)
     k_base = k_ptr + b * skb + hk * skh
     v_base = v_ptr + b * svb + hk * svh
 
@@ -373,6 +381,8 @@ def _decode_split_kernel(q_ptr, k_ptr, v_ptr, lens_ptr, sink_ptr, o_ptr, part_pt
     for n in range(start, end, BLOCK_N):
         keys = n + cols
         key_ok = keys < end
+        if Q_IN_LOOP:
+            q = _load_rows(q_base, heads, sqh, d, g_ok & (n < end), d_ok)
         k = _load_rows(k_base, keys, skt, d, key_ok, d_ok)
         s = tl.where(key_ok[None, :], tl.dot(q, tl.trans(k), input_precision=PRECISION) * qk_scale, float("-inf"))
         v = _load_rows(v_base, keys, svt, d, key_ok, d_ok)
@@ -603,13 +613,13 @@ def _launch_rel_pos(q, k, v, rel_emb, pos_bias_u, pos_bias_v, rel_zero, scale, p
 
 
 def _decode_plan(device: torch.device, dtype: torch.dtype, precision: str, block_d: int, span: int):
-    """(config, fused, merge) the launcher picks for `span` keys per (batch, KV head)."""
+    """(config, fused, merge, q in the loop) the launcher picks for `span` keys per (batch, KV head)."""
     short = span <= _DEC_FUSED_MAX_KEYS
     if device.type == "cpu":
-        return _DEC_CPU, short, _DEC_MERGE
+        return _DEC_CPU, short, _DEC_MERGE, True
     form = _dot_form(dtype, precision)
     long = None if short else _DEC_GPU_LONG.get(form, {}).get(block_d)
-    return long or (_pick(_DEC_GPU, form, block_d), short, _DEC_MERGE)
+    return long or (_pick(_DEC_GPU, form, block_d), short, _DEC_MERGE, True)
 
 
 def _decode_splits(span: int, programs: int, device: torch.device, block_n: int,
@@ -681,7 +691,8 @@ def _launch_decode(q, k_cache, v_cache, sinks, cache_lens, window, scale, precis
     out = _out(q, out)
     out3 = out[:, :, 0] if out.dim() == 4 else out
     window = T if window is None else min(int(window), T)
-    plan_config, plan_fused, plan_merge = _decode_plan(q.device, q.dtype, precision, BLOCK_D, window)
+    plan_config, plan_fused, plan_merge, plan_q_in_loop = _decode_plan(q.device, q.dtype, precision, BLOCK_D, window)
+    q_in_loop = plan_q_in_loop if DECODE_Q_IN_LOOP is None else DECODE_Q_IN_LOOP
     fused = plan_fused if fused_combine is None else bool(fused_combine)
     BLOCK_N, warps, stages = config or plan_config
     tiles = B * H_kv * g_tiles
@@ -697,7 +708,7 @@ def _launch_decode(q, k_cache, v_cache, sinks, cache_lens, window, scale, precis
         *q3.stride()[:2], *k_cache.stride()[:3], *v_cache.stride()[:3], *out3.stride()[:2],
         B, H, H_kv, group, g_tiles, T, D, window, chunk, splits, _scale(scale, D),
         HAS_LENS=cache_lens is not None, FUSED_COMBINE=fused, BLOCK_G=DECODE_BLOCK_G, BLOCK_N=BLOCK_N,
-        BLOCK_D=BLOCK_D, PRECISION=_dot_precision(q.dtype, precision), PDL=pdl,
+        BLOCK_D=BLOCK_D, PRECISION=_dot_precision(q.dtype, precision), PDL=pdl, Q_IN_LOOP=q_in_loop,
         **_merge_constexprs(BLOCK_D, merge or plan_merge or _DEC_MERGE), num_warps=warps, num_stages=stages)
     if not fused:
         _decode_combine_kernel[(B * H,)](parts, sinks, out3, *out3.stride()[:2], B, H, D, splits,
@@ -1001,12 +1012,16 @@ _PARTIALS = {"part_ptr": "*fp32", "sink_ptr": "*fp32"}
 
 
 def _decode_variants():
-    def split_variants(tables, fused, merge_of=lambda BLOCK_D: _DEC_MERGE):
+    def split_variants(tables, fused, entry_of=lambda BLOCK_D: None):
+        # entry_of: the _DEC_GPU_LONG entry a head block's variant follows (merge, q in the loop), None: defaults
+        def per_head_block(BLOCK_D):
+            entry = entry_of(BLOCK_D)
+            return {**_merge_constexprs(BLOCK_D, (entry and entry[2]) or _DEC_MERGE),
+                    "Q_IN_LOOP": entry[3] if entry else True}
         return _dot_variants(_decode_split_kernel, tables, ("BLOCK_N",),
                              [{"HAS_LENS": lens, "FUSED_COMBINE": fused, "BLOCK_G": DECODE_BLOCK_G, "PDL": not fused}
                               for lens in (False, True)],
-                             {"lens_ptr": "*i32", "counter_ptr": "*i32", **_PARTIALS},
-                             per_head_block=lambda BLOCK_D: _merge_constexprs(BLOCK_D, merge_of(BLOCK_D)))
+                             {"lens_ptr": "*i32", "counter_ptr": "*i32", **_PARTIALS}, per_head_block=per_head_block)
 
     # short caches: _DEC_GPU fused; long ones: _DEC_GPU with the separate combine, or a _DEC_GPU_LONG entry
     out = split_variants((_DEC_GPU,), True) + split_variants((_DEC_GPU,), False)
@@ -1016,8 +1031,7 @@ def _decode_variants():
             if picked:  # head blocks without an entry of this kind repeat the _DEC_GPU config (deduplicated)
                 table = {form: {bd: picked[bd][0] if bd in picked else _pick(_DEC_GPU, form, bd)
                                 for bd in GPU_HEAD_BLOCKS}}
-                out += split_variants((table,), fused,
-                                      lambda bd: (picked[bd][2] if bd in picked else None) or _DEC_MERGE)
+                out += split_variants((table,), fused, picked.get)
     out = list({(v.name, tuple(sorted(v.constexprs.items()))): v for v in out}.values())
     for dt in ("fp32", "fp16", "bf16"):
         for BLOCK_D in GPU_HEAD_BLOCKS:
