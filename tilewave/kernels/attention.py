@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -89,13 +90,24 @@ _DEC_CPU = (16, 4, 1)
 # as large as fit without spills (H200, CUDA-graph device times, benchmarks/tune_attn.py).
 _DEC_GPU = {"16bit": {64: (128, 8, 3), 128: (128, 8, 2)}, "tf32": (64, 8, 2), "tf32x3": {64: (64, 8, 2), 128: (32, 8, 2)},
             "ieee": (32, 8, 2)}
-# Long caches (more than _DEC_FUSED_MAX_KEYS keys): (config, fused merge or not, the fused merge's form) by dot
-# form and head block; a form not listed takes its _DEC_GPU config and the separate combine. Session 3's sweep
-# (time_cuda without host time) put 4 warps ahead of 8 at 32k keys in 16-bit with the separate combine: h64
-# (128, 4, 3) 25.8 µs against (128, 8, 3) 26.3, h128 (64, 4, 3) 40.8 against (128, 8, 2) 42.4, at 2 programs per SM.
-_DEC_GPU_LONG = {"16bit": {64: ((128, 4, 3), False, None, True), 128: ((64, 4, 3), False, None, False)}}
 DECODE_BLOCK_G = 16  # query heads per decode tile: a GQA group of <= 16 in one tile, larger groups in several
 _DEC_PROGRAMS_PER_SM = 2
+
+
+class _DecodePlan(NamedTuple):
+    config: tuple[int, int, int]  # (BLOCK_N, num_warps, num_stages)
+    fused: bool  # the last split of a head tile merges (else the separate combine launch)
+    merge: tuple[int, int, int]  # the fused merge's (rows, elements a step, stages)
+    q_in_loop: bool  # see DECODE_Q_IN_LOOP
+    programs_per_sm: int = _DEC_PROGRAMS_PER_SM  # the split count fills the GPU to this
+
+
+# Long caches (more than _DEC_FUSED_MAX_KEYS keys) by dot form and head block; a form not listed takes its
+# _DEC_GPU config and the separate combine. Session 3's sweep (time_cuda without host time) put 4 warps ahead of
+# 8 at 32k keys in 16-bit with the separate combine: h64 (128, 4, 3) 25.8 µs against (128, 8, 3) 26.3, h128
+# (64, 4, 3) 40.8 against (128, 8, 2) 42.4, at 2 programs per SM.
+_DEC_GPU_LONG = {"16bit": {64: _DecodePlan((128, 4, 3), False, _DEC_MERGE, True),
+                           128: _DecodePlan((64, 4, 3), False, _DEC_MERGE, False)}}
 # The last split of a head tile merging (one launch) against a second, combine launch, measured on the H200:
 # at 4k keys the launch saved wins (23 against 36 µs a call, host time included); at 32k keys one program
 # merging every split of up to 16 heads costs ~6 µs more device time than the combine kernel (one program per
@@ -612,24 +624,24 @@ def _launch_rel_pos(q, k, v, rel_emb, pos_bias_u, pos_bias_v, rel_zero, scale, p
     return out
 
 
-def _decode_plan(device: torch.device, dtype: torch.dtype, precision: str, block_d: int, span: int):
-    """(config, fused, merge, q in the loop) the launcher picks for `span` keys per (batch, KV head)."""
+def _decode_plan(device: torch.device, dtype: torch.dtype, precision: str, block_d: int, span: int) -> _DecodePlan:
+    """What the launcher runs for `span` keys per (batch, KV head)."""
     short = span <= _DEC_FUSED_MAX_KEYS
     if device.type == "cpu":
-        return _DEC_CPU, short, _DEC_MERGE, True
+        return _DecodePlan(_DEC_CPU, short, _DEC_MERGE, True)
     form = _dot_form(dtype, precision)
     long = None if short else _DEC_GPU_LONG.get(form, {}).get(block_d)
-    return long or (_pick(_DEC_GPU, form, block_d), short, _DEC_MERGE, True)
+    return long or _DecodePlan(_pick(_DEC_GPU, form, block_d), short, _DEC_MERGE, True)
 
 
 def _decode_splits(span: int, programs: int, device: torch.device, block_n: int,
-                   num_splits: int | None) -> tuple[int, int]:
+                   num_splits: int | None, programs_per_sm: int = _DEC_PROGRAMS_PER_SM) -> tuple[int, int]:
     """(num_splits, chunk): enough splits that programs x splits fills the GPU; chunk a multiple of block_n."""
     if num_splits is None:
         if device.type == "cpu":
             target = _DEC_CPU_PROGRAMS
         else:
-            target = _DEC_PROGRAMS_PER_SM * _sm_count(device.index or 0)
+            target = programs_per_sm * _sm_count(device.index or 0)
         num_splits = _cdiv(target, programs)
     num_splits = max(1, min(int(num_splits), _cdiv(max(span, 1), block_n), 65535))  # grid axis 1 limit
     chunk = _cdiv(_cdiv(max(span, 1), num_splits), block_n) * block_n
@@ -691,12 +703,12 @@ def _launch_decode(q, k_cache, v_cache, sinks, cache_lens, window, scale, precis
     out = _out(q, out)
     out3 = out[:, :, 0] if out.dim() == 4 else out
     window = T if window is None else min(int(window), T)
-    plan_config, plan_fused, plan_merge, plan_q_in_loop = _decode_plan(q.device, q.dtype, precision, BLOCK_D, window)
-    q_in_loop = plan_q_in_loop if DECODE_Q_IN_LOOP is None else DECODE_Q_IN_LOOP
-    fused = plan_fused if fused_combine is None else bool(fused_combine)
-    BLOCK_N, warps, stages = config or plan_config
+    plan = _decode_plan(q.device, q.dtype, precision, BLOCK_D, window)
+    q_in_loop = plan.q_in_loop if DECODE_Q_IN_LOOP is None else DECODE_Q_IN_LOOP
+    fused = plan.fused if fused_combine is None else bool(fused_combine)
+    BLOCK_N, warps, stages = config or plan.config
     tiles = B * H_kv * g_tiles
-    splits, chunk = _decode_splits(window, tiles, q.device, BLOCK_N, num_splits)
+    splits, chunk = _decode_splits(window, tiles, q.device, BLOCK_N, num_splits, plan.programs_per_sm)
     if B * H == 0:
         return out
     pdl = DECODE_PDL and not fused and hopper_or_newer(q.device)
@@ -709,7 +721,7 @@ def _launch_decode(q, k_cache, v_cache, sinks, cache_lens, window, scale, precis
         B, H, H_kv, group, g_tiles, T, D, window, chunk, splits, _scale(scale, D),
         HAS_LENS=cache_lens is not None, FUSED_COMBINE=fused, BLOCK_G=DECODE_BLOCK_G, BLOCK_N=BLOCK_N,
         BLOCK_D=BLOCK_D, PRECISION=_dot_precision(q.dtype, precision), PDL=pdl, Q_IN_LOOP=q_in_loop,
-        **_merge_constexprs(BLOCK_D, merge or plan_merge or _DEC_MERGE), num_warps=warps, num_stages=stages)
+        **_merge_constexprs(BLOCK_D, merge or plan.merge), num_warps=warps, num_stages=stages)
     if not fused:
         _decode_combine_kernel[(B * H,)](parts, sinks, out3, *out3.stride()[:2], B, H, D, splits,
                                          BLOCK_S=COMBINE_BLOCK_S, BLOCK_D=BLOCK_D, PDL=pdl, num_warps=4,
@@ -1012,12 +1024,12 @@ _PARTIALS = {"part_ptr": "*fp32", "sink_ptr": "*fp32"}
 
 
 def _decode_variants():
-    def split_variants(tables, fused, entry_of=lambda BLOCK_D: None):
-        # entry_of: the _DEC_GPU_LONG entry a head block's variant follows (merge, q in the loop), None: defaults
+    def split_variants(tables, fused, plan_of=lambda BLOCK_D: None):
+        # plan_of: the _DEC_GPU_LONG plan a head block's variant follows (merge, q in the loop), None: defaults
         def per_head_block(BLOCK_D):
-            entry = entry_of(BLOCK_D)
-            return {**_merge_constexprs(BLOCK_D, (entry and entry[2]) or _DEC_MERGE),
-                    "Q_IN_LOOP": entry[3] if entry else True}
+            plan = plan_of(BLOCK_D)
+            return {**_merge_constexprs(BLOCK_D, plan.merge if plan else _DEC_MERGE),
+                    "Q_IN_LOOP": plan.q_in_loop if plan else True}
         return _dot_variants(_decode_split_kernel, tables, ("BLOCK_N",),
                              [{"HAS_LENS": lens, "FUSED_COMBINE": fused, "BLOCK_G": DECODE_BLOCK_G, "PDL": not fused}
                               for lens in (False, True)],
@@ -1027,9 +1039,9 @@ def _decode_variants():
     out = split_variants((_DEC_GPU,), True) + split_variants((_DEC_GPU,), False)
     for form, by_block in _DEC_GPU_LONG.items():
         for fused in (True, False):
-            picked = {bd: e for bd, e in by_block.items() if e[1] == fused}
+            picked = {bd: plan for bd, plan in by_block.items() if plan.fused == fused}
             if picked:  # head blocks without an entry of this kind repeat the _DEC_GPU config (deduplicated)
-                table = {form: {bd: picked[bd][0] if bd in picked else _pick(_DEC_GPU, form, bd)
+                table = {form: {bd: picked[bd].config if bd in picked else _pick(_DEC_GPU, form, bd)
                                 for bd in GPU_HEAD_BLOCKS}}
                 out += split_variants((table,), fused, picked.get)
     out = list({(v.name, tuple(sorted(v.constexprs.items()))): v for v in out}.values())
