@@ -6,7 +6,10 @@
            elements a step, stages): old = (16, 2048, 1), 16 rows (8 of them padding), 2 splits a step at head
            dim 64, no prefetch (16 dependent L2 round trips); the new ones take 8-row head slices and pipeline
            the steps' loads (Triton cp.async, stages - 1 steps in flight);
-  * pps:   programs per SM the split count aims for (2: 32 splits of 1024 keys at h64; 1: 16 of 2048).
+  * pps:   programs per SM the split count aims for (2: 32 splits of 1024 keys at h64; 1: 16 of 2048);
+  * qloop: q loaded inside the key loop, so the pipeliner fetches it with the first K/V tiles (qpre: before the
+           loop, where the K/V prologue waits behind q's shared-memory store for its DRAM round trip).
+Round 2 adds the in-thread merges, the window-128 shape (one split) and the separate combine for float32 at 4k.
 Each candidate is checked against the float64 oracle first (a wrong one is reported, not timed), then timed
 with time_cuda (the better of two medians); % is of the cache bytes (K and V once) over the measured copy
 bandwidth. The best fp16 candidate per shape is timed again in bf16. Last, every fused form timed is launched
@@ -39,16 +42,20 @@ DRY = os.environ.get("TUNE_DRY") == "1"
 DEV = "cpu" if DRY else "cuda"
 BUDGET_S = 125  # stop timing here (run under `timeout 150`)
 
-SHAPES = {"32k h64": (32768, 64), "32k h128": (32768, 128), "4k h64": (4096, 64)}
-OLD = (16, 2048, 1)
-# new merges, (rows, elements a step, stages); splits a step / steps in flight at head dim 64 (128):
-M16 = (8, 512, 16)    # 1 / 15 (1 / 15): register-light, 32 dependent-free but serial steps
-M8 = (8, 1024, 8)     # 2 / 7 (1 / 7)
-M5 = (8, 2048, 5)     # 4 / 4 (2 / 4)
-M4 = (8, 4096, 5)     # 8 / 4 (4 / 4): every step of 32 splits in flight at once at head dim 64
-M3 = (8, 8192, 3)     # 16 / 2 (spills at 128): register-heavy
+SHAPES = {"32k h64": (32768, 64, None), "32k h128": (32768, 128, None), "4k h64": (4096, 64, None),
+          "32k h64 window 128": (32768, 64, 128)}  # (cached keys, head dim, window)
+# merges, (rows, elements a step, stages, in-thread form): OLD is the form before this branch (16 rows, 8 of them
+# padding at GQA 8, 2 splits a step at head dim 64, no prefetch). Round 1 (H200): every fused merge of the
+# [heads·splits, D] form lost to the separate combine + PDL (32k h64: 24.5 µs sep against 28.9 best fused at 2
+# programs per SM, 26.1 at 1; 4k h64: 11.6 sep against 15.2 fused), also with 2 steps in flight: a step's
+# reductions cross threads through shared memory. The in-thread forms (T*) flatten a step to [splits, heads·D]
+# with the split axis within each thread: no shared memory or barrier in the reductions; loads pipelined.
+OLD = (16, 2048, 1, False)
+M8 = (8, 1024, 8, False)    # round 1's best fused at 2 programs per SM: 2 splits a step at h64, 7 in flight
+T3 = (8, 4096, 3, True)     # h64: 8 splits a step, 2 steps in flight (h128: 4 splits)
+T5 = (8, 2048, 5, True)     # h64: 4 splits a step, 4 steps in flight (h128: 2 splits)
 if DRY:
-    SHAPES = {"tiny h64": (300, 64)}
+    SHAPES = {"tiny h64": (300, 64, None)}
 
 
 def _c(shape, cfg, fused, pps, merge=None, dt="fp16", prec="tf32", qloop=True):
@@ -58,32 +65,27 @@ def _c(shape, cfg, fused, pps, merge=None, dt="fp16", prec="tf32", qloop=True):
 
 def candidates() -> list[dict]:
     if DRY:
-        return [_c("tiny h64", (16, 4, 1), False, 2), _c("tiny h64", (16, 4, 1), True, 2, OLD),
-                _c("tiny h64", (16, 4, 1), True, 2, M8), _c("tiny h64", (16, 4, 1), True, 2, M3)]
+        return [_c("tiny h64", (16, 4, 1), False, 2), _c("tiny h64", (16, 4, 1), True, 2, OLD, qloop=False),
+                _c("tiny h64", (16, 4, 1), True, 2, M8), _c("tiny h64", (16, 4, 1), True, 2, T3),
+                _c("tiny h64", (16, 4, 1), True, 2, T5)]
     out = []
-    s = "32k h64"  # the launcher's form today: sep+pdl, (128, 4, 3), 2 programs per SM, q loaded before the loop
-    out += [_c(s, (128, 4, 3), False, 2, qloop=False), _c(s, (128, 4, 3), False, 2), _c(s, (128, 4, 4), False, 2),
-            _c(s, (128, 4, 5), False, 1), _c(s, (256, 4, 3), False, 1), _c(s, (128, 4, 3), True, 2, OLD, qloop=False)]
-    out += [_c(s, (128, 4, 3), True, 2, m) for m in (M16, M8, M5, M4, M3)]
-    out += [_c(s, (128, 4, 3), True, 2, m, qloop=False) for m in (M5, M4)]
-    out += [_c(s, (128, 8, 3), True, 2, m) for m in (M16, M8)]  # 8 warps: > 128 registers halve the occupancy
-    out += [_c(s, (128, 4, 4), True, 2, m) for m in (M8, M4)]
-    out += [_c(s, (128, 4, 5), True, 1, m) for m in (M16, M4)]
-    out += [_c(s, (256, 4, 3), True, 1, m) for m in (M8, M4)]
+    s = "32k h64"  # the launcher's form before: sep+pdl, (128, 4, 3), 2 programs per SM, q loaded before the loop
+    out += [_c(s, (128, 4, 3), False, 2, qloop=False), _c(s, (128, 4, 3), False, 2), _c(s, (256, 4, 3), False, 1),
+            _c(s, (128, 8, 3), False, 2), _c(s, (128, 4, 4), False, 2)]
+    out += [_c(s, (128, 4, 3), True, 2, m) for m in (M8, T3, T5)] + [_c(s, (128, 4, 3), True, 2, T3, qloop=False)]
+    out += [_c(s, (256, 4, 3), True, 1, m) for m in (M8, T3)]
     s = "32k h128"
-    out += [_c(s, (64, 4, 3), False, 2, qloop=False), _c(s, (64, 4, 3), False, 2), _c(s, (64, 4, 4), False, 2)]
-    out += [_c(s, (64, 4, 3), True, 2, m) for m in (M16, M8, M5, M4)]
-    out += [_c(s, (128, 8, 2), True, 2, m) for m in (M16, M8)]
-    out += [_c(s, (64, 4, 4), True, 2, M4), _c(s, (128, 4, 4), True, 1, M16)]
-    s = "4k h64"  # the launcher's form today: fused, (128, 8, 3), 2 programs per SM, old merge, q before the loop
-    out += [_c(s, (128, 8, 3), True, 2, OLD, qloop=False), _c(s, (128, 8, 3), True, 2, OLD),
-            _c(s, (128, 8, 3), False, 2)]
-    out += [_c(s, (128, 8, 3), True, 2, m) for m in (M16, M8, M5, M3)]
-    out += [_c(s, (128, 8, 3), True, 2, M8, qloop=False)]
-    out += [_c(s, (128, 4, 3), True, 2, m) for m in (M16, M8, M5, M4)]
-    # float32 (tf32x3) at 4k: the fused merge changes there too
-    out += [_c(s, (64, 8, 2), True, 2, OLD, "fp32", "tf32x3", qloop=False)]
-    out += [_c(s, (64, 8, 2), True, 2, m, "fp32", "tf32x3") for m in (OLD, M16, M8)]
+    out += [_c(s, (64, 4, 3), False, 2, qloop=False), _c(s, (64, 4, 3), False, 2), _c(s, (128, 8, 2), False, 2)]
+    out += [_c(s, (64, 4, 3), True, 2, m) for m in (M8, T3, T5)] + [_c(s, (128, 4, 4), True, 1, m) for m in (M8, T3)]
+    s = "4k h64"  # before: fused, (128, 8, 3), old merge, q before the loop; round 1: sep+pdl 11.6 µs against 16.0
+    out += [_c(s, (128, 8, 3), True, 2, OLD, qloop=False), _c(s, (128, 8, 3), False, 2, qloop=False),
+            _c(s, (128, 8, 3), False, 2), _c(s, (128, 4, 3), False, 2), _c(s, (64, 4, 3), False, 2)]
+    out += [_c(s, (128, 4, 3), True, 2, m) for m in (M8, T3, T5)]
+    out += [_c(s, (64, 8, 2), True, 2, OLD, "fp32", "tf32x3", qloop=False), _c(s, (64, 8, 2), True, 2, M8, "fp32", "tf32x3"),
+            _c(s, (64, 8, 2), False, 2, None, "fp32", "tf32x3", qloop=False), _c(s, (64, 8, 2), False, 2, None, "fp32", "tf32x3")]
+    s = "32k h64 window 128"  # one split: the fused form has nothing to merge
+    out += [_c(s, (128, 8, 3), True, 2, OLD, qloop=False), _c(s, (128, 8, 3), True, 2, M8),
+            _c(s, (128, 8, 3), False, 2, qloop=False), _c(s, (128, 8, 3), False, 2)]
     return out
 
 
@@ -94,7 +96,7 @@ def problem(shape: str, dt: str, oracle: bool = True) -> dict:
     key = (shape, dt)
     if key in _problems:
         return _problems[key]
-    T, D = SHAPES[shape]
+    T, D, window = SHAPES[shape]
     B, H, H_kv = 1, 64, 8
     dtype = DTYPES[dt]
     gen = torch.Generator(DEV).manual_seed(0)
@@ -104,9 +106,9 @@ def problem(shape: str, dt: str, oracle: bool = True) -> dict:
     sinks = torch.randn((H,), generator=gen, device=DEV) * 2
     ref = None
     if oracle:
-        ref = A.sdpa_decode_sink_oracle(q.double(), kc.double(), vc.double(), sinks.double())
-    p = {"args": (q, kc, vc, sinks), "ref": ref, "out": torch.empty_like(q),
-         "cache_bytes": 2 * B * H_kv * T * D * q.element_size()}
+        ref = A.sdpa_decode_sink_oracle(q.double(), kc.double(), vc.double(), sinks.double(), window=window)
+    p = {"args": (q, kc, vc, sinks), "ref": ref, "out": torch.empty_like(q), "window": window,
+         "cache_bytes": 2 * B * H_kv * min(T, window or T) * D * q.element_size()}
     _problems[key] = p
     return p
 
@@ -122,7 +124,7 @@ def launcher(c: dict, oracle: bool = True):
     def run():
         A.DECODE_PDL = c["pdl"]
         A.DECODE_Q_IN_LOOP = c["qloop"]
-        return A._launch_decode(q, kc, vc, sinks, None, None, None, c["prec"], splits, out, config=c["cfg"],
+        return A._launch_decode(q, kc, vc, sinks, None, p["window"], None, c["prec"], splits, out, config=c["cfg"],
                                 fused_combine=c["fused"], merge=c["merge"] or A._DEC_MERGE)
     return run
 
@@ -233,15 +235,15 @@ def main() -> None:
             measure({**c, "dt": "bf16"})
     print("", flush=True)
     fused = [c for c in todo if c["fused"] and c["dt"] == "fp16"]
-    for c in {tag(c) + c["shape"]: c for c in fused if c["shape"] != "4k h64" or c["merge"] != OLD}.values():
+    for c in {tag(c) + c["shape"]: c for c in fused if c["merge"] != OLD}.values():
         if time.time() - t_start > BUDGET_S + 20:
             print("# stress: time budget reached")
             break
         stress(c, 300 if not DRY else 3)
     print("\n# best per shape and dtype")
     for (shape, dt), (us, c) in best.items():
-        T, D = SHAPES[shape]
-        print(f"   {shape:<9} {dt:<5} {us:8.1f} µs  {2 * 8 * T * D * 2 / us / 1e3 / COPY_GBPS:6.1%}  {tag(c)}")
+        print(f"   {shape:<18} {dt:<5} {us:8.1f} µs  {problem(shape, dt)['cache_bytes'] / us / 1e3 / COPY_GBPS:6.1%}  "
+              f"{tag(c)}")
     print(f"# total {time.time() - t_start:.1f} s")
 
 

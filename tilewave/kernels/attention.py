@@ -66,7 +66,7 @@ _KPM_SCAN: tl.constexpr = tl.constexpr(1024)  # key-padding mask bytes a forward
 # its tile's 8 padding rows; the steps' loads go through Triton's cp.async pipeline, stages - 1 steps in
 # flight, so 32 splits at head dim 64 (two steps of 16) arrive in one L2 round trip rather than the 16
 # dependent ones of 2-split steps.
-_DEC_MERGE = (8, 1024, 8)
+_DEC_MERGE = (8, 1024, 8, False)
 
 # (BLOCK_M, BLOCK_N, num_warps, num_stages). The CPU interpreter runs one program at a time, so its tiles
 # are the smallest that tl.dot accepts on the GPU too (16). GPU tiles, per dot form (16-bit operands,
@@ -97,7 +97,7 @@ _DEC_PROGRAMS_PER_SM = 2
 class _DecodePlan(NamedTuple):
     config: tuple[int, int, int]  # (BLOCK_N, num_warps, num_stages)
     fused: bool  # the last split of a head tile merges (else the separate combine launch)
-    merge: tuple[int, int, int]  # the fused merge's (rows, elements a step, stages)
+    merge: tuple[int, int, int, bool]  # the fused merge's (rows, elements a step, stages, in-thread form)
     q_in_loop: bool  # see DECODE_Q_IN_LOOP
     programs_per_sm: int = _DEC_PROGRAMS_PER_SM  # the split count fills the GPU to this
 
@@ -315,12 +315,12 @@ def _sdpa_rel_pos_kernel(q_ptr, k_ptr, v_ptr, o_ptr, rel_ptr, bias_u_ptr, bias_v
 
 
 @triton.jit
-def _merge_splits(part_ptr, sink_ptr, heads, g_ok, d, d_ok, parts_per_head, first_part, num_splits, D,
+def _merge_splits(part_ptr, sink_ptr, heads, g_ok, d, d_ok, split_stride, first_part, num_splits, D,
                   acc_off, m_off, l_off, ROWS: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
                   STAGES: tl.constexpr = 1):
     # Folds the splits' (max, sum, acc) triples of the heads `heads` [G] into normalized outputs [G, BLOCK_D],
     # starting from the sink (max = sink, sum = exp2(0) = 1, value 0); a -inf sink means no sink. Partials of
-    # head h, split s sit at row first_part + h·parts_per_head + s. Loads bypass L1 (.cg): in the fused form
+    # head h, split s sit at row first_part + h + s·split_stride. Loads bypass L1 (.cg): in the fused form
     # other programs wrote them during this launch.
     m = tl.load(sink_ptr + heads, mask=g_ok, other=float("-inf")).to(tl.float32) * 1.4426950408889634
     l = (m > float("-inf")).to(tl.float32)
@@ -328,7 +328,7 @@ def _merge_splits(part_ptr, sink_ptr, heads, g_ok, d, d_ok, parts_per_head, firs
     for s0 in tl.range(0, num_splits, BLOCK_S, num_stages=STAGES):
         sp = s0 + tl.arange(0, BLOCK_S)
         ok = g_ok[:, None] & (sp < num_splits)[None, :]
-        row = first_part + heads[:, None] * parts_per_head + sp[None, :]
+        row = first_part + heads[:, None] + sp[None, :] * split_stride
         m_s = tl.load(part_ptr + m_off + row, mask=ok, other=float("-inf"), cache_modifier=".cg")
         l_s = tl.load(part_ptr + l_off + row, mask=ok, other=0.0, cache_modifier=".cg")
         # the (head, split) pairs as the rows of one 2D tile: a 3D load takes ~twice the registers
@@ -347,16 +347,53 @@ def _merge_splits(part_ptr, sink_ptr, heads, g_ok, d, d_ok, parts_per_head, firs
 
 
 @triton.jit
+def _merge_splits_in_thread(part_ptr, sink_ptr, o_base, soh, head0, n_heads, split_stride, first_part, num_splits,
+                            D, acc_off, m_off, l_off, ROWS: tl.constexpr, BLOCK_S: tl.constexpr,
+                            BLOCK_D: tl.constexpr, STAGES: tl.constexpr):
+    # _merge_splits for heads head0 .. head0 + n_heads - 1 (n_heads <= ROWS), storing the outputs, with the
+    # heads' columns flattened: a step is one [splits, ROWS·BLOCK_D] tile whose column axis the default layout
+    # spreads over all threads, so every thread holds whole split columns and the max and the sums over
+    # splits are register operations (in a [heads·splits, BLOCK_D] tile they cross threads through shared
+    # memory, with barriers, every step). Max and sum are gathered per column (the same address across a head).
+    c = tl.arange(0, ROWS * BLOCK_D)
+    g = c // BLOCK_D
+    dd = c % BLOCK_D
+    col_ok = (g < n_heads) & (dd < D)
+    head = head0 + g
+    m = tl.load(sink_ptr + head, mask=col_ok, other=float("-inf")).to(tl.float32) * 1.4426950408889634
+    l = (m > float("-inf")).to(tl.float32)
+    acc = tl.zeros([ROWS * BLOCK_D], tl.float32)
+    head_row = first_part + head
+    for s0 in tl.range(0, num_splits, BLOCK_S, num_stages=STAGES):
+        sp = s0 + tl.arange(0, BLOCK_S)
+        row = sp[:, None] * split_stride + head_row[None, :]
+        ok = (sp < num_splits)[:, None] & col_ok[None, :]
+        m_s = tl.load(part_ptr + m_off + row, mask=ok, other=float("-inf"), cache_modifier=".cg")
+        l_s = tl.load(part_ptr + l_off + row, mask=ok, other=0.0, cache_modifier=".cg")
+        a_s = tl.load(part_ptr + acc_off + row * D + dd[None, :], mask=ok, other=0.0, cache_modifier=".cg")
+        m_new = tl.maximum(m, tl.max(m_s, 0))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        alpha = tl.exp2(m - m_safe)
+        w = tl.exp2(m_s - m_safe[None, :])
+        l = l * alpha + tl.sum(l_s * w, 0)
+        acc = acc * alpha + tl.sum(a_s * w, 0)
+        m = m_new
+    out = acc / tl.where(l == 0.0, 1.0, l)
+    tl.store(o_base + head * soh + dd, out.to(o_base.dtype.element_ty), mask=col_ok)
+
+
+@triton.jit
 def _decode_split_kernel(q_ptr, k_ptr, v_ptr, lens_ptr, sink_ptr, o_ptr, part_ptr, counter_ptr,
                          sqb, sqh, skb, skh, skt, svb, svh, svt, sob, soh,
                          B, H, H_kv, GROUP, G_TILES, T, D, window, chunk, num_splits, qk_scale,
                          HAS_LENS: tl.constexpr, FUSED_COMBINE: tl.constexpr, BLOCK_G: tl.constexpr,
                          BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_S: tl.constexpr,
                          PRECISION: tl.constexpr, PDL: tl.constexpr, MERGE_G: tl.constexpr, MERGE_STAGES: tl.constexpr,
+                         MERGE_IN_THREAD: tl.constexpr,
                          Q_IN_LOOP: tl.constexpr):
     # grid: (B*H_kv*G_TILES, num_splits). Rows of the tile are query heads of one GQA group (padded to
     # BLOCK_G >= 16 for tl.dot), so each K/V tile is read once for up to BLOCK_G heads.
-    # part_ptr: float32 partials of [B·H, num_splits] rows: acc [.., D], then max, then sum.
+    # part_ptr: float32 partials of [B, num_splits, H] rows (a split's heads adjacent): acc [.., D], then max, then sum.
     # FUSED_COMBINE: the program of a (batch, KV head, head tile) that finishes last (a counter per tile,
     # counter_ptr, zero before the launch and reset to zero by that program) merges the partials and writes
     # the output, so one launch does the whole step; otherwise _decode_combine_kernel runs after.
@@ -404,7 +441,7 @@ def _decode_split_kernel(q_ptr, k_ptr, v_ptr, lens_ptr, sink_ptr, o_ptr, part_pt
     acc_off = 0
     m_off = rows_total * D
     l_off = m_off + rows_total
-    part = (b * H + heads) * num_splits + split
+    part = (b * num_splits + split) * H + heads
     tl.store(part_ptr + m_off + part, m_i, mask=g_ok)
     tl.store(part_ptr + l_off + part, l_i, mask=g_ok)
     tl.store(part_ptr + acc_off + part[:, None] * D + d[None, :], acc, mask=g_ok[:, None] & d_ok[None, :])
@@ -417,15 +454,21 @@ def _decode_split_kernel(q_ptr, k_ptr, v_ptr, lens_ptr, sink_ptr, o_ptr, part_pt
             # the tile's heads in slices of MERGE_G rows, skipping slices past the group (a group of 8
             # pads the tile to 16 rows: the padding would idle half the threads of a 16-row merge)
             for gs in tl.static_range(0, BLOCK_G, MERGE_G):
-                if g_tile * BLOCK_G + gs < GROUP:
-                    gm = g_tile * BLOCK_G + gs + tl.arange(0, MERGE_G)
-                    gm_ok = gm < GROUP
-                    heads_m = hk * GROUP + gm
-                    out = _merge_splits(part_ptr, sink_ptr, heads_m, gm_ok, d, d_ok, num_splits,
-                                        b * H * num_splits, num_splits, D, acc_off, m_off, l_off, MERGE_G,
-                                        BLOCK_S, BLOCK_D, MERGE_STAGES)
-                    tl.store(o_ptr + b * sob + heads_m[:, None] * soh + d[None, :], out.to(o_ptr.dtype.element_ty),
-                             mask=gm_ok[:, None] & d_ok[None, :])
+                gm0 = g_tile * BLOCK_G + gs
+                if gm0 < GROUP:
+                    if MERGE_IN_THREAD:
+                        _merge_splits_in_thread(part_ptr, sink_ptr, o_ptr + b * sob, soh, hk * GROUP + gm0,
+                                                tl.minimum(GROUP - gm0, MERGE_G), H, b * num_splits * H, num_splits,
+                                                D, acc_off, m_off, l_off, MERGE_G, BLOCK_S, BLOCK_D, MERGE_STAGES)
+                    else:
+                        gm = gm0 + tl.arange(0, MERGE_G)
+                        gm_ok = gm < GROUP
+                        heads_m = hk * GROUP + gm
+                        out = _merge_splits(part_ptr, sink_ptr, heads_m, gm_ok, d, d_ok, H,
+                                            b * num_splits * H, num_splits, D, acc_off, m_off, l_off, MERGE_G,
+                                            BLOCK_S, BLOCK_D, MERGE_STAGES)
+                        tl.store(o_ptr + b * sob + heads_m[:, None] * soh + d[None, :],
+                                 out.to(o_ptr.dtype.element_ty), mask=gm_ok[:, None] & d_ok[None, :])
             tl.atomic_xchg(counter_ptr + pid, 0, sem="relaxed", scope="gpu")
 
 
@@ -442,7 +485,7 @@ def _decode_combine_kernel(part_ptr, sink_ptr, o_ptr, sob, soh, B, H, D, num_spl
     d_ok = d < D
     rows_total = (B * H * num_splits).to(tl.int64)
     heads = h + tl.arange(0, 1)
-    out = _merge_splits(part_ptr, sink_ptr, heads, heads >= 0, d, d_ok, num_splits, b * H * num_splits,
+    out = _merge_splits(part_ptr, sink_ptr, heads, heads >= 0, d, d_ok, H, b * num_splits * H,
                         num_splits, D, 0, rows_total * D, rows_total * (D + 1), 1, BLOCK_S, BLOCK_D)
     tl.store(o_ptr + b * sob + h * soh + d[None, :], out.to(o_ptr.dtype.element_ty), mask=d_ok[None, :])
 
@@ -733,9 +776,10 @@ def _merge_block(rows: int, block_d: int, elems: int) -> int:
     return max(1, min(COMBINE_BLOCK_S, elems // (rows * block_d)))
 
 
-def _merge_constexprs(block_d: int, merge: tuple[int, int, int] = _DEC_MERGE) -> dict:
-    rows, elems, stages = merge
-    return {"MERGE_G": rows, "BLOCK_S": _merge_block(rows, block_d, elems), "MERGE_STAGES": stages}
+def _merge_constexprs(block_d: int, merge: tuple[int, int, int, bool] = _DEC_MERGE) -> dict:
+    rows, elems, stages, in_thread = merge
+    return {"MERGE_G": rows, "BLOCK_S": _merge_block(rows, block_d, elems), "MERGE_STAGES": stages,
+            "MERGE_IN_THREAD": in_thread}
 
 
 # ---------------------------------------------------------------------------------------------------
