@@ -73,7 +73,7 @@ def candidates() -> list[dict]:
     out += [_c(s, (128, 4, 3), False, 2, qloop=False), _c(s, (128, 4, 3), False, 2), _c(s, (256, 4, 3), False, 1),
             _c(s, (128, 8, 3), False, 2), _c(s, (128, 4, 4), False, 2)]
     out += [_c(s, (128, 4, 3), True, 2, m) for m in (M8, T3, T5)] + [_c(s, (128, 4, 3), True, 2, T3, qloop=False)]
-    out += [_c(s, (256, 4, 3), True, 1, m) for m in (M8, T3)]
+    out += [_c(s, (256, 4, 3), True, 1, m) for m in (M8, T3, T5)]
     s = "32k h128"
     out += [_c(s, (64, 4, 3), False, 2, qloop=False), _c(s, (64, 4, 3), False, 2), _c(s, (128, 8, 2), False, 2)]
     out += [_c(s, (64, 4, 3), True, 2, m) for m in (M8, T3, T5)] + [_c(s, (128, 4, 4), True, 1, m) for m in (M8, T3)]

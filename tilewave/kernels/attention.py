@@ -315,12 +315,12 @@ def _sdpa_rel_pos_kernel(q_ptr, k_ptr, v_ptr, o_ptr, rel_ptr, bias_u_ptr, bias_v
 
 
 @triton.jit
-def _merge_splits(part_ptr, sink_ptr, heads, g_ok, d, d_ok, split_stride, first_part, num_splits, D,
+def _merge_splits(part_ptr, sink_ptr, heads, g_ok, d, d_ok, parts_per_head, first_part, num_splits, D,
                   acc_off, m_off, l_off, ROWS: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
                   STAGES: tl.constexpr = 1):
     # Folds the splits' (max, sum, acc) triples of the heads `heads` [G] into normalized outputs [G, BLOCK_D],
     # starting from the sink (max = sink, sum = exp2(0) = 1, value 0); a -inf sink means no sink. Partials of
-    # head h, split s sit at row first_part + h + s·split_stride. Loads bypass L1 (.cg): in the fused form
+    # head h, split s sit at row first_part + h·parts_per_head + s. Loads bypass L1 (.cg): in the fused form
     # other programs wrote them during this launch.
     m = tl.load(sink_ptr + heads, mask=g_ok, other=float("-inf")).to(tl.float32) * 1.4426950408889634
     l = (m > float("-inf")).to(tl.float32)
@@ -328,7 +328,7 @@ def _merge_splits(part_ptr, sink_ptr, heads, g_ok, d, d_ok, split_stride, first_
     for s0 in tl.range(0, num_splits, BLOCK_S, num_stages=STAGES):
         sp = s0 + tl.arange(0, BLOCK_S)
         ok = g_ok[:, None] & (sp < num_splits)[None, :]
-        row = first_part + heads[:, None] + sp[None, :] * split_stride
+        row = first_part + heads[:, None] * parts_per_head + sp[None, :]
         m_s = tl.load(part_ptr + m_off + row, mask=ok, other=float("-inf"), cache_modifier=".cg")
         l_s = tl.load(part_ptr + l_off + row, mask=ok, other=0.0, cache_modifier=".cg")
         # the (head, split) pairs as the rows of one 2D tile: a 3D load takes ~twice the registers
@@ -347,7 +347,7 @@ def _merge_splits(part_ptr, sink_ptr, heads, g_ok, d, d_ok, split_stride, first_
 
 
 @triton.jit
-def _merge_splits_in_thread(part_ptr, sink_ptr, o_base, soh, head0, n_heads, split_stride, first_part, num_splits,
+def _merge_splits_in_thread(part_ptr, sink_ptr, o_base, soh, head0, n_heads, parts_per_head, first_part, num_splits,
                             D, acc_off, m_off, l_off, ROWS: tl.constexpr, BLOCK_S: tl.constexpr,
                             BLOCK_D: tl.constexpr, STAGES: tl.constexpr):
     # _merge_splits for heads head0 .. head0 + n_heads - 1 (n_heads <= ROWS), storing the outputs, with the
@@ -363,10 +363,10 @@ def _merge_splits_in_thread(part_ptr, sink_ptr, o_base, soh, head0, n_heads, spl
     m = tl.load(sink_ptr + head, mask=col_ok, other=float("-inf")).to(tl.float32) * 1.4426950408889634
     l = (m > float("-inf")).to(tl.float32)
     acc = tl.zeros([ROWS * BLOCK_D], tl.float32)
-    head_row = first_part + head
+    head_row = first_part + head * parts_per_head
     for s0 in tl.range(0, num_splits, BLOCK_S, num_stages=STAGES):
         sp = s0 + tl.arange(0, BLOCK_S)
-        row = sp[:, None] * split_stride + head_row[None, :]
+        row = sp[:, None] + head_row[None, :]
         ok = (sp < num_splits)[:, None] & col_ok[None, :]
         m_s = tl.load(part_ptr + m_off + row, mask=ok, other=float("-inf"), cache_modifier=".cg")
         l_s = tl.load(part_ptr + l_off + row, mask=ok, other=0.0, cache_modifier=".cg")
@@ -393,7 +393,7 @@ def _decode_split_kernel(q_ptr, k_ptr, v_ptr, lens_ptr, sink_ptr, o_ptr, part_pt
                          Q_IN_LOOP: tl.constexpr):
     # grid: (B*H_kv*G_TILES, num_splits). Rows of the tile are query heads of one GQA group (padded to
     # BLOCK_G >= 16 for tl.dot), so each K/V tile is read once for up to BLOCK_G heads.
-    # part_ptr: float32 partials of [B, num_splits, H] rows (a split's heads adjacent): acc [.., D], then max, then sum.
+    # part_ptr: float32 partials of [B·H, num_splits] rows: acc [.., D], then max, then sum.
     # FUSED_COMBINE: the program of a (batch, KV head, head tile) that finishes last (a counter per tile,
     # counter_ptr, zero before the launch and reset to zero by that program) merges the partials and writes
     # the output, so one launch does the whole step; otherwise _decode_combine_kernel runs after.
@@ -441,7 +441,7 @@ def _decode_split_kernel(q_ptr, k_ptr, v_ptr, lens_ptr, sink_ptr, o_ptr, part_pt
     acc_off = 0
     m_off = rows_total * D
     l_off = m_off + rows_total
-    part = (b * num_splits + split) * H + heads
+    part = (b * H + heads) * num_splits + split
     tl.store(part_ptr + m_off + part, m_i, mask=g_ok)
     tl.store(part_ptr + l_off + part, l_i, mask=g_ok)
     tl.store(part_ptr + acc_off + part[:, None] * D + d[None, :], acc, mask=g_ok[:, None] & d_ok[None, :])
@@ -458,14 +458,15 @@ def _decode_split_kernel(q_ptr, k_ptr, v_ptr, lens_ptr, sink_ptr, o_ptr, part_pt
                 if gm0 < GROUP:
                     if MERGE_IN_THREAD:
                         _merge_splits_in_thread(part_ptr, sink_ptr, o_ptr + b * sob, soh, hk * GROUP + gm0,
-                                                tl.minimum(GROUP - gm0, MERGE_G), H, b * num_splits * H, num_splits,
-                                                D, acc_off, m_off, l_off, MERGE_G, BLOCK_S, BLOCK_D, MERGE_STAGES)
+                                                tl.minimum(GROUP - gm0, MERGE_G), num_splits, b * H * num_splits,
+                                                num_splits, D, acc_off, m_off, l_off, MERGE_G, BLOCK_S, BLOCK_D,
+                                                MERGE_STAGES)
                     else:
                         gm = gm0 + tl.arange(0, MERGE_G)
                         gm_ok = gm < GROUP
                         heads_m = hk * GROUP + gm
-                        out = _merge_splits(part_ptr, sink_ptr, heads_m, gm_ok, d, d_ok, H,
-                                            b * num_splits * H, num_splits, D, acc_off, m_off, l_off, MERGE_G,
+                        out = _merge_splits(part_ptr, sink_ptr, heads_m, gm_ok, d, d_ok, num_splits,
+                                            b * H * num_splits, num_splits, D, acc_off, m_off, l_off, MERGE_G,
                                             BLOCK_S, BLOCK_D, MERGE_STAGES)
                         tl.store(o_ptr + b * sob + heads_m[:, None] * soh + d[None, :],
                                  out.to(o_ptr.dtype.element_ty), mask=gm_ok[:, None] & d_ok[None, :])
@@ -485,7 +486,7 @@ def _decode_combine_kernel(part_ptr, sink_ptr, o_ptr, sob, soh, B, H, D, num_spl
     d_ok = d < D
     rows_total = (B * H * num_splits).to(tl.int64)
     heads = h + tl.arange(0, 1)
-    out = _merge_splits(part_ptr, sink_ptr, heads, heads >= 0, d, d_ok, H, b * num_splits * H,
+    out = _merge_splits(part_ptr, sink_ptr, heads, heads >= 0, d, d_ok, num_splits, b * H * num_splits,
                         num_splits, D, 0, rows_total * D, rows_total * (D + 1), 1, BLOCK_S, BLOCK_D)
     tl.store(o_ptr + b * sob + h * soh + d[None, :], out.to(o_ptr.dtype.element_ty), mask=d_ok[None, :])
 
