@@ -113,6 +113,10 @@ _DEC_GPU_LONG = {"16bit": {64: _DecodePlan((128, 4, 3), False, _DEC_MERGE, True)
 # merging every split of up to 16 heads costs ~6 µs more device time than the combine kernel (one program per
 # head). So fused up to this many keys per (batch, KV head):
 _DEC_FUSED_MAX_KEYS = 8192
+# Forms that take the separate combine at short caches too: with time_cuda no longer charging host time, the
+# separate combine as a programmatic dependent launch measured faster at 4k keys in 16-bit (H200,
+# benchmarks/tune_attn3.py round 1, h64 fp16: 11.6 µs against 16.0 fused, 15.2 with the 8-row merge).
+_DEC_SHORT_SEPARATE = ("16bit",)
 DECODE_PDL = True  # the separate combine as a programmatic dependent launch (sm_90+)
 # q loaded inside the key loop (a mask that depends on the loop index keeps it there): Triton's pipeliner then
 # fetches it with the first K/V tiles. Loaded before the loop, q went to shared memory for the dot, and the
@@ -675,7 +679,8 @@ def _decode_plan(device: torch.device, dtype: torch.dtype, precision: str, block
         return _DecodePlan(_DEC_CPU, short, _DEC_MERGE, True)
     form = _dot_form(dtype, precision)
     long = None if short else _DEC_GPU_LONG.get(form, {}).get(block_d)
-    return long or _DecodePlan(_pick(_DEC_GPU, form, block_d), short, _DEC_MERGE, True)
+    return long or _DecodePlan(_pick(_DEC_GPU, form, block_d), short and form not in _DEC_SHORT_SEPARATE,
+                               _DEC_MERGE, True)
 
 
 def _decode_splits(span: int, programs: int, device: torch.device, block_n: int,
