@@ -23,10 +23,10 @@ sdpa_decode_sink             one query per (batch, head): o = Σ_j p_j v_j with 
                              every (batch, KV head) are spread over `num_splits` programs, each handling up to 16
                              query heads of the GQA group with one tl.dot per key tile (so the cache is read once
                              per group); the partial (max, sum, accumulator) triples are then merged with the
-                             sink, up to 8k keys in the same launch by the split of a head tile that arrives
-                             last (an arrival counter per tile; one launch less), beyond by a second, combine
-                             launch (one program per head: at 32k keys one program merging every split of a
-                             tile measured slower than the extra launch).
+                             sink by a second, combine launch (one program per head; on sm_90 a programmatic
+                             dependent launch, whose start overlaps the split kernel), or in the same launch by
+                             the split of a head tile that arrives last (an arrival counter per tile), where
+                             that measured faster (_decode_plan: the float32 forms up to 8k keys).
                              A sink of -inf means no sink.
 
 A query whose keys are all masked (padding, an empty window, an empty cache) outputs 0, not NaN.
@@ -62,10 +62,11 @@ GPU_HEAD_BLOCKS = (64, 128)  # D <= 64 pads to 64 on the GPU (D = 16/32 heads ar
 COMBINE_BLOCK_S = 32  # splits merged per step of the separate decode combine pass
 _KPM_SCAN: tl.constexpr = tl.constexpr(1024)  # key-padding mask bytes a forward program scans per step
 # The fused decode merge (the last split of a head tile folds every split's partials): (head rows at a time,
-# partial elements a step, pipeline stages). Heads go in slices of 8 rows, so a GQA group of 8 does not merge
-# its tile's 8 padding rows; the steps' loads go through Triton's cp.async pipeline, stages - 1 steps in
-# flight, so 32 splits at head dim 64 (two steps of 16) arrive in one L2 round trip rather than the 16
-# dependent ones of 2-split steps.
+# partial elements a step, pipeline stages, in-thread form). Heads go in slices of 8 rows, so a GQA group of 8
+# does not merge its tile's 8 padding rows; the steps' loads go through Triton's cp.async pipeline, stages - 1
+# steps in flight. H200 (tune_attn3 round 1): (8, 1024, 8) against the 16-row, 2-split, unpipelined merge
+# before it: 4k h64 float32 tf32x3 20.5 against 20.9 µs, fp16 15.2 against 16.0; more splits a step or more in
+# flight lost (a step's reductions cross threads through shared memory; see _merge_splits_in_thread).
 _DEC_MERGE = (8, 1024, 8, False)
 
 # (BLOCK_M, BLOCK_N, num_warps, num_stages). The CPU interpreter runs one program at a time, so its tiles
@@ -109,9 +110,10 @@ class _DecodePlan(NamedTuple):
 _DEC_GPU_LONG = {"16bit": {64: _DecodePlan((128, 4, 3), False, _DEC_MERGE, True),
                            128: _DecodePlan((64, 4, 3), False, _DEC_MERGE, False)}}
 # The last split of a head tile merging (one launch) against a second, combine launch, measured on the H200:
-# at 4k keys the launch saved wins (23 against 36 µs a call, host time included); at 32k keys one program
-# merging every split of up to 16 heads costs ~6 µs more device time than the combine kernel (one program per
-# head). So fused up to this many keys per (batch, KV head):
+# with host time in the timing (session 2) the launch saved won at 4k keys (23 against 36 µs a call); at 32k
+# keys the fused merge costs more device time than the combine kernel: one program merges every split of
+# its tile in dependent steps (tune_attn3 round 1, h64 fp16: 24.5 µs separate, 28.9-40.0 fused at 32 splits,
+# 26.1 at 16). So fused up to this many keys per (batch, KV head), where the form is not in _DEC_SHORT_SEPARATE:
 _DEC_FUSED_MAX_KEYS = 8192
 # Forms that take the separate combine at short caches too: with time_cuda no longer charging host time, the
 # separate combine as a programmatic dependent launch measured faster at 4k keys in 16-bit (H200,
