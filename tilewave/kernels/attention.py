@@ -65,8 +65,9 @@ _KPM_SCAN: tl.constexpr = tl.constexpr(1024)  # key-padding mask bytes a forward
 # partial elements a step, pipeline stages, in-thread form). Heads go in slices of 8 rows, so a GQA group of 8
 # does not merge its tile's 8 padding rows; the steps' loads go through Triton's cp.async pipeline, stages - 1
 # steps in flight. H200 (tune_attn3 round 1): (8, 1024, 8) against the 16-row, 2-split, unpipelined merge
-# before it: 4k h64 float32 tf32x3 20.5 against 20.9 µs, fp16 15.2 against 16.0; more splits a step or more in
-# flight lost (a step's reductions cross threads through shared memory; see _merge_splits_in_thread).
+# before it: 4k h64 float32 tf32x3 (64, 8, 2) 20.5 against 20.9 µs; fp16 (128, 8, 3) 17.0 against 16.0, but
+# 15.2 with 4 warps; more splits a step or more in flight lost (a step's reductions cross threads through
+# shared memory; see _merge_splits_in_thread).
 _DEC_MERGE = (8, 1024, 8, False)
 
 # (BLOCK_M, BLOCK_N, num_warps, num_stages). The CPU interpreter runs one program at a time, so its tiles
