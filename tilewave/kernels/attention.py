@@ -126,6 +126,7 @@ DECODE_PDL = True  # the separate combine as a programmatic dependent launch (sm
 # K/V prologue's cp.async waited behind that store for q's DRAM round trip (sm_90 SASS: LDG q, STS, then the
 # first LDGSTS). The plan's choice unless this is True/False (benchmarks).
 DECODE_Q_IN_LOOP = None
+_DEC_Q_IN_LOOP = True  # the plans' choice outside _DEC_GPU_LONG
 _DEC_CPU_PROGRAMS = 16  # enough splits on the interpreter that tests cross split boundaries
 
 
@@ -683,7 +684,7 @@ def _decode_plan(device: torch.device, dtype: torch.dtype, precision: str, block
     form = _dot_form(dtype, precision)
     long = None if short else _DEC_GPU_LONG.get(form, {}).get(block_d)
     return long or _DecodePlan(_pick(_DEC_GPU, form, block_d), short and form not in _DEC_SHORT_SEPARATE,
-                               _DEC_MERGE, True)
+                               _DEC_MERGE, _DEC_Q_IN_LOOP)
 
 
 def _decode_splits(span: int, programs: int, device: torch.device, block_n: int,
@@ -1082,7 +1083,7 @@ def _decode_variants():
         def per_head_block(BLOCK_D):
             plan = plan_of(BLOCK_D)
             return {**_merge_constexprs(BLOCK_D, plan.merge if plan else _DEC_MERGE),
-                    "Q_IN_LOOP": plan.q_in_loop if plan else True}
+                    "Q_IN_LOOP": plan.q_in_loop if plan else _DEC_Q_IN_LOOP}
         return _dot_variants(_decode_split_kernel, tables, ("BLOCK_N",),
                              [{"HAS_LENS": lens, "FUSED_COMBINE": fused, "BLOCK_G": DECODE_BLOCK_G, "PDL": not fused}
                               for lens in (False, True)],
