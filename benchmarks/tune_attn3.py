@@ -9,7 +9,10 @@
   * pps:   programs per SM the split count aims for (2: 32 splits of 1024 keys at h64; 1: 16 of 2048);
   * qloop: q loaded inside the key loop, so the pipeliner fetches it with the first K/V tiles (qpre: before the
            loop, where the K/V prologue waits behind q's shared-memory store for its DRAM round trip).
-Round 2 adds the in-thread merges, the window-128 shape (one split) and the separate combine for float32 at 4k.
+Round 2 (H200, the launcher follows it): separate + PDL won every 16-bit shape (32k h64 24.0 µs = 65%, h128 39.1 =
+80%, 4k h64 11.5); q in the loop gained nothing there (24.3, 39.4) but 0.7 µs for fused float32 at 4k (20.5). This
+version adds the in-thread merges, the window-128 shape (one split) and the separate combine for float32 at 4k
+(not measured yet).
 Each candidate is checked against the float64 oracle first (a wrong one is reported, not timed), then timed
 with time_cuda (the better of two medians); % is of the cache bytes (K and V once) over the measured copy
 bandwidth. The best fp16 candidate per shape is timed again in bf16. Last, every fused form timed is launched

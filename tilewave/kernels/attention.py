@@ -64,11 +64,12 @@ _KPM_SCAN: tl.constexpr = tl.constexpr(1024)  # key-padding mask bytes a forward
 # The fused decode merge (the last split of a head tile folds every split's partials): (head rows at a time,
 # partial elements a step, pipeline stages, in-thread form). Heads go in slices of 8 rows, so a GQA group of 8
 # does not merge its tile's 8 padding rows; the steps' loads go through Triton's cp.async pipeline, stages - 1
-# steps in flight. H200 (tune_attn3 round 1): (8, 1024, 8) against the 16-row, 2-split, unpipelined merge
-# before it: 4k h64 float32 tf32x3 (64, 8, 2) 20.5 against 20.9 µs; fp16 (128, 8, 3) 17.0 against 16.0, but
-# 15.2 with 4 warps; more splits a step or more in flight lost (a step's reductions cross threads through
-# shared memory; see _merge_splits_in_thread).
-_DEC_MERGE = (8, 1024, 8, False)
+# steps in flight. H200 (tune_attn3): 8-row pipelined forms against this 16-row, 2-split, unpipelined merge:
+# 4k h64 float32 tf32x3 (64, 8, 2) with q in the loop 25.7 µs (8, 1024, 8) against 20.5 (round 2; round 1,
+# q before the loop: 20.5 against 20.9); fp16 (128, 8, 3) 16.5 against 16.1; more splits a step or more in
+# flight lost (a step's reductions cross threads through shared memory). The in-thread form
+# (_merge_splits_in_thread) is tested on the CPU but was not measured on the GPU.
+_DEC_MERGE = (16, 2048, 1, False)
 
 # (BLOCK_M, BLOCK_N, num_warps, num_stages). The CPU interpreter runs one program at a time, so its tiles
 # are the smallest that tl.dot accepts on the GPU too (16). GPU tiles, per dot form (16-bit operands,
@@ -108,7 +109,7 @@ class _DecodePlan(NamedTuple):
 # _DEC_GPU config and the separate combine. Session 3's sweep (time_cuda without host time) put 4 warps ahead of
 # 8 at 32k keys in 16-bit with the separate combine: h64 (128, 4, 3) 25.8 µs against (128, 8, 3) 26.3, h128
 # (64, 4, 3) 40.8 against (128, 8, 2) 42.4, at 2 programs per SM.
-_DEC_GPU_LONG = {"16bit": {64: _DecodePlan((128, 4, 3), False, _DEC_MERGE, True),
+_DEC_GPU_LONG = {"16bit": {64: _DecodePlan((128, 4, 3), False, _DEC_MERGE, False),
                            128: _DecodePlan((64, 4, 3), False, _DEC_MERGE, False)}}
 # The last split of a head tile merging (one launch) against a second, combine launch, measured on the H200:
 # with host time in the timing (session 2) the launch saved won at 4k keys (23 against 36 µs a call); at 32k
@@ -118,7 +119,7 @@ _DEC_GPU_LONG = {"16bit": {64: _DecodePlan((128, 4, 3), False, _DEC_MERGE, True)
 _DEC_FUSED_MAX_KEYS = 8192
 # Forms that take the separate combine at short caches too: with time_cuda no longer charging host time, the
 # separate combine as a programmatic dependent launch measured faster at 4k keys in 16-bit (H200,
-# benchmarks/tune_attn3.py round 1, h64 fp16: 11.6 µs against 16.0 fused, 15.2 with the 8-row merge).
+# benchmarks/tune_attn3.py, h64 fp16: 11.6 µs against 16.0 fused in round 1, 11.5 against 16.1 in round 2).
 _DEC_SHORT_SEPARATE = ("16bit",)
 DECODE_PDL = True  # the separate combine as a programmatic dependent launch (sm_90+)
 # q loaded inside the key loop (a mask that depends on the loop index keeps it there): Triton's pipeliner then
@@ -126,7 +127,9 @@ DECODE_PDL = True  # the separate combine as a programmatic dependent launch (sm
 # K/V prologue's cp.async waited behind that store for q's DRAM round trip (sm_90 SASS: LDG q, STS, then the
 # first LDGSTS). The plan's choice unless this is True/False (benchmarks).
 DECODE_Q_IN_LOOP = None
-_DEC_Q_IN_LOOP = True  # the plans' choice outside _DEC_GPU_LONG
+# H200 (tune_attn3 round 2): no gain for the separate combine in 16-bit (32k h64 24.3 µs against 24.0 before the
+# loop, h128 39.4 against 39.1), 0.7 µs for fused float32 (4k h64 tf32x3 20.5 against 21.2). By dot form:
+_DEC_Q_IN_LOOP = {"16bit": False, "tf32": True, "tf32x3": True, "ieee": True}
 _DEC_CPU_PROGRAMS = 16  # enough splits on the interpreter that tests cross split boundaries
 
 
@@ -680,11 +683,11 @@ def _decode_plan(device: torch.device, dtype: torch.dtype, precision: str, block
     """What the launcher runs for `span` keys per (batch, KV head)."""
     short = span <= _DEC_FUSED_MAX_KEYS
     if device.type == "cpu":
-        return _DecodePlan(_DEC_CPU, short, _DEC_MERGE, True)
+        return _DecodePlan(_DEC_CPU, short, _DEC_MERGE, True)  # the interpreter covers the in-loop form
     form = _dot_form(dtype, precision)
     long = None if short else _DEC_GPU_LONG.get(form, {}).get(block_d)
     return long or _DecodePlan(_pick(_DEC_GPU, form, block_d), short and form not in _DEC_SHORT_SEPARATE,
-                               _DEC_MERGE, _DEC_Q_IN_LOOP)
+                               _DEC_MERGE, _DEC_Q_IN_LOOP[form])
 
 
 def _decode_splits(span: int, programs: int, device: torch.device, block_n: int,
@@ -1079,15 +1082,16 @@ _PARTIALS = {"part_ptr": "*fp32", "sink_ptr": "*fp32"}
 
 def _decode_variants():
     def split_variants(tables, fused, plan_of=lambda BLOCK_D: None):
-        # plan_of: the _DEC_GPU_LONG plan a head block's variant follows (merge, q in the loop), None: defaults
+        # plan_of: the _DEC_GPU_LONG plan a head block's variant follows (its merge), None: the default merge;
+        # q in the loop follows the form (_DEC_GPU_LONG's entries agree with _DEC_Q_IN_LOOP)
         def per_head_block(BLOCK_D):
             plan = plan_of(BLOCK_D)
-            return {**_merge_constexprs(BLOCK_D, plan.merge if plan else _DEC_MERGE),
-                    "Q_IN_LOOP": plan.q_in_loop if plan else _DEC_Q_IN_LOOP}
+            return _merge_constexprs(BLOCK_D, plan.merge if plan else _DEC_MERGE)
         return _dot_variants(_decode_split_kernel, tables, ("BLOCK_N",),
                              [{"HAS_LENS": lens, "FUSED_COMBINE": fused, "BLOCK_G": DECODE_BLOCK_G, "PDL": not fused}
                               for lens in (False, True)],
-                             {"lens_ptr": "*i32", "counter_ptr": "*i32", **_PARTIALS}, per_head_block=per_head_block)
+                             {"lens_ptr": "*i32", "counter_ptr": "*i32", **_PARTIALS}, per_head_block=per_head_block,
+                             per_form=lambda form: {"Q_IN_LOOP": _DEC_Q_IN_LOOP[form]})
 
     # short caches: _DEC_GPU fused; long ones: _DEC_GPU with the separate combine, or a _DEC_GPU_LONG entry
     out = split_variants((_DEC_GPU,), True) + split_variants((_DEC_GPU,), False)
