@@ -84,8 +84,9 @@ def candidates() -> list[dict]:
     out += [_c(s, (128, 8, 3), True, 2, OLD, qloop=False), _c(s, (128, 8, 3), False, 2, qloop=False),
             _c(s, (128, 8, 3), False, 2), _c(s, (128, 4, 3), False, 2), _c(s, (64, 4, 3), False, 2)]
     out += [_c(s, (128, 4, 3), True, 2, m) for m in (M8, T3, T5)]
-    out += [_c(s, (64, 8, 2), True, 2, OLD, "fp32", "tf32x3", qloop=False), _c(s, (64, 8, 2), True, 2, M8, "fp32", "tf32x3"),
-            _c(s, (64, 8, 2), False, 2, None, "fp32", "tf32x3", qloop=False), _c(s, (64, 8, 2), False, 2, None, "fp32", "tf32x3")]
+    f32 = ("fp32", "tf32x3")
+    out += [_c(s, (64, 8, 2), True, 2, OLD, *f32, qloop=False), _c(s, (64, 8, 2), True, 2, M8, *f32),
+            _c(s, (64, 8, 2), False, 2, None, *f32, qloop=False), _c(s, (64, 8, 2), False, 2, None, *f32)]
     s = "32k h64 window 128"  # one split: the fused form has nothing to merge
     out += [_c(s, (128, 8, 3), True, 2, OLD, qloop=False), _c(s, (128, 8, 3), True, 2, M8),
             _c(s, (128, 8, 3), False, 2, qloop=False), _c(s, (128, 8, 3), False, 2)]

@@ -118,7 +118,8 @@ def test_decode_fused_and_separate_combine_agree_and_the_counters_rearm():
     assert (K._arrival_counters_for(q.device, 4)[:4] == 0).all()
 
 
-@pytest.mark.parametrize("merge", [None, (8, 1024, 8, False), (8, 512, 16, False), (8, 1024, 1, True), (8, 512, 3, True)])
+@pytest.mark.parametrize("merge", [None, (8, 1024, 8, False), (8, 512, 16, False), (8, 1024, 1, True),
+                                   (8, 512, 3, True)])
 @pytest.mark.parametrize("q_in_loop", [True, False])
 def test_decode_fused_merge_forms_over_several_steps(merge, q_in_loop, monkeypatch):
     # head dim 64: 2 splits a merge step (16 rows by default; 1 split for (8, 512, 16)); 3 splits, so the last
