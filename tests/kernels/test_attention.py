@@ -118,6 +118,19 @@ def test_decode_fused_and_separate_combine_agree_and_the_counters_rearm():
     assert (K._arrival_counters_for(q.device, 4)[:4] == 0).all()
 
 
+@pytest.mark.parametrize("merge", [None, (8, 1024, 8, False), (8, 512, 16, False), (8, 1024, 1, True),
+                                   (8, 512, 3, True)])
+@pytest.mark.parametrize("q_in_loop", [True, False])
+def test_decode_fused_merge_forms_over_several_steps(merge, q_in_loop, monkeypatch):
+    # head dim 64: 2 splits a merge step (16 rows by default; 1 split for (8, 512, 16)); 3 splits, so the last
+    # step is half masked. A GQA group of 12: the second 8-row head slice holds 4 heads and 4 padding rows.
+    monkeypatch.setattr(K, "DECODE_Q_IN_LOOP", q_in_loop)
+    q, kc, vc = _randn(1, 24, 64), _randn(1, 2, 90, 64, seed=1), _randn(1, 2, 90, 64, seed=2)
+    sinks = _randn(24, seed=3)
+    out = K._launch_decode(q, kc, vc, sinks, None, None, None, "ieee", 5, None, fused_combine=True, merge=merge)
+    assert scaled_max_error(out, K.sdpa_decode_sink_oracle(*_f64(q, kc, vc, sinks))) <= TOL
+
+
 def test_precisions_are_checked_and_tf32x3_runs():
     q, k, v = _randn(1, 2, 20, 16), _randn(1, 2, 20, 16, seed=1), _randn(1, 2, 20, 16, seed=2)
     out = K.sdpa_bidirectional(q, k, v, precision="tf32x3")

@@ -23,10 +23,10 @@ sdpa_decode_sink             one query per (batch, head): o = Σ_j p_j v_j with 
                              every (batch, KV head) are spread over `num_splits` programs, each handling up to 16
                              query heads of the GQA group with one tl.dot per key tile (so the cache is read once
                              per group); the partial (max, sum, accumulator) triples are then merged with the
-                             sink, up to 8k keys in the same launch by the split of a head tile that arrives
-                             last (an arrival counter per tile; one launch less), beyond by a second, combine
-                             launch (one program per head: at 32k keys one program merging every split of a
-                             tile measured slower than the extra launch).
+                             sink by a second, combine launch (one program per head; on sm_90 a programmatic
+                             dependent launch, whose start overlaps the split kernel), or in the same launch by
+                             the split of a head tile that arrives last (an arrival counter per tile), where
+                             that measured faster (_decode_plan: the float32 forms up to 8k keys).
                              A sink of -inf means no sink.
 
 A query whose keys are all masked (padding, an empty window, an empty cache) outputs 0, not NaN.
@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -60,7 +61,15 @@ MAX_HEAD_DIM = 128
 GPU_HEAD_BLOCKS = (64, 128)  # D <= 64 pads to 64 on the GPU (D = 16/32 heads are rare; fewer compiled forms)
 COMBINE_BLOCK_S = 32  # splits merged per step of the separate decode combine pass
 _KPM_SCAN: tl.constexpr = tl.constexpr(1024)  # key-padding mask bytes a forward program scans per step
-_MERGE_ELEMS = 2048  # partial accumulator elements a fused decode merge step holds (more spills at head block 64)
+# The fused decode merge (the last split of a head tile folds every split's partials): (head rows at a time,
+# partial elements a step, pipeline stages, in-thread form). Heads go in slices of 8 rows, so a GQA group of 8
+# does not merge its tile's 8 padding rows; the steps' loads go through Triton's cp.async pipeline, stages - 1
+# steps in flight. H200 (tune_attn3): 8-row pipelined forms against this 16-row, 2-split, unpipelined merge:
+# 4k h64 float32 tf32x3 (64, 8, 2) with q in the loop 25.7 µs (8, 1024, 8) against 20.5 (round 2; round 1,
+# q before the loop: 20.5 against 20.9); fp16 (128, 8, 3) 16.5 against 16.1; more splits a step or more in
+# flight lost (a step's reductions cross threads through shared memory). The in-thread form
+# (_merge_splits_in_thread) is tested on the CPU but was not measured on the GPU.
+_DEC_MERGE = (16, 2048, 1, False)
 
 # (BLOCK_M, BLOCK_N, num_warps, num_stages). The CPU interpreter runs one program at a time, so its tiles
 # are the smallest that tl.dot accepts on the GPU too (16). GPU tiles, per dot form (16-bit operands,
@@ -84,18 +93,43 @@ _DEC_CPU = (16, 4, 1)
 # as large as fit without spills (H200, CUDA-graph device times, benchmarks/tune_attn.py).
 _DEC_GPU = {"16bit": {64: (128, 8, 3), 128: (128, 8, 2)}, "tf32": (64, 8, 2), "tf32x3": {64: (64, 8, 2), 128: (32, 8, 2)},
             "ieee": (32, 8, 2)}
-# Long caches (the separate combine): session 3's sweep (time_cuda without host time) put 4 warps ahead of 8 at
-# 32k keys in 16-bit: h64 (128, 4, 3) 25.8 µs against (128, 8, 3) 26.3, h128 (64, 4, 3) 40.8 against (128, 8, 2)
-# 42.4, at 2 programs per SM (with the fused merge's registers on top, 4 warps spill).
-_DEC_GPU_UNFUSED = {"16bit": {64: (128, 4, 3), 128: (64, 4, 3)}}
 DECODE_BLOCK_G = 16  # query heads per decode tile: a GQA group of <= 16 in one tile, larger groups in several
 _DEC_PROGRAMS_PER_SM = 2
+
+
+class _DecodePlan(NamedTuple):
+    config: tuple[int, int, int]  # (BLOCK_N, num_warps, num_stages)
+    fused: bool  # the last split of a head tile merges (else the separate combine launch)
+    merge: tuple[int, int, int, bool]  # the fused merge's (rows, elements a step, stages, in-thread form)
+    q_in_loop: bool  # see DECODE_Q_IN_LOOP
+    programs_per_sm: int = _DEC_PROGRAMS_PER_SM  # the split count fills the GPU to this
+
+
+# Long caches (more than _DEC_FUSED_MAX_KEYS keys) by dot form and head block; a form not listed takes its
+# _DEC_GPU config and the separate combine. Session 3's sweep (time_cuda without host time) put 4 warps ahead of
+# 8 at 32k keys in 16-bit with the separate combine: h64 (128, 4, 3) 25.8 µs against (128, 8, 3) 26.3, h128
+# (64, 4, 3) 40.8 against (128, 8, 2) 42.4, at 2 programs per SM.
+_DEC_GPU_LONG = {"16bit": {64: _DecodePlan((128, 4, 3), False, _DEC_MERGE, False),
+                           128: _DecodePlan((64, 4, 3), False, _DEC_MERGE, False)}}
 # The last split of a head tile merging (one launch) against a second, combine launch, measured on the H200:
-# at 4k keys the launch saved wins (23 against 36 µs a call, host time included); at 32k keys one program
-# merging every split of up to 16 heads costs ~6 µs more device time than the combine kernel (one program per
-# head). So fused up to this many keys per (batch, KV head):
+# with host time in the timing (session 2) the launch saved won at 4k keys (23 against 36 µs a call); at 32k
+# keys the fused merge costs more device time than the combine kernel: one program merges every split of
+# its tile in dependent steps (tune_attn3 round 1, h64 fp16: 24.5 µs separate, 28.9-40.0 fused at 32 splits,
+# 26.1 at 16). So fused up to this many keys per (batch, KV head), where the form is not in _DEC_SHORT_SEPARATE:
 _DEC_FUSED_MAX_KEYS = 8192
+# Forms that take the separate combine at short caches too: with time_cuda no longer charging host time, the
+# separate combine as a programmatic dependent launch measured faster at 4k keys in 16-bit (H200,
+# benchmarks/tune_attn3.py, h64 fp16: 11.6 µs against 16.0 fused in round 1, 11.5 against 16.1 in round 2).
+_DEC_SHORT_SEPARATE = ("16bit",)
 DECODE_PDL = True  # the separate combine as a programmatic dependent launch (sm_90+)
+# q loaded inside the key loop (a mask that depends on the loop index keeps it there): Triton's pipeliner then
+# fetches it with the first K/V tiles. Loaded before the loop, q went to shared memory for the dot, and the
+# K/V prologue's cp.async waited behind that store for q's DRAM round trip (sm_90 SASS: LDG q, STS, then the
+# first LDGSTS). The plan's choice unless this is True/False (benchmarks).
+DECODE_Q_IN_LOOP = None
+# H200 (tune_attn3 round 2): no gain for the separate combine in 16-bit (32k h64 24.3 µs against 24.0 before the
+# loop, h128 39.4 against 39.1), 0.7 µs for fused float32 (4k h64 tf32x3 20.5 against 21.2). By dot form:
+_DEC_Q_IN_LOOP = {"16bit": False, "tf32": True, "tf32x3": True, "ieee": True}
 _DEC_CPU_PROGRAMS = 16  # enough splits on the interpreter that tests cross split boundaries
 
 
@@ -293,7 +327,8 @@ def _sdpa_rel_pos_kernel(q_ptr, k_ptr, v_ptr, o_ptr, rel_ptr, bias_u_ptr, bias_v
 
 @triton.jit
 def _merge_splits(part_ptr, sink_ptr, heads, g_ok, d, d_ok, parts_per_head, first_part, num_splits, D,
-                  acc_off, m_off, l_off, ROWS: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr):
+                  acc_off, m_off, l_off, ROWS: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
+                  STAGES: tl.constexpr = 1):
     # Folds the splits' (max, sum, acc) triples of the heads `heads` [G] into normalized outputs [G, BLOCK_D],
     # starting from the sink (max = sink, sum = exp2(0) = 1, value 0); a -inf sink means no sink. Partials of
     # head h, split s sit at row first_part + h·parts_per_head + s. Loads bypass L1 (.cg): in the fused form
@@ -301,7 +336,7 @@ def _merge_splits(part_ptr, sink_ptr, heads, g_ok, d, d_ok, parts_per_head, firs
     m = tl.load(sink_ptr + heads, mask=g_ok, other=float("-inf")).to(tl.float32) * 1.4426950408889634
     l = (m > float("-inf")).to(tl.float32)
     acc = tl.zeros([ROWS, BLOCK_D], tl.float32)
-    for s0 in range(0, num_splits, BLOCK_S):
+    for s0 in tl.range(0, num_splits, BLOCK_S, num_stages=STAGES):
         sp = s0 + tl.arange(0, BLOCK_S)
         ok = g_ok[:, None] & (sp < num_splits)[None, :]
         row = first_part + heads[:, None] * parts_per_head + sp[None, :]
@@ -323,12 +358,50 @@ def _merge_splits(part_ptr, sink_ptr, heads, g_ok, d, d_ok, parts_per_head, firs
 
 
 @triton.jit
+def _merge_splits_in_thread(part_ptr, sink_ptr, o_base, soh, head0, n_heads, parts_per_head, first_part, num_splits,
+                            D, acc_off, m_off, l_off, ROWS: tl.constexpr, BLOCK_S: tl.constexpr,
+                            BLOCK_D: tl.constexpr, STAGES: tl.constexpr):
+    # _merge_splits for heads head0 .. head0 + n_heads - 1 (n_heads <= ROWS), storing the outputs, with the
+    # heads' columns flattened: a step is one [splits, ROWS·BLOCK_D] tile whose column axis the default layout
+    # spreads over all threads, so every thread holds whole split columns and the max and the sums over
+    # splits are register operations (in a [heads·splits, BLOCK_D] tile they cross threads through shared
+    # memory, with barriers, every step). Max and sum are gathered per column (the same address across a head).
+    c = tl.arange(0, ROWS * BLOCK_D)
+    g = c // BLOCK_D
+    dd = c % BLOCK_D
+    col_ok = (g < n_heads) & (dd < D)
+    head = head0 + g
+    m = tl.load(sink_ptr + head, mask=col_ok, other=float("-inf")).to(tl.float32) * 1.4426950408889634
+    l = (m > float("-inf")).to(tl.float32)
+    acc = tl.zeros([ROWS * BLOCK_D], tl.float32)
+    head_row = first_part + head * parts_per_head
+    for s0 in tl.range(0, num_splits, BLOCK_S, num_stages=STAGES):
+        sp = s0 + tl.arange(0, BLOCK_S)
+        row = sp[:, None] + head_row[None, :]
+        ok = (sp < num_splits)[:, None] & col_ok[None, :]
+        m_s = tl.load(part_ptr + m_off + row, mask=ok, other=float("-inf"), cache_modifier=".cg")
+        l_s = tl.load(part_ptr + l_off + row, mask=ok, other=0.0, cache_modifier=".cg")
+        a_s = tl.load(part_ptr + acc_off + row * D + dd[None, :], mask=ok, other=0.0, cache_modifier=".cg")
+        m_new = tl.maximum(m, tl.max(m_s, 0))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        alpha = tl.exp2(m - m_safe)
+        w = tl.exp2(m_s - m_safe[None, :])
+        l = l * alpha + tl.sum(l_s * w, 0)
+        acc = acc * alpha + tl.sum(a_s * w, 0)
+        m = m_new
+    out = acc / tl.where(l == 0.0, 1.0, l)
+    tl.store(o_base + head * soh + dd, out.to(o_base.dtype.element_ty), mask=col_ok)
+
+
+@triton.jit
 def _decode_split_kernel(q_ptr, k_ptr, v_ptr, lens_ptr, sink_ptr, o_ptr, part_ptr, counter_ptr,
                          sqb, sqh, skb, skh, skt, svb, svh, svt, sob, soh,
                          B, H, H_kv, GROUP, G_TILES, T, D, window, chunk, num_splits, qk_scale,
                          HAS_LENS: tl.constexpr, FUSED_COMBINE: tl.constexpr, BLOCK_G: tl.constexpr,
                          BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_S: tl.constexpr,
-                         PRECISION: tl.constexpr, PDL: tl.constexpr):
+                         PRECISION: tl.constexpr, PDL: tl.constexpr, MERGE_G: tl.constexpr, MERGE_STAGES: tl.constexpr,
+                         MERGE_IN_THREAD: tl.constexpr,
+                         Q_IN_LOOP: tl.constexpr):
     # grid: (B*H_kv*G_TILES, num_splits). Rows of the tile are query heads of one GQA group (padded to
     # BLOCK_G >= 16 for tl.dot), so each K/V tile is read once for up to BLOCK_G heads.
     # part_ptr: float32 partials of [B·H, num_splits] rows: acc [.., D], then max, then sum.
@@ -358,7 +431,9 @@ def _decode_split_kernel(q_ptr, k_ptr, v_ptr, lens_ptr, sink_ptr, o_ptr, part_pt
     g_ok = g < GROUP
     d_ok = d < D
     heads = hk * GROUP + g
-    q = _load_rows(q_ptr + b * sqb, heads, sqh, d, g_ok, d_ok)
+    q_base = q_ptr + b * sqb
+    if not Q_IN_LOOP:
+        q = _load_rows(q_base, heads, sqh, d, g_ok, d_ok)
     k_base = k_ptr + b * skb + hk * skh
     v_base = v_ptr + b * svb + hk * svh
 
@@ -366,6 +441,8 @@ def _decode_split_kernel(q_ptr, k_ptr, v_ptr, lens_ptr, sink_ptr, o_ptr, part_pt
     for n in range(start, end, BLOCK_N):
         keys = n + cols
         key_ok = keys < end
+        if Q_IN_LOOP:
+            q = _load_rows(q_base, heads, sqh, d, g_ok & (n < end), d_ok)
         k = _load_rows(k_base, keys, skt, d, key_ok, d_ok)
         s = tl.where(key_ok[None, :], tl.dot(q, tl.trans(k), input_precision=PRECISION) * qk_scale, float("-inf"))
         v = _load_rows(v_base, keys, svt, d, key_ok, d_ok)
@@ -385,10 +462,25 @@ def _decode_split_kernel(q_ptr, k_ptr, v_ptr, lens_ptr, sink_ptr, o_ptr, part_pt
         tl.debug_barrier()
         arrived = tl.atomic_add(counter_ptr + pid, 1, sem="acq_rel", scope="gpu")
         if arrived == num_splits - 1:
-            out = _merge_splits(part_ptr, sink_ptr, heads, g_ok, d, d_ok, num_splits, b * H * num_splits,
-                                num_splits, D, acc_off, m_off, l_off, BLOCK_G, BLOCK_S, BLOCK_D)
-            tl.store(o_ptr + b * sob + heads[:, None] * soh + d[None, :], out.to(o_ptr.dtype.element_ty),
-                     mask=g_ok[:, None] & d_ok[None, :])
+            # the tile's heads in slices of MERGE_G rows, skipping slices past the group (a group of 8
+            # pads the tile to 16 rows: the padding would idle half the threads of a 16-row merge)
+            for gs in tl.static_range(0, BLOCK_G, MERGE_G):
+                gm0 = g_tile * BLOCK_G + gs
+                if gm0 < GROUP:
+                    if MERGE_IN_THREAD:
+                        _merge_splits_in_thread(part_ptr, sink_ptr, o_ptr + b * sob, soh, hk * GROUP + gm0,
+                                                tl.minimum(GROUP - gm0, MERGE_G), num_splits, b * H * num_splits,
+                                                num_splits, D, acc_off, m_off, l_off, MERGE_G, BLOCK_S, BLOCK_D,
+                                                MERGE_STAGES)
+                    else:
+                        gm = gm0 + tl.arange(0, MERGE_G)
+                        gm_ok = gm < GROUP
+                        heads_m = hk * GROUP + gm
+                        out = _merge_splits(part_ptr, sink_ptr, heads_m, gm_ok, d, d_ok, num_splits,
+                                            b * H * num_splits, num_splits, D, acc_off, m_off, l_off, MERGE_G,
+                                            BLOCK_S, BLOCK_D, MERGE_STAGES)
+                        tl.store(o_ptr + b * sob + heads_m[:, None] * soh + d[None, :],
+                                 out.to(o_ptr.dtype.element_ty), mask=gm_ok[:, None] & d_ok[None, :])
             tl.atomic_xchg(counter_ptr + pid, 0, sem="relaxed", scope="gpu")
 
 
@@ -587,14 +679,25 @@ def _launch_rel_pos(q, k, v, rel_emb, pos_bias_u, pos_bias_v, rel_zero, scale, p
     return out
 
 
+def _decode_plan(device: torch.device, dtype: torch.dtype, precision: str, block_d: int, span: int) -> _DecodePlan:
+    """What the launcher runs for `span` keys per (batch, KV head)."""
+    short = span <= _DEC_FUSED_MAX_KEYS
+    if device.type == "cpu":
+        return _DecodePlan(_DEC_CPU, short, _DEC_MERGE, True)  # the interpreter covers the in-loop form
+    form = _dot_form(dtype, precision)
+    long = None if short else _DEC_GPU_LONG.get(form, {}).get(block_d)
+    return long or _DecodePlan(_pick(_DEC_GPU, form, block_d), short and form not in _DEC_SHORT_SEPARATE,
+                               _DEC_MERGE, _DEC_Q_IN_LOOP[form])
+
+
 def _decode_splits(span: int, programs: int, device: torch.device, block_n: int,
-                   num_splits: int | None) -> tuple[int, int]:
+                   num_splits: int | None, programs_per_sm: int = _DEC_PROGRAMS_PER_SM) -> tuple[int, int]:
     """(num_splits, chunk): enough splits that programs x splits fills the GPU; chunk a multiple of block_n."""
     if num_splits is None:
         if device.type == "cpu":
             target = _DEC_CPU_PROGRAMS
         else:
-            target = _DEC_PROGRAMS_PER_SM * _sm_count(device.index or 0)
+            target = programs_per_sm * _sm_count(device.index or 0)
         num_splits = _cdiv(target, programs)
     num_splits = max(1, min(int(num_splits), _cdiv(max(span, 1), block_n), 65535))  # grid axis 1 limit
     chunk = _cdiv(_cdiv(max(span, 1), num_splits), block_n) * block_n
@@ -626,9 +729,9 @@ def sdpa_decode_sink(q, k_cache, v_cache, sinks, cache_lens=None, window=None, s
 
 
 def _launch_decode(q, k_cache, v_cache, sinks, cache_lens, window, scale, precision, num_splits, out,
-                   config=None, fused_combine=None):
-    """config: (BLOCK_N, num_warps, num_stages), fused_combine: True/False instead of the module's picks
-    (benchmarks/tune_attn.py)."""
+                   config=None, fused_combine=None, merge=None):
+    """config: (BLOCK_N, num_warps, num_stages), fused_combine: True/False, merge: the fused merge's (rows,
+    elements a step, stages) instead of the module's picks (benchmarks/tune_attn*.py)."""
     op = "sdpa_decode_sink"
     if q.dim() == 4 and q.shape[2] == 1:
         q3 = q[:, :, 0]
@@ -656,11 +759,12 @@ def _launch_decode(q, k_cache, v_cache, sinks, cache_lens, window, scale, precis
     out = _out(q, out)
     out3 = out[:, :, 0] if out.dim() == 4 else out
     window = T if window is None else min(int(window), T)
-    fused = window <= _DEC_FUSED_MAX_KEYS if fused_combine is None else bool(fused_combine)
-    BLOCK_N, warps, stages = config or _config(q.device, q.dtype, precision, BLOCK_D, _DEC_CPU,
-                                               _DEC_GPU if fused else {**_DEC_GPU, **_DEC_GPU_UNFUSED})
+    plan = _decode_plan(q.device, q.dtype, precision, BLOCK_D, window)
+    q_in_loop = plan.q_in_loop if DECODE_Q_IN_LOOP is None else DECODE_Q_IN_LOOP
+    fused = plan.fused if fused_combine is None else bool(fused_combine)
+    BLOCK_N, warps, stages = config or plan.config
     tiles = B * H_kv * g_tiles
-    splits, chunk = _decode_splits(window, tiles, q.device, BLOCK_N, num_splits)
+    splits, chunk = _decode_splits(window, tiles, q.device, BLOCK_N, num_splits, plan.programs_per_sm)
     if B * H == 0:
         return out
     pdl = DECODE_PDL and not fused and hopper_or_newer(q.device)
@@ -672,8 +776,8 @@ def _launch_decode(q, k_cache, v_cache, sinks, cache_lens, window, scale, precis
         *q3.stride()[:2], *k_cache.stride()[:3], *v_cache.stride()[:3], *out3.stride()[:2],
         B, H, H_kv, group, g_tiles, T, D, window, chunk, splits, _scale(scale, D),
         HAS_LENS=cache_lens is not None, FUSED_COMBINE=fused, BLOCK_G=DECODE_BLOCK_G, BLOCK_N=BLOCK_N,
-        BLOCK_D=BLOCK_D, BLOCK_S=_merge_block(DECODE_BLOCK_G, BLOCK_D),
-        PRECISION=_dot_precision(q.dtype, precision), PDL=pdl, num_warps=warps, num_stages=stages)
+        BLOCK_D=BLOCK_D, PRECISION=_dot_precision(q.dtype, precision), PDL=pdl, Q_IN_LOOP=q_in_loop,
+        **_merge_constexprs(BLOCK_D, merge or plan.merge), num_warps=warps, num_stages=stages)
     if not fused:
         _decode_combine_kernel[(B * H,)](parts, sinks, out3, *out3.stride()[:2], B, H, D, splits,
                                          BLOCK_S=COMBINE_BLOCK_S, BLOCK_D=BLOCK_D, PDL=pdl, num_warps=4,
@@ -681,8 +785,14 @@ def _launch_decode(q, k_cache, v_cache, sinks, cache_lens, window, scale, precis
     return out
 
 
-def _merge_block(rows: int, block_d: int) -> int:
-    return max(1, min(COMBINE_BLOCK_S, _MERGE_ELEMS // (rows * block_d)))
+def _merge_block(rows: int, block_d: int, elems: int) -> int:
+    return max(1, min(COMBINE_BLOCK_S, elems // (rows * block_d)))
+
+
+def _merge_constexprs(block_d: int, merge: tuple[int, int, int, bool] = _DEC_MERGE) -> dict:
+    rows, elems, stages, in_thread = merge
+    return {"MERGE_G": rows, "BLOCK_S": _merge_block(rows, block_d, elems), "MERGE_STAGES": stages,
+            "MERGE_IN_THREAD": in_thread}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -971,13 +1081,28 @@ _PARTIALS = {"part_ptr": "*fp32", "sink_ptr": "*fp32"}
 
 
 def _decode_variants():
-    out = []
-    for fused, tables in ((True, (_DEC_GPU,)), (False, ({**_DEC_GPU, **_DEC_GPU_UNFUSED},))):
-        out += _dot_variants(_decode_split_kernel, tables, ("BLOCK_N",),
+    def split_variants(tables, fused, plan_of=lambda BLOCK_D: None):
+        # plan_of: the _DEC_GPU_LONG plan a head block's variant follows (its merge), None: the default merge;
+        # q in the loop follows the form (_DEC_GPU_LONG's entries agree with _DEC_Q_IN_LOOP)
+        def per_head_block(BLOCK_D):
+            plan = plan_of(BLOCK_D)
+            return _merge_constexprs(BLOCK_D, plan.merge if plan else _DEC_MERGE)
+        return _dot_variants(_decode_split_kernel, tables, ("BLOCK_N",),
                              [{"HAS_LENS": lens, "FUSED_COMBINE": fused, "BLOCK_G": DECODE_BLOCK_G, "PDL": not fused}
                               for lens in (False, True)],
-                             {"lens_ptr": "*i32", "counter_ptr": "*i32", **_PARTIALS},
-                             per_head_block=lambda BLOCK_D: {"BLOCK_S": _merge_block(DECODE_BLOCK_G, BLOCK_D)})
+                             {"lens_ptr": "*i32", "counter_ptr": "*i32", **_PARTIALS}, per_head_block=per_head_block,
+                             per_form=lambda form: {"Q_IN_LOOP": _DEC_Q_IN_LOOP[form]})
+
+    # short caches: _DEC_GPU fused; long ones: _DEC_GPU with the separate combine, or a _DEC_GPU_LONG entry
+    out = split_variants((_DEC_GPU,), True) + split_variants((_DEC_GPU,), False)
+    for form, by_block in _DEC_GPU_LONG.items():
+        for fused in (True, False):
+            picked = {bd: plan for bd, plan in by_block.items() if plan.fused == fused}
+            if picked:  # head blocks without an entry of this kind repeat the _DEC_GPU config (deduplicated)
+                table = {form: {bd: picked[bd].config if bd in picked else _pick(_DEC_GPU, form, bd)
+                                for bd in GPU_HEAD_BLOCKS}}
+                out += split_variants((table,), fused, picked.get)
+    out = list({(v.name, tuple(sorted(v.constexprs.items()))): v for v in out}.values())
     for dt in ("fp32", "fp16", "bf16"):
         for BLOCK_D in GPU_HEAD_BLOCKS:
             out.append(AotVariant(
