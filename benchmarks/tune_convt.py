@@ -23,12 +23,11 @@ SMOKE = "--cpu-smoke" in sys.argv  # the script itself on the CPU interpreter at
 if SMOKE:
     os.environ["TRITON_INTERPRET"] = "1"
 DEVICE = "cpu" if SMOKE else "cuda"
-REPS = 20
 CHECK_DEADLINE_S = 65
 TOTAL_BUDGET_S = 95
 
 # the conv1d_transpose bench shapes of tilewave/kernels/conv.py, as tune_conv.py (beside this script) lists them
-from tune_conv import TRANSPOSED as SHAPES  # noqa: E402
+from tune_conv import TRANSPOSED as SHAPES, timed_us  # noqa: E402
 
 LRELU_UP = ("lrelu+up x10 512->256 k20 L800",
             dict(C_in=512, C_out=256, L=800, K=20, stride=10, padding=5, act="leaky_relu"))
@@ -153,15 +152,6 @@ def check_candidate(rows_, cand):
     while len(out) < len(rows_):
         out.append((float("inf"), "not run: an earlier row lost the CUDA context"))
     return out
-
-
-def timed_us(fn):
-    if SMOKE:
-        t = time.perf_counter()
-        fn()
-        return (time.perf_counter() - t) * 1e6
-    from tilewave.harness.timing import time_cuda
-    return time_cuda(fn, warmup=10, reps=REPS).median_us
 
 
 def main():

@@ -6,6 +6,8 @@ snake + conv (+ residual) on the tap kernel: snake fused into the loads vs one s
 Rows are the registry's bench rows that take the per-phase form; each form is checked against the PyTorch peer
 (scaled max error) and timed with time_cuda beside it, same run.
 """
+import math
+
 import torch
 
 from tilewave.harness.bench import _peer_precision
@@ -47,10 +49,12 @@ def snake_main():
             ref = _as_tuple(peer())[0]
             t_peer = time_cuda(peer).median_us
             res = []
-            for on in (False, True):
-                K.SNAKE_PASS_ON_TAP = on
+            rule = K.SNAKE_FUSED_MAX_REPEATS
+            for max_repeats in (math.inf, rule):  # always fused, then the launcher's rule
+                K.SNAKE_FUSED_MAX_REPEATS = max_repeats
                 out = _as_tuple(ours())[0]
                 res.append((time_cuda(ours).median_us, scaled_max_error(out, ref.reshape(out.shape))))
+            K.SNAKE_FUSED_MAX_REPEATS = rule
             print(f"{label[:66]:<66} {dtype:<9} {res[0][0]:9.1f} {res[1][0]:8.1f} {t_peer:8.1f} "
                   f"{max(res[0][1], res[1][1]):8.1e}")
 

@@ -15,8 +15,9 @@ Fused form (polyphase FMAs). Write n = 2q + r. The upsampled signal's two phases
 and y[p] needs a[2q + r] for q in [p - K/4, p + K/4]. So each activated sample is computed once (two sines
 per output) and both filters are K exact float32 FMAs per output: no tensor cores, no tf32.
 A tile is ROWS x COLS half-rate positions of one (b, c) row: thread i holds tile row i, a run of COLS
-consecutive positions, as COLS separate [ROWS] column tensors (a tuple). x is loaded (y stored) in 16-byte
-chunks of VEC columns per thread, which tl.split / tl.join turn into columns and back without moving data.
+consecutive positions, as COLS separate [ROWS] column tensors (a tuple). x is loaded in 16-byte chunks of VEC
+columns per thread, which tl.split turns into columns without moving data; y's columns are joined back into
+the tile and stored whole, with 16-byte vectors adjacent across the warp.
 A shift along time is then a renaming of columns, except at a row's ends: the K/4 x columns and the K/2
 activated columns beyond each end come from the neighbouring tile row by tl.gather, warp shuffles when the
 tile is one warp. Rows 0 and ROWS - 1 have no neighbour inside the tile: they only feed their neighbours,
@@ -166,14 +167,14 @@ def _load_chunks(x_row, t0, L, ROWS: tl.constexpr, COLS: tl.constexpr, VEC: tl.c
 @triton.jit
 def _act1d_poly_tile(chunks, x_row, y_row, t0, L, L_aligned, up, down, alpha, inv_beta, TAPS: tl.constexpr,
                      ROWS: tl.constexpr, COLS: tl.constexpr, VEC: tl.constexpr, CLAMP: tl.constexpr,
-                     FAST_SIN: tl.constexpr, WHOLE_STORE: tl.constexpr):
+                     FAST_SIN: tl.constexpr):
     HALO: tl.constexpr = TAPS // 4
     PAD: tl.constexpr = TAPS // 2 - 1
     CROP: tl.constexpr = 3 * TAPS // 2 - 3
     # tile row r holds half-rate positions q = t0 + (r - 1) COLS + e; rows 0 and ROWS - 1 only feed their
     # neighbours' edges (a row shift cannot reach past the tile), rows 1 .. ROWS - 2 are stored.
-    # x comes (and y goes) in chunks of VEC columns, one 16-byte access per thread and chunk: a chunk's
-    # columns are then registers of one thread, and splitting or joining them moves no data
+    # x comes in chunks of VEC columns, one 16-byte access per thread and chunk: a chunk's columns are then
+    # registers of one thread, and splitting them moves no data
     r_idx = tl.arange(0, ROWS)
     xc = ()
     for v in tl.static_range(COLS // VEC):
@@ -229,29 +230,20 @@ def _act1d_poly_tile(chunks, x_row, y_row, t0, L, L_aligned, up, down, alpha, in
         for k in tl.static_range(TAPS):
             acc += down[k] * a[2 * e + k - PAD + 2 * HALO]
         ys = ys + (acc,)
-    # L_aligned (== L) says a store mask is constant over VEC columns, so stores stay 16-byte vectors (with
-    # `q < L` they became scalar stores, each a partial write of 32 sectors in L2: 8x the write requests)
-    if WHOLE_STORE:
-        # the whole tile in one store: the compiler lays it out so that a warp's 16-byte vectors are adjacent
-        # (one shared-memory exchange), where chunk stores leave COLS / VEC vectors per thread, rows apart
-        q = t0 + (r_idx[:, None] - 1) * COLS + tl.arange(0, COLS)[None, :]
-        keep = (r_idx[:, None] >= 1) & (r_idx[:, None] < ROWS - 1) & (q < L_aligned)
-        tl.store(y_row + q, _tile(ys, COLS).to(y_row.dtype.element_ty), mask=keep)
-    else:
-        for v in tl.static_range(COLS // VEC):
-            yv = ()
-            for e in tl.static_range(VEC):
-                yv = yv + (ys[v * VEC + e],)
-            qv = t0 + (r_idx[:, None] - 1) * COLS + v * VEC + tl.arange(0, VEC)[None, :]
-            keep = (r_idx[:, None] >= 1) & (r_idx[:, None] < ROWS - 1) & (qv < L_aligned)
-            tl.store(y_row + qv, _tile(yv, VEC).to(y_row.dtype.element_ty), mask=keep)
+    # The whole tile in one store, laid out by the compiler so that a warp's 16-byte vectors are adjacent (a
+    # float32 row is two vectors; stored chunk by chunk they were rows apart). L_aligned (== L) says the mask is
+    # constant over a vector: with `q < L` the stores became scalar, each a partial write of 32 sectors in L2 (8x
+    # the write requests; H200, benchmarks/RESULTS.md "session 3").
+    q = t0 + (r_idx[:, None] - 1) * COLS + tl.arange(0, COLS)[None, :]
+    keep = (r_idx[:, None] >= 1) & (r_idx[:, None] < ROWS - 1) & (q < L_aligned)
+    tl.store(y_row + q, _tile(ys, COLS).to(y_row.dtype.element_ty), mask=keep)
 
 
 @triton.jit(do_not_specialize=["C", "L", "n_groups"])  # one binary for every length (ROW_ALIGN says enough)
 def _act1d_poly_kernel(x_ptr, a_ptr, b_ptr, fu_ptr, fd_ptr, y_ptr, C, L, n_groups,
                        HAS_BETA: tl.constexpr, LOG_SCALE: tl.constexpr, TAPS: tl.constexpr, ROWS: tl.constexpr,
                        COLS: tl.constexpr, VEC: tl.constexpr, ITERS: tl.constexpr, ROW_ALIGN: tl.constexpr,
-                       FAST_SIN: tl.constexpr, WHOLE_STORE: tl.constexpr):
+                       FAST_SIN: tl.constexpr):
     # a program runs ITERS consecutive tiles of one row in a loop: its setup (parameters, taps) is paid once
     # and the loop body, one tile, stays small enough for the instruction cache
     OUT: tl.constexpr = (ROWS - 2) * COLS
@@ -278,10 +270,10 @@ def _act1d_poly_kernel(x_ptr, a_ptr, b_ptr, fu_ptr, fd_ptr, y_ptr, C, L, n_group
         nxt = _load_chunks(x_row, t0 + OUT, L * (i + 1 < ITERS), ROWS, COLS, VEC, ROW_ALIGN)
         if (t0 >= COLS) & (t0 + (ROWS - 1) * COLS <= L):
             _act1d_poly_tile(cur, x_row, y_row, t0, L, L_aligned, up, down, alpha, inv_beta, TAPS, ROWS, COLS, VEC,
-                             False, FAST_SIN, WHOLE_STORE)
+                             False, FAST_SIN)
         elif t0 < L:
             _act1d_poly_tile(cur, x_row, y_row, t0, L, L_aligned, up, down, alpha, inv_beta, TAPS, ROWS, COLS, VEC,
-                             True, FAST_SIN, WHOLE_STORE)
+                             True, FAST_SIN)
 
 
 @triton.jit
@@ -333,10 +325,9 @@ def _f32(t: torch.Tensor) -> torch.Tensor:
     return t.detach().reshape(-1).to(torch.float32).contiguous()
 
 
-def poly_launch_args(x: torch.Tensor, taps: int, rows: int, cols: int, iters: int, fast_sin: bool,
-                     whole_store: bool = False):
+def poly_launch_args(x: torch.Tensor, taps: int, rows: int, cols: int, iters: int, fast_sin: bool):
     """(grid, n_groups, constexprs) of the polyphase kernel for x, a tile of `rows` x `cols` half-rate
-    positions and `iters` tiles per program (whole_store: y's tile in one store, see _act1d_poly_tile)."""
+    positions and `iters` tiles per program."""
     L = x.shape[-1]
     cols = max(cols, triton.next_power_of_2(2 * (taps // 4)))  # a row's edges come from one neighbour only
     vec = min(cols, 16 // x.element_size())
@@ -344,19 +335,19 @@ def poly_launch_args(x: torch.Tensor, taps: int, rows: int, cols: int, iters: in
     iters = min(iters, n_tiles)
     n_groups = triton.cdiv(n_tiles, iters)
     const = dict(TAPS=taps, ROWS=rows, COLS=cols, VEC=vec, ITERS=iters, ROW_ALIGN=vec if L % vec == 0 else 1,
-                 FAST_SIN=fast_sin, WHOLE_STORE=whole_store and vec < cols)
+                 FAST_SIN=fast_sin)
     return (x.numel() // L * n_groups,), n_groups, const
 
 
 def act1d_poly(x, alpha, beta=None, log_scale=False, up_filter=None, down_filter=None, out=None, rows=32,
-               cols=8, num_warps=1, iters=4, whole_store=False):
+               cols=8, num_warps=1, iters=4):
     """The polyphase kernel with an explicit tile (rows x cols half-rate positions, rows - 2 of them stored)."""
     up_filter = resample_filter(device=x.device) if up_filter is None else up_filter
     down_filter = resample_filter(device=x.device) if down_filter is None else down_filter
     _check_args(x, alpha, beta, up_filter, down_filter)
     out = torch.empty_like(x) if out is None else out
     if x.numel():
-        grid, n_groups, const = poly_launch_args(x, _taps(up_filter), rows, cols, iters, x.is_cuda, whole_store)
+        grid, n_groups, const = poly_launch_args(x, _taps(up_filter), rows, cols, iters, x.is_cuda)
         a = _f32(alpha)
         _act1d_poly_kernel[grid](x, a, a if beta is None else _f32(beta), _f32(up_filter), _f32(down_filter), out,
                                  x.shape[-2], x.shape[-1], n_groups, HAS_BETA=beta is not None, LOG_SCALE=log_scale,
@@ -377,7 +368,7 @@ def act1d(x: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor | None = None
           up_filter: torch.Tensor | None = None, down_filter: torch.Tensor | None = None,
           out: torch.Tensor | None = None) -> torch.Tensor:
     return act1d_poly(x, alpha, beta, log_scale, up_filter, down_filter, out, rows=TILE_ROWS, cols=TILE_COLS,
-                      num_warps=TILE_WARPS, iters=TILES_PER_PROGRAM.get(x.dtype, 1), whole_store=True)
+                      num_warps=TILE_WARPS, iters=TILES_PER_PROGRAM.get(x.dtype, 1))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -476,7 +467,7 @@ def _act1d_variants():
     variants = []
     for dt, dtype in dtypes.items():
         x = torch.empty(1, 1, 1 << 20, dtype=dtype, device="meta")
-        _, _, const = poly_launch_args(x, TAPS, TILE_ROWS, TILE_COLS, TILES_PER_PROGRAM[dtype], True, True)
+        _, _, const = poly_launch_args(x, TAPS, TILE_ROWS, TILE_COLS, TILES_PER_PROGRAM[dtype], True)
         for hb in (False, True):
             for ls in (False, True):
                 for align in (const["VEC"], 1):  # rows on 16-byte boundaries or not (L % VEC)

@@ -483,10 +483,9 @@ DIRECT_CONFIGS = ((16, 128), (2, 1024))  # (BLOCK_C, BLOCK_T): channel-rich and 
 _SM_COUNT_DEFAULT = 132  # H100/H200; read from the device when there is one
 # A fused input activation runs once per (tap, output-channel tile) that reads the element. Leaky ReLU
 # costs ~2 ops, so it is always fused; snake costs ~8 with the SFU sine (kernels._common.sin) and a
-# division, so past 3 repeats one separate snake pass (2 bytes moved per element and a launch) is cheaper.
+# division, so past 3 repeats one separate snake pass (2 bytes moved per element and a launch) is cheaper, on the
+# gather kernel and the tap kernel alike (tap, H200, session 3: Kokoro 256ch k11 resblock 109 -> 37 µs).
 SNAKE_FUSED_MAX_REPEATS = 3
-# ... on the tap kernel too (session 3, H200, time_cuda without host time: see benchmarks/RESULTS.md)
-SNAKE_PASS_ON_TAP = True
 
 
 def _gemm_class(dtype: torch.dtype, precision: str) -> str:
@@ -629,11 +628,6 @@ def uses_interleaved_phases(dtype: torch.dtype, precision: str, C_in_g: int, K: 
 # per-phase kernel of Kokoro's up x10 512->256 L800 bound by its scattered 2-byte stores, 65 µs of L1 store
 # traffic on 80 SMs; cuDNN 47 µs).
 PHASE_MAJOR_CLASSES = frozenset({"16bit", "tf32", "tf32x3"})
-
-
-def _phase_major(dtype: torch.dtype, precision: str, transposed: bool, residual) -> bool:
-    """Whether a per-phase transposed conv on the tap kernel goes through the phase-major scratch."""
-    return transposed and residual is None and _tap_class(dtype, precision) in PHASE_MAJOR_CLASSES
 
 
 def interleave_block(phases: int) -> int:
@@ -907,6 +901,9 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
     # a residual keeps the per-phase form: with the interleaved epilogue's whole-tile residual, 128-row tiles spill
     interleave = (tap and transposed and residual is None
                   and uses_interleaved_phases(x.dtype, precision, C_in_g, K, stride, padding, dilation))
+    # per phase without a residual: the phases into a phase-major scratch, then one interleaving pass
+    phase_major = (tap and transposed and not interleave and residual is None
+                   and _tap_class(x.dtype, precision) in PHASE_MAJOR_CLASSES)
     phase_pad, rows_g = 1, C_out_g
     fused = act != "none" or residual is not None
     if gemm:
@@ -928,7 +925,7 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
                                               fused, _sm_count(x.device))
             else:  # a phase-major epilogue (below) spills on 128×256 tiles, as a fused one does
                 cfg = pick_tap_config(x.dtype, precision, C_out_g, positions, B * groups * phases,
-                                      fused or _phase_major(x.dtype, precision, transposed, residual),
+                                      fused or phase_major,
                                       _sm_count(x.device))
             fused_cfg = cfg
         else:
@@ -939,7 +936,7 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
     else:
         BLOCK_C, BLOCK_T = DIRECT_CONFIGS[0] if C_out >= DIRECT_CONFIGS[0][0] else DIRECT_CONFIGS[1]
         activations_per_input = K * C_out_g
-    if act == "snake" and activations_per_input > SNAKE_FUSED_MAX_REPEATS and (SNAKE_PASS_ON_TAP or not tap):
+    if act == "snake" and activations_per_input > SNAKE_FUSED_MAX_REPEATS:
         x, act = activation.snake(x, alpha, beta), "none"
     elif gemm:
         cfg = fused_cfg
@@ -951,8 +948,7 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
             per_phase, B, rows_g, groups, positions, phases, taps if interleave else K, stride, padding, dilation,
             tap_step, base, cfg,
             # never persistent with a fused or phase-major epilogue, nor on the wide interleaved tile (not measured)
-            0 if fused or per_phase and _phase_major(x.dtype, precision, transposed, residual)
-            or cfg.BLOCK_N > TAP_FUSED_MAX_N and interleave
+            0 if fused or phase_major or cfg.BLOCK_N > TAP_FUSED_MAX_N and interleave
             else TAP_PERSISTENT[_tap_class(x.dtype, precision)],
             _sm_count(x.device))
         grid = (min(n_tiles, _sm_count(x.device)) if persistent else n_tiles,)
@@ -981,8 +977,6 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
                                           [cfg.BLOCK_N, cfg.BLOCK_K])
                 w_desc = TensorDescriptor.from_tensor(w_tap, [cfg.BLOCK_M, cfg.BLOCK_K])
         upcast = _interpreted() and x.dtype == torch.bfloat16
-        # per phase: the phases into a phase-major scratch, then one interleaving pass (PHASE_MAJOR_CLASSES)
-        phase_major = per_phase and _phase_major(x.dtype, precision, transposed, residual)
         y_arg, y_len = out, L_out
         if phase_major:
             y_len = positions
