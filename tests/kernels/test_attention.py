@@ -118,6 +118,21 @@ def test_decode_fused_and_separate_combine_agree_and_the_counters_rearm():
     assert (K._arrival_counters_for(q.device, 4)[:4] == 0).all()
 
 
+def test_decode_separate_combine_over_several_steps():
+    # more splits than one combine step (COMBINE_BLOCK_S): the running max must carry across steps. Head 0 has
+    # no sink, batch 1 an empty cache, batch 0's keys grow large late in the cache (the max moves in a later step).
+    splits = 2 * K.COMBINE_BLOCK_S + 5
+    q, kc, vc = _randn(2, 4, 32), _randn(2, 2, 16 * splits, 32, seed=1), _randn(2, 2, 16 * splits, 32, seed=2)
+    kc[0, :, -40:] *= 4.0
+    sinks = _randn(4, seed=3)
+    sinks[0] = float("-inf")
+    lens = torch.tensor([16 * splits, 0], dtype=torch.int32, device=KERNEL_DEVICE)
+    ref = K.sdpa_decode_sink_oracle(*_f64(q, kc, vc, sinks), cache_lens=lens.cpu())
+    out = K._launch_decode(q, kc, vc, sinks, lens, None, None, "ieee", splits, None, fused_combine=False)
+    assert scaled_max_error(out, ref) <= TOL
+    assert out[1].abs().max().item() == 0.0  # nothing cached: the sink alone contributes no value
+
+
 @pytest.mark.parametrize("merge", [None, (8, 1024, 8, False), (8, 512, 16, False), (8, 1024, 1, True),
                                    (8, 512, 3, True)])
 @pytest.mark.parametrize("q_in_loop", [True, False])

@@ -60,6 +60,10 @@ LOG2E = 1.4426950408889634
 MAX_HEAD_DIM = 128
 GPU_HEAD_BLOCKS = (64, 128)  # D <= 64 pads to 64 on the GPU (D = 16/32 heads are rare; fewer compiled forms)
 COMBINE_BLOCK_S = 32  # splits merged per step of the separate decode combine pass
+# Warps of the separate combine by head block. H200 (benchmarks/diag_decode.py combine_warps, 32k keys, fp16 /
+# bf16): one warp per (batch, head), h64 23.3 / 23.6 µs a call (2 warps 24.1 / 24.2, 4 warps 24.3 / 24.5; the
+# 4-warp [1, splits] form it replaced 24.4), h128 39.2 / 39.0 (2 warps 39.8 / 39.9, 4 warps 39.4 / 39.1).
+COMBINE_WARPS = {64: 1, 128: 1}
 _KPM_SCAN: tl.constexpr = tl.constexpr(1024)  # key-padding mask bytes a forward program scans per step
 # The fused decode merge (the last split of a head tile folds every split's partials): (head rows at a time,
 # partial elements a step, pipeline stages, in-thread form). Heads go in slices of 8 rows, so a GQA group of 8
@@ -91,8 +95,8 @@ _REL_GPU = {"16bit": (32, 4, 3), "tf32": (32, 4, 2), "tf32x3": {64: (32, 4, 2), 
 _DEC_CPU = (16, 4, 1)
 # The key loop is latency-bound per step (load, two small dots, two row reductions), so key blocks are
 # as large as fit without spills (H200, CUDA-graph device times, benchmarks/tune_attn.py).
-_DEC_GPU = {"16bit": {64: (128, 8, 3), 128: (128, 8, 2)}, "tf32": (64, 8, 2), "tf32x3": {64: (64, 8, 2), 128: (32, 8, 2)},
-            "ieee": (32, 8, 2)}
+_DEC_GPU = {"16bit": {64: (128, 8, 3), 128: (128, 8, 2)}, "tf32": (64, 8, 2),
+            "tf32x3": {64: (64, 8, 2), 128: (32, 8, 2)}, "ieee": (32, 8, 2)}
 DECODE_BLOCK_G = 16  # query heads per decode tile: a GQA group of <= 16 in one tile, larger groups in several
 _DEC_PROGRAMS_PER_SM = 2
 
@@ -109,8 +113,17 @@ class _DecodePlan(NamedTuple):
 # _DEC_GPU config and the separate combine. Session 3's sweep (time_cuda without host time) put 4 warps ahead of
 # 8 at 32k keys in 16-bit with the separate combine: h64 (128, 4, 3) 25.8 µs against (128, 8, 3) 26.3, h128
 # (64, 4, 3) 40.8 against (128, 8, 2) 42.4, at 2 programs per SM.
+# float32 caches (session 4, benchmarks/diag_decode.py fp32_long, 32k keys, separate combine): 4 warps against the
+# 8 of _DEC_GPU, tf32x3 h64 (64, 4, 3) 51.3 µs against (64, 8, 2) 95.0, h128 (16, 4, 3) 162.4 against (32, 8, 2)
+# 202.0 (the faster (32, 4, 2/3), 108-111 µs, and (64, 8, 2) spill registers at head block 128: the build gate
+# refuses them); exact float32 ('ieee') at 3 programs per SM, h64 (32, 4, 3) 174.3 against 208.0, h128 (32, 4, 2)
+# 343.4 against 377.9.
 _DEC_GPU_LONG = {"16bit": {64: _DecodePlan((128, 4, 3), False, _DEC_MERGE, False),
-                           128: _DecodePlan((64, 4, 3), False, _DEC_MERGE, False)}}
+                           128: _DecodePlan((64, 4, 3), False, _DEC_MERGE, False)},
+                 "tf32x3": {64: _DecodePlan((64, 4, 3), False, _DEC_MERGE, True),
+                            128: _DecodePlan((16, 4, 3), False, _DEC_MERGE, True)},
+                 "ieee": {64: _DecodePlan((32, 4, 3), False, _DEC_MERGE, True, 3),
+                          128: _DecodePlan((32, 4, 2), False, _DEC_MERGE, True, 3)}}
 # The last split of a head tile merging (one launch) against a second, combine launch, measured on the H200:
 # with host time in the timing (session 2) the launch saved won at 4k keys (23 against 36 µs a call); at 32k
 # keys the fused merge costs more device time than the combine kernel: one program merges every split of
@@ -487,19 +500,39 @@ def _decode_split_kernel(q_ptr, k_ptr, v_ptr, lens_ptr, sink_ptr, o_ptr, part_pt
 @triton.jit
 def _decode_combine_kernel(part_ptr, sink_ptr, o_ptr, sob, soh, B, H, D, num_splits,
                            BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr, PDL: tl.constexpr):
-    # grid: (B*H,): the partials of one (batch, head), as _decode_split_kernel laid them out.
-    if PDL:
-        gdc_wait()  # launched while the split kernel ran: its partials are complete and visible after this
+    # grid: (B*H,): the partials of one (batch, head), as _decode_split_kernel laid them out, folded BLOCK_S
+    # splits a step (one step for the usual <= 32 splits) into the running (max, sum, acc) that starts at the
+    # sink (max = sink, sum = 1, value 0; a -inf sink means none). Launched with COMBINE_WARPS: one warp at head
+    # block 64, so the sums over splits stay inside the warp (no shared memory, no barrier).
     pid = tl.program_id(0)
     b = (pid // H).to(tl.int64)
     h = (pid % H).to(tl.int64)
+    m = tl.load(sink_ptr + h).to(tl.float32) * 1.4426950408889634  # an input, not a partial: read before the wait
+    if PDL:
+        gdc_wait()  # launched while the split kernel ran: its partials are complete and visible after this
+    l = (m > float("-inf")).to(tl.float32)
     d = tl.arange(0, BLOCK_D)
     d_ok = d < D
+    acc = tl.zeros([BLOCK_D], tl.float32)
     rows_total = (B * H * num_splits).to(tl.int64)
-    heads = h + tl.arange(0, 1)
-    out = _merge_splits(part_ptr, sink_ptr, heads, heads >= 0, d, d_ok, num_splits, b * H * num_splits,
-                        num_splits, D, 0, rows_total * D, rows_total * (D + 1), 1, BLOCK_S, BLOCK_D)
-    tl.store(o_ptr + b * sob + h * soh + d[None, :], out.to(o_ptr.dtype.element_ty), mask=d_ok[None, :])
+    first = (b * H + h) * num_splits
+    for s0 in range(0, num_splits, BLOCK_S):
+        sp = s0 + tl.arange(0, BLOCK_S)
+        ok = sp < num_splits
+        row = first + sp
+        m_s = tl.load(part_ptr + rows_total * D + row, mask=ok, other=float("-inf"), cache_modifier=".cg")
+        l_s = tl.load(part_ptr + rows_total * (D + 1) + row, mask=ok, other=0.0, cache_modifier=".cg")
+        a_s = tl.load(part_ptr + row[:, None] * D + d[None, :], mask=ok[:, None] & d_ok[None, :], other=0.0,
+                      cache_modifier=".cg")
+        m_new = tl.maximum(m, tl.max(m_s, 0))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        alpha = tl.exp2(m - m_safe)
+        w = tl.exp2(m_s - m_safe)
+        l = l * alpha + tl.sum(l_s * w, 0)
+        acc = acc * alpha + tl.sum(a_s * w[:, None], 0)
+        m = m_new
+    out = acc / tl.where(l == 0.0, 1.0, l)
+    tl.store(o_ptr + b * sob + h * soh + d, out.to(o_ptr.dtype.element_ty), mask=d_ok)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -780,8 +813,8 @@ def _launch_decode(q, k_cache, v_cache, sinks, cache_lens, window, scale, precis
         **_merge_constexprs(BLOCK_D, merge or plan.merge), num_warps=warps, num_stages=stages)
     if not fused:
         _decode_combine_kernel[(B * H,)](parts, sinks, out3, *out3.stride()[:2], B, H, D, splits,
-                                         BLOCK_S=COMBINE_BLOCK_S, BLOCK_D=BLOCK_D, PDL=pdl, num_warps=4,
-                                         launch_pdl=pdl)
+                                         BLOCK_S=COMBINE_BLOCK_S, BLOCK_D=BLOCK_D, PDL=pdl,
+                                         num_warps=COMBINE_WARPS.get(BLOCK_D, 1), launch_pdl=pdl)
     return out
 
 
@@ -1108,7 +1141,7 @@ def _decode_variants():
             out.append(AotVariant(
                 f"_decode_combine_kernel[{dt},D={BLOCK_D}]", _decode_combine_kernel,
                 _signature(_decode_combine_kernel, dt, _PARTIALS),
-                {"BLOCK_S": COMBINE_BLOCK_S, "BLOCK_D": BLOCK_D, "PDL": True}, num_warps=4))
+                {"BLOCK_S": COMBINE_BLOCK_S, "BLOCK_D": BLOCK_D, "PDL": True}, num_warps=COMBINE_WARPS[BLOCK_D]))
     return out
 
 

@@ -1,0 +1,712 @@
+"""Decode at 32k cached keys, head dim 64, fp16 (issue 5): where a call's time goes, and what was tried against it.
+
+Every row is timed with time_cuda (the bench procedure: device spin, L2 flushed and cleaned, events around the
+call; the better of two medians of 60) and given as % of the measured copy bandwidth for the cache's bytes.
+Sections (benchmarks/RESULTS.md, session 4, has the H200 numbers):
+  floors         torch copy of the same bytes; read-only Triton kernels with the split kernel's decomposition
+                 (plain loads and TMA descriptors): the floor a split kernel can reach
+  splits         the split kernel alone and with each combine (the library's, and _combine_lean_kernel, the
+                 one-warp form the library now uses), per split config; a TMA split prototype
+  timeline       per-program global-timer stamps of the split loop: when programs start and end (the spread of
+                 end times is the tail), by launch slot, weighted work, interleaved key blocks, L2 bulk prefetch
+  dynamic        chunks claimed at run time from a per-KV-head cursor (partial per chunk, deterministic), and
+                 plain over-decomposition (more programs than fit)
+  configs        more static split configs with the one-warp combine; a per-head signalled split with a
+                 combine that spins on the head's counter instead of waiting for the whole grid (PDL)
+  combine_warps  sdpa_decode_sink at h64 / h128, fp16 / bf16, by the combine's warp count
+  fp32_long      float32 caches: split configs per dot form (tf32x3, ieee) and head dim
+  launcher       sdpa_decode_sink as launched, with and without PDL
+
+    PYTHONPATH=. python3 benchmarks/diag_decode.py [section ...]       (default: floors splits launcher)
+    TUNE_DRY=1 TRITON_INTERPRET=1 PYTHONPATH=. python benchmarks/diag_decode.py [section ...]   (CPU smoke run;
+        the interpreter has no inline PTX: timeline needs the GPU)
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import torch
+import triton
+import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+from tilewave.harness.timing import time_cuda
+from tilewave.kernels import attention as A
+
+COPY_GBPS = 4279.0  # measured device copy bandwidth (session 3)
+DRY = os.environ.get("TUNE_DRY") == "1"
+DEV = "cpu" if DRY else "cuda"
+T, D, H, H_KV = (512, 64, 64, 8) if DRY else (32768, 64, 64, 8)
+
+
+@triton.jit
+def _read_split_kernel(k_ptr, v_ptr, out_ptr, T, chunk, D: tl.constexpr, BLOCK_N: tl.constexpr,
+                       STAGES: tl.constexpr):
+    # grid (H_kv, splits): the split kernel's key ranges, K and V tiles loaded and summed, nothing else
+    hk = tl.program_id(0).to(tl.int64)
+    split = tl.program_id(1)
+    start = split * chunk
+    end = tl.minimum(start + chunk, T)
+    rows = tl.arange(0, BLOCK_N)
+    d = tl.arange(0, D)
+    acc = tl.zeros([BLOCK_N, D], tl.float32)
+    for n in tl.range(start, end, BLOCK_N, num_stages=STAGES):
+        ok = (n + rows < end)[:, None]
+        off = (hk * T + n + rows)[:, None] * D + d[None, :]
+        acc += tl.load(k_ptr + off, mask=ok, other=0.0).to(tl.float32)
+        acc += tl.load(v_ptr + off, mask=ok, other=0.0).to(tl.float32)
+    tl.store(out_ptr + hk * tl.num_programs(1) + split, tl.sum(tl.sum(acc, 1), 0))
+
+
+@triton.jit
+def _read_flat_kernel(x_ptr, out_ptr, n, per_prog, BLOCK: tl.constexpr, STAGES: tl.constexpr):
+    # P programs, each a contiguous 1/P of the buffer (16-bit elements)
+    pid = tl.program_id(0)
+    start = pid.to(tl.int64) * per_prog
+    end = tl.minimum(start + per_prog, n)
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], tl.float32)
+    for i in tl.range(start, end, BLOCK, num_stages=STAGES):
+        acc += tl.load(x_ptr + i + offs, mask=i + offs < end, other=0.0).to(tl.float32)
+    tl.store(out_ptr + pid, tl.sum(acc, 0))
+
+
+@triton.jit
+def _read_split_tma_kernel(k_desc, v_desc, out_ptr, T, chunk, D: tl.constexpr, BLOCK_N: tl.constexpr,
+                           STAGES: tl.constexpr):
+    # _read_split_kernel through TMA descriptors over [H_kv·T, D]
+    hk = tl.program_id(0)
+    split = tl.program_id(1)
+    start = split * chunk
+    end = tl.minimum(start + chunk, T)
+    acc = tl.zeros([BLOCK_N, D], tl.float32)
+    for n in tl.range(start, end, BLOCK_N, num_stages=STAGES):
+        acc += k_desc.load([hk * T + n, 0]).to(tl.float32)
+        acc += v_desc.load([hk * T + n, 0]).to(tl.float32)
+    tl.store(out_ptr + hk * tl.num_programs(1) + split, tl.sum(tl.sum(acc, 1), 0))
+
+
+@triton.jit
+def _combine_lean_kernel(part_ptr, sink_ptr, o_ptr, sob, soh, B, H, D, num_splits, BLOCK_S: tl.constexpr,
+                         BLOCK_D: tl.constexpr, PDL: tl.constexpr, CG: tl.constexpr, cursor_ptr=None, GROUP=1,
+                         RESET: tl.constexpr = False):
+    # one (batch, head) per program, every split in one [BLOCK_S, BLOCK_D] tile: one round of loads
+    pid = tl.program_id(0)
+    b = (pid // H).to(tl.int64)
+    h = (pid % H).to(tl.int64)
+    sink = tl.load(sink_ptr + h).to(tl.float32) * 1.4426950408889634  # an input: read before the wait
+    if PDL:
+        gdc_wait()
+    if RESET:  # the dynamic split's cursors, zero for the next launch (all of this launch's claims are done)
+        if h % GROUP == 0:
+            tl.store(cursor_ptr + h // GROUP, 0)
+    sp = tl.arange(0, BLOCK_S)
+    d = tl.arange(0, BLOCK_D)
+    s_ok = sp < num_splits
+    rows_total = (B * H * num_splits).to(tl.int64)
+    row = (b * H + h) * num_splits + sp
+    if CG:
+        m_s = tl.load(part_ptr + rows_total * D + row, mask=s_ok, other=float("-inf"), cache_modifier=".cg")
+        l_s = tl.load(part_ptr + rows_total * (D + 1) + row, mask=s_ok, other=0.0, cache_modifier=".cg")
+        a_s = tl.load(part_ptr + row[:, None] * D + d[None, :], mask=s_ok[:, None] & (d < D)[None, :], other=0.0,
+                      cache_modifier=".cg")
+    else:
+        m_s = tl.load(part_ptr + rows_total * D + row, mask=s_ok, other=float("-inf"))
+        l_s = tl.load(part_ptr + rows_total * (D + 1) + row, mask=s_ok, other=0.0)
+        a_s = tl.load(part_ptr + row[:, None] * D + d[None, :], mask=s_ok[:, None] & (d < D)[None, :], other=0.0)
+    m = tl.maximum(tl.max(m_s, 0), sink)
+    m_safe = tl.where(m == float("-inf"), 0.0, m)
+    w = tl.exp2(m_s - m_safe)
+    l = tl.sum(l_s * w, 0) + tl.exp2(sink - m_safe)
+    acc = tl.sum(a_s * w[:, None], 0)
+    out = acc / tl.where(l == 0.0, 1.0, l)
+    tl.store(o_ptr + b * sob + h * soh + d, out.to(o_ptr.dtype.element_ty), mask=d < D)
+
+
+@triton.jit
+def _proto_q(q_ptr, hk, GROUP, D, BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr):
+    # the prototypes' tile (batch 1): the query rows of KV head hk's GQA group, padded to BLOCK_G rows
+    g = tl.arange(0, BLOCK_G)
+    d = tl.arange(0, BLOCK_D)
+    heads = hk * GROUP + g
+    q = tl.load(q_ptr + heads[:, None] * D + d[None, :], mask=(g < GROUP)[:, None], other=0.0)
+    return q, heads, g < GROUP, d
+
+
+@triton.jit
+def _proto_step(q, k, v, m_i, l_i, acc, qk_scale):
+    return A._online_softmax_step(tl.dot(q, tl.trans(k)) * qk_scale, m_i, l_i, acc, v, "tf32")
+
+
+@triton.jit
+def _proto_keys(q, k_ptr, v_ptr, base, start, end, D, d, qk_scale, BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr,
+                BLOCK_D: tl.constexpr):
+    # (max, sum, acc) over keys start .. end (whole BLOCK_N tiles) of the head whose K/V start at base
+    cols = tl.arange(0, BLOCK_N)
+    m_i, l_i, acc = A._softmax_start(BLOCK_G, BLOCK_D)
+    for n in range(start, end, BLOCK_N):
+        off = base + (n + cols)[:, None] * D + d[None, :]
+        m_i, l_i, acc = _proto_step(q, tl.load(k_ptr + off), tl.load(v_ptr + off), m_i, l_i, acc, qk_scale)
+    return m_i, l_i, acc
+
+
+@triton.jit
+def _proto_store(part_ptr, slot, n_slots, H, D, heads, g_ok, d, m_i, l_i, acc):
+    # the partial of slot `slot` of n_slots per head, in _decode_split_kernel's layout
+    rows_total = H * n_slots
+    part = heads * n_slots + slot
+    tl.store(part_ptr + rows_total * D + part, m_i, mask=g_ok)
+    tl.store(part_ptr + rows_total * (D + 1) + part, l_i, mask=g_ok)
+    tl.store(part_ptr + part[:, None] * D + d[None, :], acc, mask=g_ok[:, None])
+
+
+@triton.jit
+def _split_tma_kernel(q_ptr, k_desc, v_desc, part_ptr, H, GROUP, T, D, chunk, num_splits, qk_scale,
+                      BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, PDL: tl.constexpr):
+    # _decode_split_kernel (batch 1, no lengths, no window, partials only) with K/V tiles through TMA
+    if PDL:
+        gdc_launch_dependents()
+    hk = tl.program_id(0)
+    split = tl.program_id(1)
+    start = split * chunk
+    end = tl.minimum(start + chunk, T)
+    q, heads, g_ok, d = _proto_q(q_ptr, hk, GROUP, D, BLOCK_G, BLOCK_D)
+    m_i, l_i, acc = A._softmax_start(BLOCK_G, BLOCK_D)
+    for n in range(start, end, BLOCK_N):
+        m_i, l_i, acc = _proto_step(q, k_desc.load([hk * T + n, 0]), v_desc.load([hk * T + n, 0]), m_i, l_i, acc,
+                                    qk_scale)
+    _proto_store(part_ptr, split, num_splits, H, D, heads, g_ok, d, m_i, l_i, acc)
+
+
+@triton.jit
+def _now():
+    return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
+
+
+@triton.jit
+def _smid():
+    return tl.inline_asm_elementwise("mov.u32 $0, %smid;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
+
+
+@triton.jit
+def _prefetch_l2(ptr, nbytes, NT: tl.constexpr):
+    # one thread asks the L2 to fetch nbytes from ptr (sm_90 bulk prefetch; no shared memory, no registers)
+    who = tl.arange(0, NT)
+    addr = ptr + tl.zeros([NT], tl.int64)
+    size = tl.zeros([NT], tl.int32) + nbytes
+    tl.inline_asm_elementwise(
+        "{ .reg .pred p; setp.eq.s32 p, $2, 0; @p cp.async.bulk.prefetch.L2.global [$1], $3; mov.u32 $0, 0; }",
+        "=r,l,r,r", [addr, who, size], dtype=tl.int32, is_pure=False, pack=1)
+
+
+@triton.jit
+def _split_timeline_kernel(q_ptr, k_ptr, v_ptr, part_ptr, stamp_ptr, H, GROUP, T, D, chunk, num_splits, qk_scale,
+                           BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, READ_ONLY: tl.constexpr,
+                           SLOTS=0, A_BLOCKS=0, B_BLOCKS=0, INTERLEAVE: tl.constexpr = False,
+                           PREFETCH: tl.constexpr = 0, NT: tl.constexpr = 128):
+    # _decode_split_kernel's loop (batch 1, no lengths or window, partials only) with global-timer stamps per
+    # program: start, loop end, end (after the partial stores), and its SM. READ_ONLY: K/V loaded and summed.
+    t0 = _now()
+    hk = tl.program_id(0)
+    split = tl.program_id(1)
+    start = split * chunk
+    end = tl.minimum(start + chunk, T)
+    if SLOTS > 0:
+        # weighted: the programs launched first (linear id < SLOTS, one per SM) take A_BLOCKS key blocks, the
+        # ones launched after (an SM's second program) B_BLOCKS
+        n_old = (SLOTS - hk + tl.num_programs(0) - 1) // tl.num_programs(0)
+        start = (tl.minimum(split, n_old) * A_BLOCKS + tl.maximum(split - n_old, 0) * B_BLOCKS) * BLOCK_N
+        end = tl.minimum(start + tl.where(split < n_old, A_BLOCKS, B_BLOCKS) * BLOCK_N, T)
+        end = tl.where(split == num_splits - 1, T, end)
+    cols = tl.arange(0, BLOCK_N)
+    q, heads, g_ok, d = _proto_q(q_ptr, hk, GROUP, D, BLOCK_G, BLOCK_D)
+    m_i, l_i, acc = A._softmax_start(BLOCK_G, BLOCK_D)
+    racc = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
+    base = hk.to(tl.int64) * T * D
+    step = BLOCK_N
+    if INTERLEAVE:  # the splits of a head take its key blocks in turn: together they sweep K and V front to back
+        start = split * BLOCK_N
+        end = T
+        step = num_splits * BLOCK_N
+    for n in range(start, end, step):
+        if PREFETCH > 0:  # the K and V tiles PREFETCH steps ahead, into the L2
+            ahead = n + PREFETCH * step
+            if ahead < end:
+                _prefetch_l2(k_ptr + base + ahead * D, BLOCK_N * BLOCK_D * 2, NT)
+                _prefetch_l2(v_ptr + base + ahead * D, BLOCK_N * BLOCK_D * 2, NT)
+        off = base + (n + cols)[:, None] * D + d[None, :]
+        k = tl.load(k_ptr + off)
+        v = tl.load(v_ptr + off)
+        if READ_ONLY:
+            racc += k.to(tl.float32) + v.to(tl.float32)
+        else:
+            m_i, l_i, acc = _proto_step(q, k, v, m_i, l_i, acc, qk_scale)
+    t1 = _now()
+    if READ_ONLY:
+        tl.store(part_ptr + heads * num_splits + split, tl.sum(tl.sum(racc, 1), 0), mask=g_ok)
+    else:
+        _proto_store(part_ptr, split, num_splits, H, D, heads, g_ok, d, m_i, l_i, acc)
+    t2 = _now()
+    pid = hk * num_splits + split
+    tl.store(stamp_ptr + pid * 4 + 0, t0)
+    tl.store(stamp_ptr + pid * 4 + 1, t1)
+    tl.store(stamp_ptr + pid * 4 + 2, t2)
+    tl.store(stamp_ptr + pid * 4 + 3, _smid().to(tl.int64))
+
+
+@triton.jit
+def _split_dyn_kernel(q_ptr, k_ptr, v_ptr, part_ptr, cursor_ptr, H, GROUP, T, D, n_chunks, CHUNK, qk_scale,
+                      BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, PDL: tl.constexpr):
+    # persistent programs of a KV head claim chunks of CHUNK keys from the head's cursor (the next claim made
+    # while the current chunk runs); each chunk's partial goes to the chunk's own slot, so the output does not
+    # depend on which program ran which chunk. Batch 1, no lengths or window; the cursors are reset by the host.
+    if PDL:
+        gdc_launch_dependents()
+    hk = tl.program_id(0)
+    q, heads, g_ok, d = _proto_q(q_ptr, hk, GROUP, D, BLOCK_G, BLOCK_D)
+    base = hk.to(tl.int64) * T * D
+    c = tl.atomic_add(cursor_ptr + hk, 1, sem="relaxed")
+    while c < n_chunks:
+        c_next = tl.atomic_add(cursor_ptr + hk, 1, sem="relaxed")
+        # CHUNK is a multiple of BLOCK_N and T of CHUNK here
+        m_i, l_i, acc = _proto_keys(q, k_ptr, v_ptr, base, c * CHUNK, tl.minimum((c + 1) * CHUNK, T), D, d, qk_scale,
+                                    BLOCK_G, BLOCK_N, BLOCK_D)
+        _proto_store(part_ptr, c, n_chunks, H, D, heads, g_ok, d, m_i, l_i, acc)
+        c = c_next
+
+
+@triton.jit
+def _split_signal_kernel(q_ptr, k_ptr, v_ptr, part_ptr, count_ptr, H, GROUP, T, D, chunk, num_splits, qk_scale,
+                         BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, PDL: tl.constexpr):
+    # the split kernel's loop (batch 1, no lengths or window); after its partials, each program counts itself
+    # done on its KV head's counter (release), so the combine of that head can start before the grid ends
+    if PDL:
+        gdc_launch_dependents()
+    hk = tl.program_id(0)
+    split = tl.program_id(1)
+    start = split * chunk
+    end = tl.minimum(start + chunk, T)
+    q, heads, g_ok, d = _proto_q(q_ptr, hk, GROUP, D, BLOCK_G, BLOCK_D)
+    m_i, l_i, acc = _proto_keys(q, k_ptr, v_ptr, hk.to(tl.int64) * T * D, start, end, D, d, qk_scale, BLOCK_G, BLOCK_N,
+                                BLOCK_D)
+    _proto_store(part_ptr, split, num_splits, H, D, heads, g_ok, d, m_i, l_i, acc)
+    tl.debug_barrier()
+    tl.atomic_add(count_ptr + hk, 1, sem="release", scope="gpu")
+
+
+@triton.jit
+def _combine_spin_kernel(part_ptr, sink_ptr, o_ptr, count_ptr, done_ptr, sob, soh, H, GROUP, D, num_splits,
+                         BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr):
+    # the lean combine, started early (PDL) and waiting on its KV head's counter instead of the whole split grid;
+    # the last combine program of a KV head zeroes its counters for the next launch
+    h = tl.program_id(0)
+    hk = h // GROUP
+    sink = tl.load(sink_ptr + h).to(tl.float32) * 1.4426950408889634
+    arrived = tl.atomic_add(count_ptr + hk, 0, sem="acquire", scope="gpu")
+    while arrived < num_splits:
+        arrived = tl.atomic_add(count_ptr + hk, 0, sem="acquire", scope="gpu")
+    sp = tl.arange(0, BLOCK_S)
+    d = tl.arange(0, BLOCK_D)
+    s_ok = sp < num_splits
+    rows_total = H * num_splits
+    row = h * num_splits + sp
+    m_s = tl.load(part_ptr + rows_total * D + row, mask=s_ok, other=float("-inf"), cache_modifier=".cg")
+    l_s = tl.load(part_ptr + rows_total * (D + 1) + row, mask=s_ok, other=0.0, cache_modifier=".cg")
+    a_s = tl.load(part_ptr + row[:, None] * D + d[None, :], mask=s_ok[:, None] & (d < D)[None, :], other=0.0,
+                  cache_modifier=".cg")
+    m = tl.maximum(tl.max(m_s, 0), sink)
+    m_safe = tl.where(m == float("-inf"), 0.0, m)
+    w = tl.exp2(m_s - m_safe)
+    l = tl.sum(l_s * w, 0) + tl.exp2(sink - m_safe)
+    acc = tl.sum(a_s * w[:, None], 0)
+    out = acc / tl.where(l == 0.0, 1.0, l)
+    tl.store(o_ptr + h * soh + d, out.to(o_ptr.dtype.element_ty), mask=d < D)
+    tl.debug_barrier()
+    if tl.atomic_add(done_ptr + hk, 1, sem="acq_rel", scope="gpu") == GROUP - 1:
+        tl.store(count_ptr + hk, 0)
+        tl.store(done_ptr + hk, 0)
+
+
+def timed(fn) -> float:
+    fn()
+    if DRY:
+        return float("nan")
+    torch.cuda.synchronize()
+    return min(time_cuda(fn, warmup=10, reps=60).median_us for _ in range(2))
+
+
+def report(label: str, us: float, nbytes: int) -> None:
+    print(f"  {label:<58} {us:8.2f} µs  {nbytes / us / 1e3 / COPY_GBPS:6.1%} of copy BW", flush=True)
+
+
+def setup() -> dict:
+    gen = torch.Generator(DEV).manual_seed(0)
+    q = torch.randn((1, H, D), generator=gen, device=DEV).half()
+    kc = torch.randn((1, H_KV, T, D), generator=gen, device=DEV).half()
+    vc = torch.randn((1, H_KV, T, D), generator=gen, device=DEV).half()
+    sinks = torch.randn((H,), generator=gen, device=DEV)
+    ref = A.sdpa_decode_sink_oracle(q.double(), kc.double(), vc.double(), sinks.double())
+    sms = 64 if DRY else torch.cuda.get_device_properties(0).multi_processor_count
+    return {"q": q, "kc": kc, "vc": vc, "sinks": sinks, "ref": ref, "out": torch.empty_like(q), "sms": sms,
+            "nbytes": kc.numel() * 2 * 2, "red": torch.empty(H_KV * 4096, device=DEV)}
+
+
+def library_split(P: dict, cfg: tuple, splits: int, chunk: int, parts: torch.Tensor, pdl: bool) -> None:
+    """_decode_split_kernel alone (separate-combine form, batch 1, no lengths or window) at config cfg."""
+    q, kc, vc, sinks, out = P["q"], P["kc"], P["vc"], P["sinks"], P["out"]
+    plan = A._decode_plan(kc.device, kc.dtype, "tf32", 64, T)
+    block_n, warps, stages = cfg
+    A._decode_split_kernel[(H_KV, splits)](
+        q, kc, vc, q, sinks, out, parts, parts, *q.stride()[:2], *kc.stride()[:3], *vc.stride()[:3],
+        *out.stride()[:2], 1, H, H_KV, H // H_KV, 1, T, D, T, chunk, splits, A._scale(None, D),
+        HAS_LENS=False, FUSED_COMBINE=False, BLOCK_G=A.DECODE_BLOCK_G, BLOCK_N=block_n, BLOCK_D=64,
+        PRECISION="tf32", PDL=pdl, Q_IN_LOOP=plan.q_in_loop, **A._merge_constexprs(64, plan.merge),
+        num_warps=warps, num_stages=stages)
+
+
+def check(label: str, out: torch.Tensor, ref: torch.Tensor) -> None:
+    err = (out.double() - ref).abs().max().item()
+    if not err < 1e-3:
+        print(f"    WRONG: {label}: max abs err {err:.2e} vs float64 oracle", flush=True)
+
+
+def floors(P: dict) -> None:
+    kc, vc, red, nbytes = P["kc"], P["vc"], P["red"], P["nbytes"]
+    src = torch.empty(nbytes // 4, dtype=torch.int16, device=DEV)
+    dst = torch.empty_like(src)
+    report("copy: torch copy_, half the bytes read, half written", timed(lambda: dst.copy_(src)), nbytes)
+    k2, v2 = kc.view(-1, D), vc.view(-1, D)
+    for block_n, warps, stages, pps in ((128, 4, 3, 2), (64, 4, 4, 2), (64, 4, 6, 2), (64, 2, 4, 4),
+                                        (128, 4, 4, 3), (32, 4, 8, 2)):
+        splits, chunk = A._decode_splits(T, H_KV, kc.device, block_n, None, pps)
+        grid = (H_KV, splits)
+        fn = lambda: _read_split_kernel[grid](kc, vc, red, T, chunk, D=D, BLOCK_N=block_n, STAGES=stages,  # noqa: E731
+                                              num_warps=warps)
+        report(f"read, split form: BLOCK_N {block_n}, {warps} warps, {stages} stages, {splits} splits", timed(fn),
+               nbytes)
+        kd = TensorDescriptor.from_tensor(k2, [block_n, D])
+        vd = TensorDescriptor.from_tensor(v2, [block_n, D])
+        fn = lambda: _read_split_tma_kernel[grid](kd, vd, red, T, chunk, D=D, BLOCK_N=block_n,  # noqa: E731
+                                                  STAGES=stages, num_warps=warps)
+        report(f"read, split form, TMA: BLOCK_N {block_n}, {warps} warps, {stages} stages", timed(fn), nbytes)
+
+
+def splits_and_combines(P: dict) -> None:
+    """The split kernel alone and with each combine, per split config."""
+    q, kc, vc, sinks, out, nbytes = P["q"], P["kc"], P["vc"], P["sinks"], P["out"], P["nbytes"]
+    scale = A._scale(None, D)
+    plan = A._decode_plan(kc.device, kc.dtype, "tf32", 64, T)
+    configs = [(plan.config, plan.programs_per_sm)]
+    if not DRY:
+        configs += [((64, 4, 4), 2), ((64, 4, 6), 2), ((64, 2, 4), 4), ((64, 2, 6), 4), ((128, 2, 3), 4),
+                    ((128, 4, 4), 3), ((32, 4, 8), 2), ((64, 1, 4), 8)]
+    for (block_n, warps, stages), pps in configs:
+        splits, chunk = A._decode_splits(T, H_KV, kc.device, block_n, None, pps)
+        parts = torch.empty(H * splits * (D + 2), device=DEV)
+        tag = f"cfg ({block_n}, {warps}, {stages}), {splits} splits of {chunk} keys"
+
+        def split_only(pdl=False):
+            library_split(P, (block_n, warps, stages), splits, chunk, parts, pdl)
+
+        def combine(pdl=False):
+            A._decode_combine_kernel[(H,)](parts, sinks, out, *out.stride()[:2], 1, H, D, splits,
+                                           BLOCK_S=A.COMBINE_BLOCK_S, BLOCK_D=64, PDL=pdl, num_warps=4,
+                                           launch_pdl=pdl)
+
+        def lean(pdl=False, warps=1, cg=True):
+            _combine_lean_kernel[(H,)](parts, sinks, out, *out.stride()[:2], 1, H, D, splits,
+                                       BLOCK_S=A._next_pow2(splits), BLOCK_D=64, PDL=pdl, CG=cg, num_warps=warps,
+                                       launch_pdl=pdl)
+
+        report(f"split alone: {tag}", timed(split_only), nbytes)
+        pdl = not DRY
+        out.fill_(float("nan"))
+        report("  + combine (PDL)", timed(lambda: (split_only(pdl), combine(pdl))), nbytes)
+        check("combine", out, P["ref"])
+        for lw, cg in ((1, True), (2, True), (4, True), (1, False)):
+            out.fill_(float("nan"))
+            report(f"  + lean combine, {lw} warps, {'.cg' if cg else 'default'} loads (PDL)",
+                   timed(lambda: (split_only(pdl), lean(pdl, lw, cg))), nbytes)
+            check("lean combine", out, P["ref"])
+        if DRY:
+            continue
+        # TMA split prototype (batch 1, no lengths or window) with the lean combine
+        kd = TensorDescriptor.from_tensor(kc.view(-1, D), [block_n, D])
+        vd = TensorDescriptor.from_tensor(vc.view(-1, D), [block_n, D])
+
+        def tma_split(pdl=False):
+            _split_tma_kernel[(H_KV, splits)](q, kd, vd, parts, H, H // H_KV, T, D, chunk, splits, scale,
+                                              BLOCK_G=16, BLOCK_N=block_n, BLOCK_D=64, PDL=pdl, num_warps=warps,
+                                              num_stages=stages)
+        try:
+            report(f"TMA split alone: {tag}", timed(tma_split), nbytes)
+            out.fill_(float("nan"))
+            report("  + lean combine, 1 warp (PDL)", timed(lambda: (tma_split(True), lean(True, 1))), nbytes)
+            check("TMA split + lean combine", out, P["ref"])
+        except Exception as exc:  # noqa: BLE001 - a prototype: report and go on
+            print(f"    TMA split failed: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}", flush=True)
+
+
+def dynamic(P: dict) -> None:
+    """Chunks claimed at run time (deterministic partial per chunk) and plain over-decomposition, with a combine."""
+    q, kc, vc, sinks, out, nbytes, sms = P["q"], P["kc"], P["vc"], P["sinks"], P["out"], P["nbytes"], P["sms"]
+    scale = A._scale(None, D)
+    cursors = torch.zeros(H_KV, dtype=torch.int32, device=DEV)
+    cases = [((128, 4, 3), 256, 2), ((128, 4, 3), 512, 2), ((128, 4, 3), 256, 3), ((64, 4, 4), 256, 2),
+             ((128, 4, 2), 256, 3), ((128, 8, 3), 256, 2)]
+    if DRY:
+        cases = [((16, 4, 1), 64, 1)]
+    for (block_n, warps, stages), chunk, pps in cases:
+        n_chunks = -(-T // chunk)
+        progs = max(1, pps * sms // H_KV)
+        parts = torch.empty(H * n_chunks * (D + 2), device=DEV)
+        cw = 4 if n_chunks > 32 else 1
+
+        def split(pdl):
+            _split_dyn_kernel[(H_KV, progs)](q, kc, vc, parts, cursors, H, H // H_KV, T, D, n_chunks, chunk, scale,
+                                             BLOCK_G=16, BLOCK_N=block_n, BLOCK_D=64, PDL=pdl, num_warps=warps,
+                                             num_stages=stages)
+
+        def comb(pdl):
+            _combine_lean_kernel[(H,)](parts, sinks, out, *out.stride()[:2], 1, H, D, n_chunks,
+                                       BLOCK_S=A._next_pow2(n_chunks), BLOCK_D=64, PDL=pdl, CG=True,
+                                       cursor_ptr=cursors, GROUP=H // H_KV, RESET=True, num_warps=cw, launch_pdl=pdl)
+        pdl = not DRY
+
+        def call():  # the combine leaves the cursors zero
+            split(pdl)
+            comb(pdl)
+
+        def split_only():
+            cursors.zero_()
+            split(False)
+        tag = f"cfg ({block_n}, {warps}, {stages}), chunks of {chunk} keys ({n_chunks}), {progs} programs a KV head"
+        report(f"dynamic split alone (+ memset): {tag}", timed(split_only), nbytes)
+        out.fill_(float("nan"))
+        report(f"  + lean combine {cw} warps (PDL), cursors reset by the combine", timed(call), nbytes)
+        check("dynamic", out, P["ref"])
+    # over-decomposition: more programs than fit, the block scheduler balances
+    plan = A._decode_plan(kc.device, kc.dtype, "tf32", 64, T)
+    for (block_n, warps, stages), splits in (((128, 4, 3), 64), ((128, 4, 3), 128), ((128, 4, 2), 128),
+                                             ((64, 4, 3), 256)):
+        if DRY:
+            break
+        splits, chunk = A._decode_splits(T, H_KV, kc.device, block_n, splits)
+        parts = torch.empty(H * splits * (D + 2), device=DEV)
+
+        def split_only(pdl=False):
+            library_split(P, (block_n, warps, stages), splits, chunk, parts, pdl)
+
+        def lean(pdl=True):
+            _combine_lean_kernel[(H,)](parts, sinks, out, *out.stride()[:2], 1, H, D, splits,
+                                       BLOCK_S=A._next_pow2(splits), BLOCK_D=64, PDL=pdl, CG=True,
+                                       num_warps=4 if splits > 32 else 1, launch_pdl=pdl)
+        tag = f"cfg ({block_n}, {warps}, {stages}), {splits} splits of {chunk} keys"
+        report(f"over-decomposed split alone: {tag}", timed(split_only), nbytes)
+        out.fill_(float("nan"))
+        report("  + lean combine (PDL)", timed(lambda: (split_only(True), lean(True))), nbytes)
+        check("over-decomposed", out, P["ref"])
+
+
+def configs(P: dict) -> None:
+    """The static split kernel at more configs with the lean combine; the per-head signalled combine."""
+    q, kc, vc, sinks, out, nbytes = P["q"], P["kc"], P["vc"], P["sinks"], P["out"], P["nbytes"]
+    scale = A._scale(None, D)
+    plan = A._decode_plan(kc.device, kc.dtype, "tf32", 64, T)
+    cfgs = [((16, 4, 1), 2)] if DRY else [((128, 4, 3), 2), ((128, 4, 2), 2), ((64, 4, 2), 2), ((64, 4, 3), 2),
+                                          ((64, 8, 3), 2), ((128, 4, 3), 1), ((64, 4, 3), 3), ((128, 4, 2), 3)]
+    counts = torch.zeros(H_KV, dtype=torch.int32, device=DEV)
+    done = torch.zeros(H_KV, dtype=torch.int32, device=DEV)
+    for (block_n, warps, stages), pps in cfgs:
+        splits, chunk = A._decode_splits(T, H_KV, kc.device, block_n, None, pps)
+        parts = torch.empty(H * splits * (D + 2), device=DEV)
+        tag = f"cfg ({block_n}, {warps}, {stages}), {splits} splits of {chunk} keys"
+
+        def split_only(pdl=False):
+            library_split(P, (block_n, warps, stages), splits, chunk, parts, pdl)
+
+        def lean(pdl=True):
+            _combine_lean_kernel[(H,)](parts, sinks, out, *out.stride()[:2], 1, H, D, splits,
+                                       BLOCK_S=A._next_pow2(splits), BLOCK_D=64, PDL=pdl, CG=True,
+                                       num_warps=1 if splits <= 32 else 4, launch_pdl=pdl)
+        pdl = not DRY
+        out.fill_(float("nan"))
+        report(f"split + lean combine (PDL): {tag}", timed(lambda: (split_only(pdl), lean(pdl))), nbytes)
+        check("split + lean", out, P["ref"])
+
+        def signalled():
+            _split_signal_kernel[(H_KV, splits)](q, kc, vc, parts, counts, H, H // H_KV, T, D, chunk, splits, scale,
+                                                 BLOCK_G=16, BLOCK_N=block_n, BLOCK_D=64, PDL=pdl, num_warps=warps,
+                                                 num_stages=stages)
+            _combine_spin_kernel[(H,)](parts, sinks, out, counts, done, *out.stride()[:2], H, H // H_KV, D, splits,
+                                       BLOCK_S=A._next_pow2(splits), BLOCK_D=64, num_warps=1 if splits <= 32 else 4,
+                                       launch_pdl=pdl)
+        out.fill_(float("nan"))
+        report("  signalled split + spinning combine (PDL)", timed(signalled), nbytes)
+        check("signalled", out, P["ref"])
+        if not DRY:
+            torch.cuda.synchronize()
+        if counts.any() or done.any():
+            print("    WRONG: counters not zero after the call", flush=True)
+
+
+def timeline(P: dict) -> None:
+    """Per-program global-timer stamps of the split loop (and of a read-only loop) under the bench procedure."""
+    q, kc, vc, nbytes = P["q"], P["kc"], P["vc"], P["nbytes"]
+    scale = A._scale(None, D)
+    flush = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device=DEV)
+    sms = P["sms"]
+    cases = [((128, 4, 3), 2, False, None, 0), ((128, 4, 3), 2, False, None, 2), ((128, 4, 3), 2, False, None, 4),
+             ((128, 4, 3), 2, False, None, 6), ((128, 4, 3), 2, False, "interleave", 0),
+             ((128, 4, 3), 2, False, "interleave", 2), ((128, 4, 3), 2, False, "interleave", 4),
+             ((128, 4, 3), 2, False, None, 0), ((64, 4, 4), 2, False, None, 4), ((64, 4, 4), 2, False, None, 8),
+             ((128, 4, 2), 2, False, None, 3), ((128, 4, 2), 2, False, None, 5)]
+    if DRY:
+        cases = [((16, 4, 1), 2, False, None, 0), ((16, 4, 1), 2, False, "interleave", 0)]
+    for (block_n, warps, stages), pps, read_only, weights, prefetch in cases:
+        splits, chunk = A._decode_splits(T, H_KV, kc.device, block_n, None, pps)
+        inter = weights == "interleave"
+        wa, wb = (0, 0) if weights is None or inter else weights
+        parts = torch.empty(H * splits * (D + 2), device=DEV)
+        stamps = torch.zeros(H_KV * splits * 4, dtype=torch.int64, device=DEV)
+
+        def run():
+            _split_timeline_kernel[(H_KV, splits)](q, kc, vc, parts, stamps, H, H // H_KV, T, D, chunk, splits,
+                                                   scale, BLOCK_G=16, BLOCK_N=block_n, BLOCK_D=64,
+                                                   READ_ONLY=read_only, SLOTS=sms if wa else 0, A_BLOCKS=wa,
+                                                   B_BLOCKS=wb, INTERLEAVE=inter, PREFETCH=prefetch, num_warps=warps,
+                                                   num_stages=stages)
+        tag = (f"{'read-only' if read_only else 'split'} loop ({block_n}, {warps}, {stages}), {splits} splits"
+               + (f", first-launched {wa} blocks, second {wb}" if wa else "") + (", interleaved" if inter else "")
+               + (f", L2 prefetch {prefetch} ahead" if prefetch else ""))
+        report(tag, timed(run), nbytes)
+        if not read_only:
+            m = parts[H * splits * D: H * splits * (D + 1)].view(H, splits)
+            lsum = parts[H * splits * (D + 1):].view(H, splits)
+            acc = parts[: H * splits * D].view(H, splits, D)
+            mm = m.max(1, keepdim=True).values
+            w = torch.exp2(m - mm)
+            res = (acc * w[..., None]).sum(1) / (lsum * w).sum(1)[:, None]  # no sinks here
+            ref = A.sdpa_decode_sink_oracle(q.double(), kc.double(), vc.double(),
+                                            torch.full((H,), float("-inf"), dtype=torch.float64, device=DEV))
+            err = (res.double() - ref[0]).abs().max().item()
+            if not err < 1e-3:
+                print(f"    WRONG: max abs err {err:.2e}", flush=True)
+        if DRY:
+            continue
+        rows = []
+        for _ in range(5):
+            flush.zero_()
+            torch.cuda.synchronize()
+            run()
+            torch.cuda.synchronize()
+            rows.append(stamps.view(-1, 4).cpu())
+        for r in rows[-2:]:
+            t0 = r[:, 0].min()
+            st, lo, en = (r[:, 0] - t0) / 1e3, (r[:, 1] - t0) / 1e3, (r[:, 2] - t0) / 1e3
+            dur = en - st
+            q_ = torch.tensor([0.0, 0.1, 0.5, 0.9, 1.0])
+            fmt = lambda t: " ".join(f"{v:5.2f}" for v in torch.quantile(t.double(), q_.double()).tolist())  # noqa
+            print(f"    µs from the first start (min p10 p50 p90 max): start {fmt(st)} | loop end {fmt(lo)} | "
+                  f"end {fmt(en)} | duration {fmt(dur)}", flush=True)
+            lin = torch.arange(r.shape[0]) % splits * H_KV + torch.arange(r.shape[0]) // splits
+            first = lin < sms
+            print(f"    launched first (one per SM): mean duration {dur[first].mean():.2f} µs, end "
+                  f"{en[first].mean():.2f}; launched after: {dur[~first].mean():.2f}, end {en[~first].mean():.2f}",
+                  flush=True)
+            sm = r[:, 3]
+            per_sm = torch.bincount(sm, minlength=132)
+            lone = per_sm[sm] == 1
+            if lone.any():
+                print(f"    programs alone on their SM: {int(lone.sum())}, their mean duration {dur[lone].mean():.2f} "
+                      f"vs {dur[~lone].mean():.2f} µs for the others", flush=True)
+            last = torch.argsort(en, descending=True)[:8]
+            print("    last 8 to end (tile, split, sm, start, end): " + ", ".join(
+                f"({int(i) // splits},{int(i) % splits},{int(sm[i])},{st[i]:.1f},{en[i]:.1f})" for i in last),
+                flush=True)
+
+
+def launcher(P: dict) -> None:
+    q, kc, vc, sinks, out, nbytes = P["q"], P["kc"], P["vc"], P["sinks"], P["out"], P["nbytes"]
+    for pdl in (True, False):
+        A.DECODE_PDL = pdl
+        report(f"sdpa_decode_sink (launcher), PDL {pdl}", timed(lambda: A.sdpa_decode_sink(q, kc, vc, sinks,
+                                                                                           precision="tf32", out=out)),
+               nbytes)
+        check("launcher", out, P["ref"])
+    A.DECODE_PDL = True
+
+
+def combine_warps(P: dict) -> None:
+    """sdpa_decode_sink as launched at 32k keys, head dims 64 and 128, fp16/bf16, by the combine's warp count."""
+    for d in (64, 128):
+        for dtype in (torch.float16,) if DRY else (torch.float16, torch.bfloat16):  # bf16: GPU only (interpreter)
+            gen = torch.Generator(DEV).manual_seed(1)
+            q = torch.randn((1, H, d), generator=gen, device=DEV).to(dtype)
+            kc = torch.randn((1, H_KV, T, d), generator=gen, device=DEV).to(dtype)
+            vc = torch.randn((1, H_KV, T, d), generator=gen, device=DEV).to(dtype)
+            sinks = torch.randn((H,), generator=gen, device=DEV)
+            ref = A.sdpa_decode_sink_oracle(q.double(), kc.double(), vc.double(), sinks.double())
+            out = torch.empty_like(q)
+            keep = dict(A.COMBINE_WARPS)
+            for w in (1, 2, 4):
+                A.COMBINE_WARPS[d] = w
+                out.fill_(float("nan"))
+                report(f"h{d} {str(dtype)[6:]}: combine with {w} warps",
+                       timed(lambda: A.sdpa_decode_sink(q, kc, vc, sinks, precision="tf32", out=out)), kc.numel() * 4)
+                check(f"h{d} {w} warps", out, ref)
+            A.COMBINE_WARPS.update(keep)
+
+
+def fp32_long(P: dict) -> None:
+    """float32 caches at 32k keys (separate combine): split configs per dot form and head dim."""
+    sms = P["sms"]
+    cands = {("tf32x3", 64): [(64, 8, 2), (64, 4, 2), (64, 4, 3), (32, 4, 3), (32, 4, 4), (128, 8, 2), (32, 8, 3)],
+             ("ieee", 64): [(32, 8, 2), (32, 4, 2), (16, 4, 3), (64, 8, 2), (32, 4, 3), (16, 4, 4)],
+             ("tf32x3", 128): [(32, 8, 2), (32, 4, 2), (64, 8, 2), (16, 4, 3), (32, 4, 3)],
+             ("ieee", 128): [(32, 8, 2), (16, 4, 2), (32, 4, 2), (16, 8, 3)]}
+    if DRY:
+        cands = {("tf32x3", 64): [(16, 4, 1)]}
+    for (prec, d), cfgs in cands.items():
+        gen = torch.Generator(DEV).manual_seed(2)
+        q = torch.randn((1, H, d), generator=gen, device=DEV)
+        kc = torch.randn((1, H_KV, T, d), generator=gen, device=DEV)
+        vc = torch.randn((1, H_KV, T, d), generator=gen, device=DEV)
+        sinks = torch.randn((H,), generator=gen, device=DEV)
+        ref = A.sdpa_decode_sink_oracle(q.double(), kc.double(), vc.double(), sinks.double())
+        out = torch.empty_like(q)
+        for cfg in cfgs:
+            for pps in (2, 1, 3):
+                splits = -(-pps * sms // H_KV)
+                out.fill_(float("nan"))
+                fn = lambda: A._launch_decode(q, kc, vc, sinks, None, None, None, prec, splits, out,  # noqa: E731
+                                              config=cfg, fused_combine=False)
+                try:
+                    us = timed(fn)
+                except Exception as exc:  # noqa: BLE001 - a config that does not compile is reported
+                    print(f"  {prec} h{d} {cfg} pps {pps}: failed {type(exc).__name__}", flush=True)
+                    continue
+                report(f"{prec} h{d} fp32 cfg {cfg}, {pps} programs per SM", us, kc.numel() * 8)
+                err = (out.double() - ref).abs().max().item()
+                if not err < 1e-4:
+                    print(f"    WRONG: max abs err {err:.2e}", flush=True)
+
+
+SECTIONS = {"floors": floors, "splits": splits_and_combines, "timeline": timeline, "dynamic": dynamic,
+            "configs": configs, "combine_warps": combine_warps, "fp32_long": fp32_long, "launcher": launcher}
+
+
+def main() -> None:
+    what = sys.argv[1:] or ["floors", "splits", "launcher"]
+    P = setup()
+    print(f"# torch {torch.__version__}, triton {triton.__version__}, "
+          f"{'CPU (dry run)' if DRY else torch.cuda.get_device_name()}; cache {P['nbytes'] / 1e6:.1f} MB", flush=True)
+    for w in what:
+        print(f"## {w}", flush=True)
+        SECTIONS[w](P)
+
+
+if __name__ == "__main__":
+    main()
