@@ -650,14 +650,14 @@ def combine_warps(P: dict) -> None:
             sinks = torch.randn((H,), generator=gen, device=DEV)
             ref = A.sdpa_decode_sink_oracle(q.double(), kc.double(), vc.double(), sinks.double())
             out = torch.empty_like(q)
-            keep = dict(A.COMBINE_WARPS)
+            keep = A.COMBINE_WARPS
             for w in (1, 2, 4):
-                A.COMBINE_WARPS[d] = w
+                A.COMBINE_WARPS = w
                 out.fill_(float("nan"))
                 report(f"h{d} {str(dtype)[6:]}: combine with {w} warps",
                        timed(lambda: A.sdpa_decode_sink(q, kc, vc, sinks, precision="tf32", out=out)), kc.numel() * 4)
                 check(f"h{d} {w} warps", out, ref)
-            A.COMBINE_WARPS.update(keep)
+            A.COMBINE_WARPS = keep
 
 
 def fp32_long(P: dict) -> None:

@@ -6,7 +6,8 @@ never shows register spills or whether tensor-core instructions were emitted. Th
 ptxas that ships in the triton wheel) and reads registers and spills from ptxas's report.
 A variant fails when it does not compile, when it spills to local memory, or when it was expected to
 use tensor cores (wgmma or mma) and does not. Pointer arguments are compiled as 16-byte aligned, as the runtime
-specialises them; integer arguments stay unspecialised (the runtime may know more, e.g. a stride divisible by 16).
+specialises them, and so are the integer arguments a variant declares as multiples of 16 at its model shapes
+(`AotVariant.aligned_ints`); other integers stay unspecialised.
 """
 from __future__ import annotations
 
@@ -92,9 +93,10 @@ def compile_variant(kernel_name: str, v: AotVariant, arch: int, out_dir: Path | 
     try:
         signature = {**v.signature, **{k: "constexpr" for k in v.constexprs}}
         # pointers 16-byte aligned, as the runtime specialises them for every torch allocation (without the
-        # hint, loads and stores compile to scalar accesses the launched kernel does not have)
+        # hint, loads and stores compile to scalar accesses the launched kernel does not have); the declared
+        # integers as multiples of 16, as the runtime specialises them at model shapes
         aligned = {(v.fn.arg_names.index(name),): [["tt.divisibility", 16]]
-                   for name, kind in v.signature.items() if kind.startswith("*")}
+                   for name, kind in v.signature.items() if kind.startswith("*") or name in v.aligned_ints}
         src = ASTSource(fn=v.fn, signature=signature, constexprs=dict(v.constexprs), attrs=aligned)
         compiled = triton.compile(src, target=GPUTarget("cuda", arch, 32),
                                   options={"num_warps": v.num_warps, "num_stages": v.num_stages})

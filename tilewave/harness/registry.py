@@ -59,7 +59,10 @@ class AotVariant:
 
     signature maps each non-constexpr argument to a Triton type string ('*fp32', 'i32', 'fp32', ...);
     constexprs maps constexpr arguments to values. expect_mma: the variant must use tensor-core
-    instructions on the target (wgmma on sm_90).
+    instructions on the target (wgmma on sm_90). aligned_ints: integer arguments that are multiples of 16 at the
+    kernel's model shapes (strides of rows of 64 or 128 elements, ...): the runtime specialises such values, and
+    what it launches can differ a lot from the unspecialised form (e.g. the decode split kernel's K/V loads are
+    only pipelined through cp.async when its strides are known multiples of 16), so the gate compiles that form.
     """
     name: str
     fn: Any
@@ -68,6 +71,7 @@ class AotVariant:
     num_warps: int = 4
     num_stages: int = 3
     expect_mma: bool = False
+    aligned_ints: tuple[str, ...] = ()
 
 
 @dataclass

@@ -60,10 +60,10 @@ LOG2E = 1.4426950408889634
 MAX_HEAD_DIM = 128
 GPU_HEAD_BLOCKS = (64, 128)  # D <= 64 pads to 64 on the GPU (D = 16/32 heads are rare; fewer compiled forms)
 COMBINE_BLOCK_S = 32  # splits merged per step of the separate decode combine pass
-# Warps of the separate combine by head block. H200 (benchmarks/diag_decode.py combine_warps, 32k keys, fp16 /
-# bf16): one warp per (batch, head), h64 23.3 / 23.6 µs a call (2 warps 24.1 / 24.2, 4 warps 24.3 / 24.5; the
-# 4-warp [1, splits] form it replaced 24.4), h128 39.2 / 39.0 (2 warps 39.8 / 39.9, 4 warps 39.4 / 39.1).
-COMBINE_WARPS = {64: 1, 128: 1}
+# Warps of the separate combine. H200 (benchmarks/diag_decode.py combine_warps, 32k keys, fp16 / bf16): one warp
+# per (batch, head), h64 23.3 / 23.6 µs a call (2 warps 24.1 / 24.2, 4 warps 24.3 / 24.5; the 4-warp [1, splits]
+# form it replaced 24.4), h128 39.2 / 39.0 (2 warps 39.8 / 39.9, 4 warps 39.4 / 39.1).
+COMBINE_WARPS = 1
 _KPM_SCAN: tl.constexpr = tl.constexpr(1024)  # key-padding mask bytes a forward program scans per step
 # The fused decode merge (the last split of a head tile folds every split's partials): (head rows at a time,
 # partial elements a step, pipeline stages, in-thread form). Heads go in slices of 8 rows, so a GQA group of 8
@@ -83,8 +83,11 @@ _FWD_CPU = (16, 16, 4, 1)
 # tf32x3 holds high and low tf32 parts of each operand: at head block 128 only 16-row tiles fit without
 # spills, so its entry is per head block. Measured on the H200 (benchmarks/tune_attn.py): 16-bit 128-row
 # tiles with 8 warps gain < 1% even at [4, 16, 4096, 128] and lose at the model shapes.
+# Exact float32 at head block 128: with its strides known multiples of 16 (as launched at the model shapes: the
+# build gate compiles that form since session 4) the 4-warp (32, 16) tile spills 424 B; 8 warps do not (H200,
+# benchmarks/check_session4.py, [1, 16, 1024, 128]: 1392 µs against 1372 spilling, (16, 16, 4, 1) 1423).
 _FWD_GPU = {"16bit": (64, 64, 4, 3), "tf32": (64, 32, 4, 2), "tf32x3": {64: (32, 32, 4, 2), 128: (16, 32, 4, 2)},
-            "ieee": (32, 16, 4, 1)}
+            "ieee": {64: (32, 16, 4, 1), 128: (32, 16, 8, 1)}}
 # with a key-padding mask (its scan takes registers): the tf32x3 tiles that do not spill
 _FWD_GPU_KPM = {"tf32x3": {64: (64, 32, 4, 2), 128: (16, 16, 4, 2)}}
 # The relative-position kernel also holds a [BLOCK, 2·BLOCK] window of rel_emb per key block: (BLOCK, warps, stages).
@@ -114,14 +117,16 @@ class _DecodePlan(NamedTuple):
 # 8 at 32k keys in 16-bit with the separate combine: h64 (128, 4, 3) 25.8 µs against (128, 8, 3) 26.3, h128
 # (64, 4, 3) 40.8 against (128, 8, 2) 42.4, at 2 programs per SM.
 # float32 caches (session 4, benchmarks/diag_decode.py fp32_long, 32k keys, separate combine): 4 warps against the
-# 8 of _DEC_GPU, tf32x3 h64 (64, 4, 3) 51.3 µs against (64, 8, 2) 95.0, h128 (16, 4, 3) 162.4 against (32, 8, 2)
-# 202.0 (the faster (32, 4, 2/3), 108-111 µs, and (64, 8, 2) spill registers at head block 128: the build gate
-# refuses them); exact float32 ('ieee') at 3 programs per SM, h64 (32, 4, 3) 174.3 against 208.0, h128 (32, 4, 2)
-# 343.4 against 377.9.
+# 8 of _DEC_GPU, tf32x3 h64 (64, 4, 3) 51.3 µs against (64, 8, 2) 95.0, h128 (32, 4, 3) 108.5 against (32, 8, 2)
+# 202.0; exact float32 ('ieee') at 3 programs per SM, h64 (32, 4, 3) 174.3 against 208.0, h128 (32, 4, 2) 343.4
+# against 377.9. Plain tf32 takes tf32x3's tiles (its _DEC_GPU (64, 8, 2) spills at h64 as launched): h64 38.3
+# µs against 48.0, h128 70.4 against 71.9 (benchmarks/check_session4.py).
 _DEC_GPU_LONG = {"16bit": {64: _DecodePlan((128, 4, 3), False, _DEC_MERGE, False),
                            128: _DecodePlan((64, 4, 3), False, _DEC_MERGE, False)},
                  "tf32x3": {64: _DecodePlan((64, 4, 3), False, _DEC_MERGE, True),
-                            128: _DecodePlan((16, 4, 3), False, _DEC_MERGE, True)},
+                            128: _DecodePlan((32, 4, 3), False, _DEC_MERGE, True)},
+                 "tf32": {64: _DecodePlan((64, 4, 3), False, _DEC_MERGE, True),
+                          128: _DecodePlan((32, 4, 3), False, _DEC_MERGE, True)},
                  "ieee": {64: _DecodePlan((32, 4, 3), False, _DEC_MERGE, True, 3),
                           128: _DecodePlan((32, 4, 2), False, _DEC_MERGE, True, 3)}}
 # The last split of a head tile merging (one launch) against a second, combine launch, measured on the H200:
@@ -342,10 +347,10 @@ def _sdpa_rel_pos_kernel(q_ptr, k_ptr, v_ptr, o_ptr, rel_ptr, bias_u_ptr, bias_v
 def _merge_splits(part_ptr, sink_ptr, heads, g_ok, d, d_ok, parts_per_head, first_part, num_splits, D,
                   acc_off, m_off, l_off, ROWS: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
                   STAGES: tl.constexpr = 1):
-    # Folds the splits' (max, sum, acc) triples of the heads `heads` [G] into normalized outputs [G, BLOCK_D],
-    # starting from the sink (max = sink, sum = exp2(0) = 1, value 0); a -inf sink means no sink. Partials of
-    # head h, split s sit at row first_part + h·parts_per_head + s. Loads bypass L1 (.cg): in the fused form
-    # other programs wrote them during this launch.
+    # The fused merge (the last split program of a head tile): folds the splits' (max, sum, acc) triples of the
+    # heads `heads` [G] into normalized outputs [G, BLOCK_D], starting from the sink (max = sink, sum = exp2(0) =
+    # 1, value 0); a -inf sink means no sink. Partials of head h, split s sit at row first_part +
+    # h·parts_per_head + s. Loads bypass L1 (.cg): other programs wrote them during this launch.
     m = tl.load(sink_ptr + heads, mask=g_ok, other=float("-inf")).to(tl.float32) * 1.4426950408889634
     l = (m > float("-inf")).to(tl.float32)
     acc = tl.zeros([ROWS, BLOCK_D], tl.float32)
@@ -502,8 +507,8 @@ def _decode_combine_kernel(part_ptr, sink_ptr, o_ptr, sob, soh, B, H, D, num_spl
                            BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr, PDL: tl.constexpr):
     # grid: (B*H,): the partials of one (batch, head), as _decode_split_kernel laid them out, folded BLOCK_S
     # splits a step (one step for the usual <= 32 splits) into the running (max, sum, acc) that starts at the
-    # sink (max = sink, sum = 1, value 0; a -inf sink means none). Launched with COMBINE_WARPS: one warp at head
-    # block 64, so the sums over splits stay inside the warp (no shared memory, no barrier).
+    # sink (max = sink, sum = 1, value 0; a -inf sink means none). Launched with one warp (COMBINE_WARPS), so
+    # the sums over splits stay inside the warp (no shared memory, no barrier).
     pid = tl.program_id(0)
     b = (pid // H).to(tl.int64)
     h = (pid % H).to(tl.int64)
@@ -814,7 +819,7 @@ def _launch_decode(q, k_cache, v_cache, sinks, cache_lens, window, scale, precis
     if not fused:
         _decode_combine_kernel[(B * H,)](parts, sinks, out3, *out3.stride()[:2], B, H, D, splits,
                                          BLOCK_S=COMBINE_BLOCK_S, BLOCK_D=BLOCK_D, PDL=pdl,
-                                         num_warps=COMBINE_WARPS.get(BLOCK_D, 1), launch_pdl=pdl)
+                                         num_warps=COMBINE_WARPS, launch_pdl=pdl)
     return out
 
 
@@ -1060,6 +1065,17 @@ _DOT_FORMS = (("fp32", "ieee", False), ("fp32", "tf32x3", True), ("fp32", "tf32"
               ("bf16", "tf32", True))
 
 
+# Integer arguments that are multiples of 16 at every attention model shape (head dims 64, 80, 128): the strides
+# of [.., D]-contiguous q/k/v/out/rel_emb rows, D, and the decode chunk (a multiple of its key block). The runtime
+# specialises them, and the build gate compiles that form (AotVariant.aligned_ints); sequence lengths vary.
+_ALIGNED_INTS = ("sqb", "sqh", "sqt", "skb", "skh", "skt", "svb", "svh", "svt", "sob", "soh", "sot", "srr", "srh",
+                 "D", "chunk")
+
+
+def _aligned_ints(fn) -> tuple[str, ...]:
+    return tuple(prm.name for prm in fn.params if prm.name in _ALIGNED_INTS)
+
+
 def _signature(fn, dt: str, pointer_types: dict[str, str], floats=("qk_scale",)) -> dict[str, str]:
     sig = {}
     for prm in fn.params:
@@ -1087,7 +1103,8 @@ def _dot_variants(fn, tables: tuple[dict, ...], tile_names: tuple[str, ...], mod
                     constexprs = {**dict(zip(tile_names, tiles)), **mode, "BLOCK_D": BLOCK_D, "PRECISION": prec,
                                   **per_head_block(BLOCK_D), **per_form(form)}
                     out.append(AotVariant(f"{fn.__name__}[{tag}]", fn, _signature(fn, dt, pointer_types),
-                                          constexprs, num_warps=warps, num_stages=stages, expect_mma=mma))
+                                          constexprs, num_warps=warps, num_stages=stages, expect_mma=mma,
+                                          aligned_ints=_aligned_ints(fn)))
     return out
 
 
@@ -1126,8 +1143,11 @@ def _decode_variants():
                              {"lens_ptr": "*i32", "counter_ptr": "*i32", **_PARTIALS}, per_head_block=per_head_block,
                              per_form=lambda form: {"Q_IN_LOOP": _DEC_Q_IN_LOOP[form]})
 
-    # short caches: _DEC_GPU fused; long ones: _DEC_GPU with the separate combine, or a _DEC_GPU_LONG entry
-    out = split_variants((_DEC_GPU,), True) + split_variants((_DEC_GPU,), False)
+    # short caches: _DEC_GPU fused, or separate for _DEC_SHORT_SEPARATE forms; long ones: a _DEC_GPU_LONG entry,
+    # else _DEC_GPU with the separate combine
+    separate = {form: cfg for form, cfg in _DEC_GPU.items()
+                if form in _DEC_SHORT_SEPARATE or any(bd not in _DEC_GPU_LONG.get(form, {}) for bd in GPU_HEAD_BLOCKS)}
+    out = split_variants((_DEC_GPU,), True) + split_variants((separate,), False)
     for form, by_block in _DEC_GPU_LONG.items():
         for fused in (True, False):
             picked = {bd: plan for bd, plan in by_block.items() if plan.fused == fused}
@@ -1141,7 +1161,8 @@ def _decode_variants():
             out.append(AotVariant(
                 f"_decode_combine_kernel[{dt},D={BLOCK_D}]", _decode_combine_kernel,
                 _signature(_decode_combine_kernel, dt, _PARTIALS),
-                {"BLOCK_S": COMBINE_BLOCK_S, "BLOCK_D": BLOCK_D, "PDL": True}, num_warps=COMBINE_WARPS[BLOCK_D]))
+                {"BLOCK_S": COMBINE_BLOCK_S, "BLOCK_D": BLOCK_D, "PDL": True}, num_warps=COMBINE_WARPS,
+                aligned_ints=_aligned_ints(_decode_combine_kernel)))
     return out
 
 
