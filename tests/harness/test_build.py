@@ -30,3 +30,19 @@ def test_build_refuses_interpreter_mode():
     code = "from tilewave.harness.build import run_build; from tilewave.harness.registry import REGISTRY; run_build(REGISTRY, None)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode != 0 and "unset TRITON_INTERPRET" in proc.stderr
+
+
+def test_declared_aligned_integers_compile_the_launched_form():
+    # the runtime specialises a stride that is a multiple of 16; only then does Triton pipeline the loads
+    # through cp.async into shared memory. The gate must compile that form when a variant declares it.
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.run([sys.executable, str(Path(__file__).with_name("aot_align_probe.py"))],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    shared = {}
+    for line in proc.stdout.splitlines():
+        fields = dict(f.split("=", 1) for f in line.split())
+        assert fields["passed"] == "True", line
+        shared[fields["aligned"]] = int(fields["shared"])
+    assert shared["stride"] > shared["-"], shared
