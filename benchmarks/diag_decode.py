@@ -5,8 +5,8 @@ call; the better of two medians of 60) and given as % of the measured copy bandw
 Sections (benchmarks/RESULTS.md, session 4, has the H200 numbers):
   floors         torch copy of the same bytes; read-only Triton kernels with the split kernel's decomposition
                  (plain loads and TMA descriptors): the floor a split kernel can reach
-  splits         the split kernel alone and with each combine (the library's, and _combine_lean_kernel, the
-                 one-warp form the library now uses), per split config; a TMA split prototype
+  splits         the split kernel alone and with the combine at 1, 2, 4 warps, per split config; a TMA split
+                 prototype
   timeline       per-program global-timer stamps of the split loop: when programs start and end (the spread of
                  end times is the tail), by launch slot, weighted work, interleaved key blocks, L2 bulk prefetch
   dynamic        chunks claimed at run time from a per-KV-head cursor (partial per chunk, deterministic), and
@@ -29,7 +29,7 @@ import sys
 import torch
 import triton
 import triton.language as tl
-from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
+from triton.language.extra.cuda import gdc_launch_dependents
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from tilewave.harness.timing import time_cuda
@@ -86,43 +86,6 @@ def _read_split_tma_kernel(k_desc, v_desc, out_ptr, T, chunk, D: tl.constexpr, B
         acc += k_desc.load([hk * T + n, 0]).to(tl.float32)
         acc += v_desc.load([hk * T + n, 0]).to(tl.float32)
     tl.store(out_ptr + hk * tl.num_programs(1) + split, tl.sum(tl.sum(acc, 1), 0))
-
-
-@triton.jit
-def _combine_lean_kernel(part_ptr, sink_ptr, o_ptr, sob, soh, B, H, D, num_splits, BLOCK_S: tl.constexpr,
-                         BLOCK_D: tl.constexpr, PDL: tl.constexpr, CG: tl.constexpr, cursor_ptr=None, GROUP=1,
-                         RESET: tl.constexpr = False):
-    # one (batch, head) per program, every split in one [BLOCK_S, BLOCK_D] tile: one round of loads
-    pid = tl.program_id(0)
-    b = (pid // H).to(tl.int64)
-    h = (pid % H).to(tl.int64)
-    sink = tl.load(sink_ptr + h).to(tl.float32) * 1.4426950408889634  # an input: read before the wait
-    if PDL:
-        gdc_wait()
-    if RESET:  # the dynamic split's cursors, zero for the next launch (all of this launch's claims are done)
-        if h % GROUP == 0:
-            tl.store(cursor_ptr + h // GROUP, 0)
-    sp = tl.arange(0, BLOCK_S)
-    d = tl.arange(0, BLOCK_D)
-    s_ok = sp < num_splits
-    rows_total = (B * H * num_splits).to(tl.int64)
-    row = (b * H + h) * num_splits + sp
-    if CG:
-        m_s = tl.load(part_ptr + rows_total * D + row, mask=s_ok, other=float("-inf"), cache_modifier=".cg")
-        l_s = tl.load(part_ptr + rows_total * (D + 1) + row, mask=s_ok, other=0.0, cache_modifier=".cg")
-        a_s = tl.load(part_ptr + row[:, None] * D + d[None, :], mask=s_ok[:, None] & (d < D)[None, :], other=0.0,
-                      cache_modifier=".cg")
-    else:
-        m_s = tl.load(part_ptr + rows_total * D + row, mask=s_ok, other=float("-inf"))
-        l_s = tl.load(part_ptr + rows_total * (D + 1) + row, mask=s_ok, other=0.0)
-        a_s = tl.load(part_ptr + row[:, None] * D + d[None, :], mask=s_ok[:, None] & (d < D)[None, :], other=0.0)
-    m = tl.maximum(tl.max(m_s, 0), sink)
-    m_safe = tl.where(m == float("-inf"), 0.0, m)
-    w = tl.exp2(m_s - m_safe)
-    l = tl.sum(l_s * w, 0) + tl.exp2(sink - m_safe)
-    acc = tl.sum(a_s * w[:, None], 0)
-    out = acc / tl.where(l == 0.0, 1.0, l)
-    tl.store(o_ptr + b * sob + h * soh + d, out.to(o_ptr.dtype.element_ty), mask=d < D)
 
 
 @triton.jit
@@ -299,7 +262,7 @@ def _split_signal_kernel(q_ptr, k_ptr, v_ptr, part_ptr, count_ptr, H, GROUP, T, 
 @triton.jit
 def _combine_spin_kernel(part_ptr, sink_ptr, o_ptr, count_ptr, done_ptr, sob, soh, H, GROUP, D, num_splits,
                          BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr):
-    # the lean combine, started early (PDL) and waiting on its KV head's counter instead of the whole split grid;
+    # the combine, started early (PDL) and waiting on its KV head's counter instead of the whole split grid;
     # the last combine program of a KV head zeroes its counters for the next launch
     h = tl.program_id(0)
     hk = h // GROUP
@@ -307,21 +270,8 @@ def _combine_spin_kernel(part_ptr, sink_ptr, o_ptr, count_ptr, done_ptr, sob, so
     arrived = tl.atomic_add(count_ptr + hk, 0, sem="acquire", scope="gpu")
     while arrived < num_splits:
         arrived = tl.atomic_add(count_ptr + hk, 0, sem="acquire", scope="gpu")
-    sp = tl.arange(0, BLOCK_S)
     d = tl.arange(0, BLOCK_D)
-    s_ok = sp < num_splits
-    rows_total = H * num_splits
-    row = h * num_splits + sp
-    m_s = tl.load(part_ptr + rows_total * D + row, mask=s_ok, other=float("-inf"), cache_modifier=".cg")
-    l_s = tl.load(part_ptr + rows_total * (D + 1) + row, mask=s_ok, other=0.0, cache_modifier=".cg")
-    a_s = tl.load(part_ptr + row[:, None] * D + d[None, :], mask=s_ok[:, None] & (d < D)[None, :], other=0.0,
-                  cache_modifier=".cg")
-    m = tl.maximum(tl.max(m_s, 0), sink)
-    m_safe = tl.where(m == float("-inf"), 0.0, m)
-    w = tl.exp2(m_s - m_safe)
-    l = tl.sum(l_s * w, 0) + tl.exp2(sink - m_safe)
-    acc = tl.sum(a_s * w[:, None], 0)
-    out = acc / tl.where(l == 0.0, 1.0, l)
+    out = A._fold_splits(part_ptr, h * num_splits, num_splits, H * num_splits, D, sink, d, d < D, BLOCK_S, BLOCK_D)
     tl.store(o_ptr + h * soh + d, out.to(o_ptr.dtype.element_ty), mask=d < D)
     tl.debug_barrier()
     if tl.atomic_add(done_ptr + hk, 1, sem="acq_rel", scope="gpu") == GROUP - 1:
@@ -366,6 +316,13 @@ def library_split(P: dict, cfg: tuple, splits: int, chunk: int, parts: torch.Ten
         num_warps=warps, num_stages=stages)
 
 
+def library_combine(P: dict, parts: torch.Tensor, splits: int, pdl: bool, warps: int = A.COMBINE_WARPS) -> None:
+    """_decode_combine_kernel on `splits` partials per head (batch 1)."""
+    out = P["out"]
+    A._decode_combine_kernel[(H,)](parts, P["sinks"], out, *out.stride()[:2], 1, H, D, splits,
+                                   BLOCK_S=A.COMBINE_BLOCK_S, BLOCK_D=64, PDL=pdl, num_warps=warps, launch_pdl=pdl)
+
+
 def check(label: str, out: torch.Tensor, ref: torch.Tensor) -> None:
     err = (out.double() - ref).abs().max().item()
     if not err < 1e-3:
@@ -395,7 +352,7 @@ def floors(P: dict) -> None:
 
 def splits_and_combines(P: dict) -> None:
     """The split kernel alone and with each combine, per split config."""
-    q, kc, vc, sinks, out, nbytes = P["q"], P["kc"], P["vc"], P["sinks"], P["out"], P["nbytes"]
+    q, kc, vc, out, nbytes = P["q"], P["kc"], P["vc"], P["out"], P["nbytes"]
     scale = A._scale(None, D)
     plan = A._decode_plan(kc.device, kc.dtype, "tf32", 64, T)
     configs = [(plan.config, plan.programs_per_sm)]
@@ -410,29 +367,16 @@ def splits_and_combines(P: dict) -> None:
         def split_only(pdl=False):
             library_split(P, (block_n, warps, stages), splits, chunk, parts, pdl)
 
-        def combine(pdl=False):
-            A._decode_combine_kernel[(H,)](parts, sinks, out, *out.stride()[:2], 1, H, D, splits,
-                                           BLOCK_S=A.COMBINE_BLOCK_S, BLOCK_D=64, PDL=pdl, num_warps=4,
-                                           launch_pdl=pdl)
-
-        def lean(pdl=False, warps=1, cg=True):
-            _combine_lean_kernel[(H,)](parts, sinks, out, *out.stride()[:2], 1, H, D, splits,
-                                       BLOCK_S=A._next_pow2(splits), BLOCK_D=64, PDL=pdl, CG=cg, num_warps=warps,
-                                       launch_pdl=pdl)
-
         report(f"split alone: {tag}", timed(split_only), nbytes)
         pdl = not DRY
-        out.fill_(float("nan"))
-        report("  + combine (PDL)", timed(lambda: (split_only(pdl), combine(pdl))), nbytes)
-        check("combine", out, P["ref"])
-        for lw, cg in ((1, True), (2, True), (4, True), (1, False)):
+        for cw in (1, 2, 4):
             out.fill_(float("nan"))
-            report(f"  + lean combine, {lw} warps, {'.cg' if cg else 'default'} loads (PDL)",
-                   timed(lambda: (split_only(pdl), lean(pdl, lw, cg))), nbytes)
-            check("lean combine", out, P["ref"])
+            fn = lambda: (split_only(pdl), library_combine(P, parts, splits, pdl, cw))  # noqa: E731
+            report(f"  + combine, {cw} warps (PDL)", timed(fn), nbytes)
+            check("combine", out, P["ref"])
         if DRY:
             continue
-        # TMA split prototype (batch 1, no lengths or window) with the lean combine
+        # TMA split prototype (batch 1, no lengths or window) with the combine
         kd = TensorDescriptor.from_tensor(kc.view(-1, D), [block_n, D])
         vd = TensorDescriptor.from_tensor(vc.view(-1, D), [block_n, D])
 
@@ -443,15 +387,16 @@ def splits_and_combines(P: dict) -> None:
         try:
             report(f"TMA split alone: {tag}", timed(tma_split), nbytes)
             out.fill_(float("nan"))
-            report("  + lean combine, 1 warp (PDL)", timed(lambda: (tma_split(True), lean(True, 1))), nbytes)
-            check("TMA split + lean combine", out, P["ref"])
+            report("  + combine (PDL)", timed(lambda: (tma_split(True), library_combine(P, parts, splits, True))),
+                   nbytes)
+            check("TMA split + combine", out, P["ref"])
         except Exception as exc:  # noqa: BLE001 - a prototype: report and go on
             print(f"    TMA split failed: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}", flush=True)
 
 
 def dynamic(P: dict) -> None:
     """Chunks claimed at run time (deterministic partial per chunk) and plain over-decomposition, with a combine."""
-    q, kc, vc, sinks, out, nbytes, sms = P["q"], P["kc"], P["vc"], P["sinks"], P["out"], P["nbytes"], P["sms"]
+    q, kc, vc, out, nbytes, sms = P["q"], P["kc"], P["vc"], P["out"], P["nbytes"], P["sms"]
     scale = A._scale(None, D)
     cursors = torch.zeros(H_KV, dtype=torch.int32, device=DEV)
     cases = [((128, 4, 3), 256, 2), ((128, 4, 3), 512, 2), ((128, 4, 3), 256, 3), ((64, 4, 4), 256, 2),
@@ -462,33 +407,19 @@ def dynamic(P: dict) -> None:
         n_chunks = -(-T // chunk)
         progs = max(1, pps * sms // H_KV)
         parts = torch.empty(H * n_chunks * (D + 2), device=DEV)
-        cw = 4 if n_chunks > 32 else 1
 
-        def split(pdl):
-            _split_dyn_kernel[(H_KV, progs)](q, kc, vc, parts, cursors, H, H // H_KV, T, D, n_chunks, chunk, scale,
-                                             BLOCK_G=16, BLOCK_N=block_n, BLOCK_D=64, PDL=pdl, num_warps=warps,
-                                             num_stages=stages)
-
-        def comb(pdl):
-            _combine_lean_kernel[(H,)](parts, sinks, out, *out.stride()[:2], 1, H, D, n_chunks,
-                                       BLOCK_S=A._next_pow2(n_chunks), BLOCK_D=64, PDL=pdl, CG=True,
-                                       cursor_ptr=cursors, GROUP=H // H_KV, RESET=True, num_warps=cw, launch_pdl=pdl)
-        pdl = not DRY
-
-        def call():  # the combine leaves the cursors zero
-            split(pdl)
-            comb(pdl)
-
-        def split_only():
+        def split():  # the cursors start at zero (a memset: the prototype has no combine that resets them)
             cursors.zero_()
-            split(False)
+            _split_dyn_kernel[(H_KV, progs)](q, kc, vc, parts, cursors, H, H // H_KV, T, D, n_chunks, chunk, scale,
+                                             BLOCK_G=16, BLOCK_N=block_n, BLOCK_D=64, PDL=not DRY, num_warps=warps,
+                                             num_stages=stages)
         tag = f"cfg ({block_n}, {warps}, {stages}), chunks of {chunk} keys ({n_chunks}), {progs} programs a KV head"
-        report(f"dynamic split alone (+ memset): {tag}", timed(split_only), nbytes)
+        report(f"dynamic split alone (+ memset): {tag}", timed(split), nbytes)
         out.fill_(float("nan"))
-        report(f"  + lean combine {cw} warps (PDL), cursors reset by the combine", timed(call), nbytes)
+        fn = lambda: (split(), library_combine(P, parts, n_chunks, not DRY, 4))  # noqa: E731
+        report("  + combine (PDL) (+ memset)", timed(fn), nbytes)
         check("dynamic", out, P["ref"])
     # over-decomposition: more programs than fit, the block scheduler balances
-    plan = A._decode_plan(kc.device, kc.dtype, "tf32", 64, T)
     for (block_n, warps, stages), splits in (((128, 4, 3), 64), ((128, 4, 3), 128), ((128, 4, 2), 128),
                                              ((64, 4, 3), 256)):
         if DRY:
@@ -499,22 +430,18 @@ def dynamic(P: dict) -> None:
         def split_only(pdl=False):
             library_split(P, (block_n, warps, stages), splits, chunk, parts, pdl)
 
-        def lean(pdl=True):
-            _combine_lean_kernel[(H,)](parts, sinks, out, *out.stride()[:2], 1, H, D, splits,
-                                       BLOCK_S=A._next_pow2(splits), BLOCK_D=64, PDL=pdl, CG=True,
-                                       num_warps=4 if splits > 32 else 1, launch_pdl=pdl)
         tag = f"cfg ({block_n}, {warps}, {stages}), {splits} splits of {chunk} keys"
         report(f"over-decomposed split alone: {tag}", timed(split_only), nbytes)
         out.fill_(float("nan"))
-        report("  + lean combine (PDL)", timed(lambda: (split_only(True), lean(True))), nbytes)
+        report("  + combine (PDL)", timed(lambda: (split_only(True), library_combine(P, parts, splits, True, 4))),
+               nbytes)
         check("over-decomposed", out, P["ref"])
 
 
 def configs(P: dict) -> None:
-    """The static split kernel at more configs with the lean combine; the per-head signalled combine."""
+    """The static split kernel at more configs with the combine; the per-head signalled combine."""
     q, kc, vc, sinks, out, nbytes = P["q"], P["kc"], P["vc"], P["sinks"], P["out"], P["nbytes"]
     scale = A._scale(None, D)
-    plan = A._decode_plan(kc.device, kc.dtype, "tf32", 64, T)
     cfgs = [((16, 4, 1), 2)] if DRY else [((128, 4, 3), 2), ((128, 4, 2), 2), ((64, 4, 2), 2), ((64, 4, 3), 2),
                                           ((64, 8, 3), 2), ((128, 4, 3), 1), ((64, 4, 3), 3), ((128, 4, 2), 3)]
     counts = torch.zeros(H_KV, dtype=torch.int32, device=DEV)
@@ -527,14 +454,11 @@ def configs(P: dict) -> None:
         def split_only(pdl=False):
             library_split(P, (block_n, warps, stages), splits, chunk, parts, pdl)
 
-        def lean(pdl=True):
-            _combine_lean_kernel[(H,)](parts, sinks, out, *out.stride()[:2], 1, H, D, splits,
-                                       BLOCK_S=A._next_pow2(splits), BLOCK_D=64, PDL=pdl, CG=True,
-                                       num_warps=1 if splits <= 32 else 4, launch_pdl=pdl)
         pdl = not DRY
         out.fill_(float("nan"))
-        report(f"split + lean combine (PDL): {tag}", timed(lambda: (split_only(pdl), lean(pdl))), nbytes)
-        check("split + lean", out, P["ref"])
+        fn = lambda: (split_only(pdl), library_combine(P, parts, splits, pdl))  # noqa: E731
+        report(f"split + combine (PDL): {tag}", timed(fn), nbytes)
+        check("split + combine", out, P["ref"])
 
         def signalled():
             _split_signal_kernel[(H_KV, splits)](q, kc, vc, parts, counts, H, H // H_KV, T, D, chunk, splits, scale,

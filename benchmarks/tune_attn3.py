@@ -11,8 +11,9 @@
            loop, where the K/V prologue waits behind q's shared-memory store for its DRAM round trip).
 Round 2 (H200, the launcher follows it): separate + PDL won every 16-bit shape (32k h64 24.0 µs = 65%, h128 39.1 =
 80%, 4k h64 11.5); q in the loop gained nothing there (24.3, 39.4) but 0.7 µs for fused float32 at 4k (20.5). This
-version adds the in-thread merges, the window-128 shape (one split) and the separate combine for float32 at 4k
-(not measured yet).
+version adds the window-128 shape (one split) and the separate combine for float32 at 4k (not measured yet). The
+in-thread merges it also had were measured in session 4 (benchmarks/diag_decode.py: 31.0-34.4 µs at 32k h64 fp16
+against 23.4 separate) and removed from the kernel.
 Each candidate is checked against the float64 oracle first (a wrong one is reported, not timed), then timed
 with time_cuda (the better of two medians); % is of the cache bytes (K and V once) over the measured copy
 bandwidth. The best fp16 candidate per shape is timed again in bf16. Last, every fused form timed is launched
@@ -47,16 +48,13 @@ BUDGET_S = 125  # stop timing here (run under `timeout 150`)
 
 SHAPES = {"32k h64": (32768, 64, None), "32k h128": (32768, 128, None), "4k h64": (4096, 64, None),
           "32k h64 window 128": (32768, 64, 128)}  # (cached keys, head dim, window)
-# merges, (rows, elements a step, stages, in-thread form): OLD is the form before this branch (16 rows, 8 of them
+# merges, (rows, elements a step, stages): OLD is the form before this branch (16 rows, 8 of them
 # padding at GQA 8, 2 splits a step at head dim 64, no prefetch). Round 1 (H200): every fused merge of the
 # [heads·splits, D] form lost to the separate combine + PDL (32k h64: 24.5 µs sep against 28.9 best fused at 2
 # programs per SM, 26.1 at 1; 4k h64: 11.6 sep against 15.2 fused), also with 2 steps in flight: a step's
-# reductions cross threads through shared memory. The in-thread forms (T*) flatten a step to [splits, heads·D]
-# with the split axis within each thread: no shared memory or barrier in the reductions; loads pipelined.
-OLD = (16, 2048, 1, False)
-M8 = (8, 1024, 8, False)    # round 1's best fused at 2 programs per SM: 2 splits a step at h64, 7 in flight
-T3 = (8, 4096, 3, True)     # h64: 8 splits a step, 2 steps in flight (h128: 4 splits)
-T5 = (8, 2048, 5, True)     # h64: 4 splits a step, 4 steps in flight (h128: 2 splits)
+# reductions cross threads through shared memory.
+OLD = (16, 2048, 1)
+M8 = (8, 1024, 8)    # round 1's best fused at 2 programs per SM: 2 splits a step at h64, 7 in flight
 if DRY:
     SHAPES = {"tiny h64": (300, 64, None)}
 
@@ -69,21 +67,19 @@ def _c(shape, cfg, fused, pps, merge=None, dt="fp16", prec="tf32", qloop=True):
 def candidates() -> list[dict]:
     if DRY:
         return [_c("tiny h64", (16, 4, 1), False, 2), _c("tiny h64", (16, 4, 1), True, 2, OLD, qloop=False),
-                _c("tiny h64", (16, 4, 1), True, 2, M8), _c("tiny h64", (16, 4, 1), True, 2, T3),
-                _c("tiny h64", (16, 4, 1), True, 2, T5)]
+                _c("tiny h64", (16, 4, 1), True, 2, M8)]
     out = []
     s = "32k h64"  # the launcher's form before: sep+pdl, (128, 4, 3), 2 programs per SM, q loaded before the loop
     out += [_c(s, (128, 4, 3), False, 2, qloop=False), _c(s, (128, 4, 3), False, 2), _c(s, (256, 4, 3), False, 1),
             _c(s, (128, 8, 3), False, 2), _c(s, (128, 4, 4), False, 2)]
-    out += [_c(s, (128, 4, 3), True, 2, m) for m in (M8, T3, T5)] + [_c(s, (128, 4, 3), True, 2, T3, qloop=False)]
-    out += [_c(s, (256, 4, 3), True, 1, m) for m in (M8, T3, T5)]
+    out += [_c(s, (128, 4, 3), True, 2, M8), _c(s, (256, 4, 3), True, 1, M8)]
     s = "32k h128"
     out += [_c(s, (64, 4, 3), False, 2, qloop=False), _c(s, (64, 4, 3), False, 2), _c(s, (128, 8, 2), False, 2)]
-    out += [_c(s, (64, 4, 3), True, 2, m) for m in (M8, T3, T5)] + [_c(s, (128, 4, 4), True, 1, m) for m in (M8, T3)]
+    out += [_c(s, (64, 4, 3), True, 2, M8), _c(s, (128, 4, 4), True, 1, M8)]
     s = "4k h64"  # before: fused, (128, 8, 3), old merge, q before the loop; round 1: sep+pdl 11.6 µs against 16.0
     out += [_c(s, (128, 8, 3), True, 2, OLD, qloop=False), _c(s, (128, 8, 3), False, 2, qloop=False),
             _c(s, (128, 8, 3), False, 2), _c(s, (128, 4, 3), False, 2), _c(s, (64, 4, 3), False, 2)]
-    out += [_c(s, (128, 4, 3), True, 2, m) for m in (M8, T3, T5)]
+    out += [_c(s, (128, 4, 3), True, 2, M8)]
     f32 = ("fp32", "tf32x3")
     out += [_c(s, (64, 8, 2), True, 2, OLD, *f32, qloop=False), _c(s, (64, 8, 2), True, 2, M8, *f32),
             _c(s, (64, 8, 2), False, 2, None, *f32, qloop=False), _c(s, (64, 8, 2), False, 2, None, *f32)]

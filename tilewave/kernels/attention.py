@@ -66,14 +66,15 @@ COMBINE_BLOCK_S = 32  # splits merged per step of the separate decode combine pa
 COMBINE_WARPS = 1
 _KPM_SCAN: tl.constexpr = tl.constexpr(1024)  # key-padding mask bytes a forward program scans per step
 # The fused decode merge (the last split of a head tile folds every split's partials): (head rows at a time,
-# partial elements a step, pipeline stages, in-thread form). Heads go in slices of 8 rows, so a GQA group of 8
+# partial elements a step, pipeline stages). Heads go in slices of 8 rows, so a GQA group of 8
 # does not merge its tile's 8 padding rows; the steps' loads go through Triton's cp.async pipeline, stages - 1
 # steps in flight. H200 (tune_attn3): 8-row pipelined forms against this 16-row, 2-split, unpipelined merge:
 # 4k h64 float32 tf32x3 (64, 8, 2) with q in the loop 25.7 µs (8, 1024, 8) against 20.5 (round 2; round 1,
 # q before the loop: 20.5 against 20.9); fp16 (128, 8, 3) 16.5 against 16.1; more splits a step or more in
-# flight lost (a step's reductions cross threads through shared memory). The in-thread form
-# (_merge_splits_in_thread) is tested on the CPU but was not measured on the GPU.
-_DEC_MERGE = (16, 2048, 1, False)
+# flight lost (a step's reductions cross threads through shared memory). A form with every split of a column in
+# one thread (no shared memory in the reductions) measured slower still at 32k keys h64 fp16 (session 4,
+# benchmarks/RESULTS.md: 31.0-34.4 µs against 23.4 separate) and was removed.
+_DEC_MERGE = (16, 2048, 1)
 
 # (BLOCK_M, BLOCK_N, num_warps, num_stages). The CPU interpreter runs one program at a time, so its tiles
 # are the smallest that tl.dot accepts on the GPU too (16). GPU tiles, per dot form (16-bit operands,
@@ -107,7 +108,7 @@ _DEC_PROGRAMS_PER_SM = 2
 class _DecodePlan(NamedTuple):
     config: tuple[int, int, int]  # (BLOCK_N, num_warps, num_stages)
     fused: bool  # the last split of a head tile merges (else the separate combine launch)
-    merge: tuple[int, int, int, bool]  # the fused merge's (rows, elements a step, stages, in-thread form)
+    merge: tuple[int, int, int]  # the fused merge's (rows, elements a step, stages)
     q_in_loop: bool  # see DECODE_Q_IN_LOOP
     programs_per_sm: int = _DEC_PROGRAMS_PER_SM  # the split count fills the GPU to this
 
@@ -376,49 +377,12 @@ def _merge_splits(part_ptr, sink_ptr, heads, g_ok, d, d_ok, parts_per_head, firs
 
 
 @triton.jit
-def _merge_splits_in_thread(part_ptr, sink_ptr, o_base, soh, head0, n_heads, parts_per_head, first_part, num_splits,
-                            D, acc_off, m_off, l_off, ROWS: tl.constexpr, BLOCK_S: tl.constexpr,
-                            BLOCK_D: tl.constexpr, STAGES: tl.constexpr):
-    # _merge_splits for heads head0 .. head0 + n_heads - 1 (n_heads <= ROWS), storing the outputs, with the
-    # heads' columns flattened: a step is one [splits, ROWS·BLOCK_D] tile whose column axis the default layout
-    # spreads over all threads, so every thread holds whole split columns and the max and the sums over
-    # splits are register operations (in a [heads·splits, BLOCK_D] tile they cross threads through shared
-    # memory, with barriers, every step). Max and sum are gathered per column (the same address across a head).
-    c = tl.arange(0, ROWS * BLOCK_D)
-    g = c // BLOCK_D
-    dd = c % BLOCK_D
-    col_ok = (g < n_heads) & (dd < D)
-    head = head0 + g
-    m = tl.load(sink_ptr + head, mask=col_ok, other=float("-inf")).to(tl.float32) * 1.4426950408889634
-    l = (m > float("-inf")).to(tl.float32)
-    acc = tl.zeros([ROWS * BLOCK_D], tl.float32)
-    head_row = first_part + head * parts_per_head
-    for s0 in tl.range(0, num_splits, BLOCK_S, num_stages=STAGES):
-        sp = s0 + tl.arange(0, BLOCK_S)
-        row = sp[:, None] + head_row[None, :]
-        ok = (sp < num_splits)[:, None] & col_ok[None, :]
-        m_s = tl.load(part_ptr + m_off + row, mask=ok, other=float("-inf"), cache_modifier=".cg")
-        l_s = tl.load(part_ptr + l_off + row, mask=ok, other=0.0, cache_modifier=".cg")
-        a_s = tl.load(part_ptr + acc_off + row * D + dd[None, :], mask=ok, other=0.0, cache_modifier=".cg")
-        m_new = tl.maximum(m, tl.max(m_s, 0))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        alpha = tl.exp2(m - m_safe)
-        w = tl.exp2(m_s - m_safe[None, :])
-        l = l * alpha + tl.sum(l_s * w, 0)
-        acc = acc * alpha + tl.sum(a_s * w, 0)
-        m = m_new
-    out = acc / tl.where(l == 0.0, 1.0, l)
-    tl.store(o_base + head * soh + dd, out.to(o_base.dtype.element_ty), mask=col_ok)
-
-
-@triton.jit
 def _decode_split_kernel(q_ptr, k_ptr, v_ptr, lens_ptr, sink_ptr, o_ptr, part_ptr, counter_ptr,
                          sqb, sqh, skb, skh, skt, svb, svh, svt, sob, soh,
                          B, H, H_kv, GROUP, G_TILES, T, D, window, chunk, num_splits, qk_scale,
                          HAS_LENS: tl.constexpr, FUSED_COMBINE: tl.constexpr, BLOCK_G: tl.constexpr,
                          BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_S: tl.constexpr,
                          PRECISION: tl.constexpr, PDL: tl.constexpr, MERGE_G: tl.constexpr, MERGE_STAGES: tl.constexpr,
-                         MERGE_IN_THREAD: tl.constexpr,
                          Q_IN_LOOP: tl.constexpr):
     # grid: (B*H_kv*G_TILES, num_splits). Rows of the tile are query heads of one GQA group (padded to
     # BLOCK_G >= 16 for tl.dot), so each K/V tile is read once for up to BLOCK_G heads.
@@ -485,42 +449,25 @@ def _decode_split_kernel(q_ptr, k_ptr, v_ptr, lens_ptr, sink_ptr, o_ptr, part_pt
             for gs in tl.static_range(0, BLOCK_G, MERGE_G):
                 gm0 = g_tile * BLOCK_G + gs
                 if gm0 < GROUP:
-                    if MERGE_IN_THREAD:
-                        _merge_splits_in_thread(part_ptr, sink_ptr, o_ptr + b * sob, soh, hk * GROUP + gm0,
-                                                tl.minimum(GROUP - gm0, MERGE_G), num_splits, b * H * num_splits,
-                                                num_splits, D, acc_off, m_off, l_off, MERGE_G, BLOCK_S, BLOCK_D,
-                                                MERGE_STAGES)
-                    else:
-                        gm = gm0 + tl.arange(0, MERGE_G)
-                        gm_ok = gm < GROUP
-                        heads_m = hk * GROUP + gm
-                        out = _merge_splits(part_ptr, sink_ptr, heads_m, gm_ok, d, d_ok, num_splits,
-                                            b * H * num_splits, num_splits, D, acc_off, m_off, l_off, MERGE_G,
-                                            BLOCK_S, BLOCK_D, MERGE_STAGES)
-                        tl.store(o_ptr + b * sob + heads_m[:, None] * soh + d[None, :],
-                                 out.to(o_ptr.dtype.element_ty), mask=gm_ok[:, None] & d_ok[None, :])
+                    gm = gm0 + tl.arange(0, MERGE_G)
+                    gm_ok = gm < GROUP
+                    heads_m = hk * GROUP + gm
+                    out = _merge_splits(part_ptr, sink_ptr, heads_m, gm_ok, d, d_ok, num_splits,
+                                        b * H * num_splits, num_splits, D, acc_off, m_off, l_off, MERGE_G,
+                                        BLOCK_S, BLOCK_D, MERGE_STAGES)
+                    tl.store(o_ptr + b * sob + heads_m[:, None] * soh + d[None, :],
+                             out.to(o_ptr.dtype.element_ty), mask=gm_ok[:, None] & d_ok[None, :])
             tl.atomic_xchg(counter_ptr + pid, 0, sem="relaxed", scope="gpu")
 
 
 @triton.jit
-def _decode_combine_kernel(part_ptr, sink_ptr, o_ptr, sob, soh, B, H, D, num_splits,
-                           BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr, PDL: tl.constexpr):
-    # grid: (B*H,): the partials of one (batch, head), as _decode_split_kernel laid them out, folded BLOCK_S
-    # splits a step (one step for the usual <= 32 splits) into the running (max, sum, acc) that starts at the
-    # sink (max = sink, sum = 1, value 0; a -inf sink means none). Launched with one warp (COMBINE_WARPS), so
-    # the sums over splits stay inside the warp (no shared memory, no barrier).
-    pid = tl.program_id(0)
-    b = (pid // H).to(tl.int64)
-    h = (pid % H).to(tl.int64)
-    m = tl.load(sink_ptr + h).to(tl.float32) * 1.4426950408889634  # an input, not a partial: read before the wait
-    if PDL:
-        gdc_wait()  # launched while the split kernel ran: its partials are complete and visible after this
+def _fold_splits(part_ptr, first, num_splits, rows_total, D, m, d, d_ok, BLOCK_S: tl.constexpr,
+                 BLOCK_D: tl.constexpr):
+    # One head's normalized output from its partials (rows first .. first + num_splits, as _decode_split_kernel
+    # laid them out), BLOCK_S splits a step into a running (max, sum, acc) that starts at the sink's max m
+    # (sum 1, value 0; m = -inf: no sink).
     l = (m > float("-inf")).to(tl.float32)
-    d = tl.arange(0, BLOCK_D)
-    d_ok = d < D
     acc = tl.zeros([BLOCK_D], tl.float32)
-    rows_total = (B * H * num_splits).to(tl.int64)
-    first = (b * H + h) * num_splits
     for s0 in range(0, num_splits, BLOCK_S):
         sp = s0 + tl.arange(0, BLOCK_S)
         ok = sp < num_splits
@@ -536,7 +483,24 @@ def _decode_combine_kernel(part_ptr, sink_ptr, o_ptr, sob, soh, B, H, D, num_spl
         l = l * alpha + tl.sum(l_s * w, 0)
         acc = acc * alpha + tl.sum(a_s * w[:, None], 0)
         m = m_new
-    out = acc / tl.where(l == 0.0, 1.0, l)
+    return acc / tl.where(l == 0.0, 1.0, l)
+
+
+@triton.jit
+def _decode_combine_kernel(part_ptr, sink_ptr, o_ptr, sob, soh, B, H, D, num_splits,
+                           BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr, PDL: tl.constexpr):
+    # grid: (B*H,): one (batch, head)'s partials folded into its output. Launched with one warp (COMBINE_WARPS),
+    # so the sums over splits stay inside the warp (no shared memory, no barrier).
+    pid = tl.program_id(0)
+    b = (pid // H).to(tl.int64)
+    h = (pid % H).to(tl.int64)
+    m = tl.load(sink_ptr + h).to(tl.float32) * 1.4426950408889634  # an input, not a partial: read before the wait
+    if PDL:
+        gdc_wait()  # launched while the split kernel ran: its partials are complete and visible after this
+    d = tl.arange(0, BLOCK_D)
+    d_ok = d < D
+    out = _fold_splits(part_ptr, (b * H + h) * num_splits, num_splits, (B * H * num_splits).to(tl.int64), D, m, d,
+                       d_ok, BLOCK_S, BLOCK_D)
     tl.store(o_ptr + b * sob + h * soh + d, out.to(o_ptr.dtype.element_ty), mask=d_ok)
 
 
@@ -827,10 +791,9 @@ def _merge_block(rows: int, block_d: int, elems: int) -> int:
     return max(1, min(COMBINE_BLOCK_S, elems // (rows * block_d)))
 
 
-def _merge_constexprs(block_d: int, merge: tuple[int, int, int, bool] = _DEC_MERGE) -> dict:
-    rows, elems, stages, in_thread = merge
-    return {"MERGE_G": rows, "BLOCK_S": _merge_block(rows, block_d, elems), "MERGE_STAGES": stages,
-            "MERGE_IN_THREAD": in_thread}
+def _merge_constexprs(block_d: int, merge: tuple[int, int, int] = _DEC_MERGE) -> dict:
+    rows, elems, stages = merge
+    return {"MERGE_G": rows, "BLOCK_S": _merge_block(rows, block_d, elems), "MERGE_STAGES": stages}
 
 
 # ---------------------------------------------------------------------------------------------------
