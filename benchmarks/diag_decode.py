@@ -15,7 +15,19 @@ Sections (benchmarks/RESULTS.md, session 4, has the H200 numbers):
                  combine that spins on the head's counter instead of waiting for the whole grid (PDL)
   combine_warps  sdpa_decode_sink at h64 / h128, fp16 / bf16, by the combine's warp count
   fp32_long      float32 caches: split configs per dot form (tf32x3, ieee) and head dim
-  launcher       sdpa_decode_sink as launched, with and without PDL
+  launcher       sdpa_decode_sink as launched, with and without PDL, q in the loop or before it
+Session 5 (RESULTS.md "session 5"):
+  flat           one flat pipelined loop whose key blocks after the first STATIC are claimed from a per-KV-head
+                 cursor (partial per program, or per claimed block: deterministic)
+  tiles          the static form of that loop at one program per SM with larger tiles; who is slow (KV head,
+                 split, the SM's other program)
+  sm_stable      per-SM and per-program loop ends correlated across 16 runs (is a slow SM always slow?)
+  sweep          read-only kernels by the order programs take the blocks; many short programs without a loop
+  one            2,048 one-block programs and a one-step wide combine
+  handoff        the split kernel alone, + the combine, + a combine that reads nothing; the fused merges
+  qload          q before the loop, in it at every step, at the first step only (with first-step stamps)
+  waves          big programs, then small ones the block scheduler hands to the SMs that finish first
+  poll           a combine launched early that polls the partials for a sentinel instead of waiting (PDL)
 
     PYTHONPATH=. python3 benchmarks/diag_decode.py [section ...]       (default: floors splits launcher)
     TUNE_DRY=1 TRITON_INTERPRET=1 PYTHONPATH=. python benchmarks/diag_decode.py [section ...]   (CPU smoke run;
@@ -29,7 +41,7 @@ import sys
 import torch
 import triton
 import triton.language as tl
-from triton.language.extra.cuda import gdc_launch_dependents
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from tilewave.harness.timing import time_cuda
@@ -71,6 +83,42 @@ def _read_flat_kernel(x_ptr, out_ptr, n, per_prog, BLOCK: tl.constexpr, STAGES: 
     for i in tl.range(start, end, BLOCK, num_stages=STAGES):
         acc += tl.load(x_ptr + i + offs, mask=i + offs < end, other=0.0).to(tl.float32)
     tl.store(out_ptr + pid, tl.sum(acc, 0))
+
+
+@triton.jit
+def _read_sweep_kernel(k_ptr, v_ptr, out_ptr, n_blocks, per_head, D: tl.constexpr, BLOCK_N: tl.constexpr,
+                       MODE: tl.constexpr, STAGES: tl.constexpr):
+    # grid (P,): P programs read the [H_kv·T, D] K and V caches in [BLOCK_N, D] blocks, n_blocks each, every
+    # block once. MODE 0: program p a contiguous run (the split kernel's order); 1: the programs of a KV head
+    # (P / H_kv of them) take its blocks in turn (a front per head and cache); 2: all programs take the
+    # blocks in turn (grid-stride: one front through each cache, like a copy kernel's)
+    p = tl.program_id(0)
+    P = tl.num_programs(0)
+    per = n_blocks // P
+    rows = tl.arange(0, BLOCK_N)
+    d = tl.arange(0, D)
+    acc = tl.zeros([BLOCK_N, D], tl.float32)
+    for i in tl.range(0, per, num_stages=STAGES):
+        if MODE == 0:
+            blk = p * per + i
+        elif MODE == 1:
+            per_head_progs = P // (n_blocks // per_head)
+            blk = (p // per_head_progs) * per_head + p % per_head_progs + i * per_head_progs
+        else:
+            blk = p + i * P
+        off = (blk.to(tl.int64) * BLOCK_N + rows)[:, None] * D + d[None, :]
+        acc += tl.load(k_ptr + off).to(tl.float32)
+        acc += tl.load(v_ptr + off).to(tl.float32)
+    tl.store(out_ptr + p, tl.sum(tl.sum(acc, 1), 0))
+
+
+@triton.jit
+def _read_small_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    # a copy kernel's shape without the write: many short programs, one BLOCK-element tile each, no loop (the
+    # block scheduler hands the next program to whichever SM frees a slot first)
+    p = tl.program_id(0)
+    x = tl.load(x_ptr + p.to(tl.int64) * BLOCK + tl.arange(0, BLOCK))
+    tl.store(out_ptr + p, tl.sum(x.to(tl.float32), 0))
 
 
 @triton.jit
@@ -241,6 +289,151 @@ def _split_dyn_kernel(q_ptr, k_ptr, v_ptr, part_ptr, cursor_ptr, H, GROUP, T, D,
 
 
 @triton.jit
+def _split_one_kernel(q_ptr, k_ptr, v_ptr, part_ptr, H, GROUP, T, D, n_slots, qk_scale, BLOCK_G: tl.constexpr,
+                      BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, NB: tl.constexpr, HEADS_INNER: tl.constexpr,
+                      EVICT: tl.constexpr, PDL: tl.constexpr):
+    # many short programs, as a copy kernel has: program (KV head, slot) reads NB key blocks of BLOCK_N keys
+    # (no loop: every load is issued at once), one partial per program; the block scheduler gives the next
+    # program to whichever SM frees a slot first, which balances SMs of unequal speed. Batch 1, no lengths.
+    if PDL:
+        gdc_launch_dependents()
+    pid = tl.program_id(0)
+    H_kv = H // GROUP
+    if HEADS_INNER:  # consecutive programs: the KV heads of one slot
+        hk = pid % H_kv
+        slot = pid // H_kv
+    else:
+        hk = pid // n_slots
+        slot = pid % n_slots
+    q, heads, g_ok, d = _proto_q(q_ptr, hk, GROUP, D, BLOCK_G, BLOCK_D)
+    cols = tl.arange(0, BLOCK_N)
+    base = hk.to(tl.int64) * T * D
+    m_i, l_i, acc = A._softmax_start(BLOCK_G, BLOCK_D)
+    for b in tl.static_range(NB):
+        off = base + ((slot * NB + b) * BLOCK_N + cols)[:, None] * D + d[None, :]
+        k = tl.load(k_ptr + off, eviction_policy=EVICT)
+        v = tl.load(v_ptr + off, eviction_policy=EVICT)
+        m_i, l_i, acc = _proto_step(q, k, v, m_i, l_i, acc, qk_scale)
+    _proto_store(part_ptr, slot, n_slots, H, D, heads, g_ok, d, m_i, l_i, acc)
+
+
+@triton.jit
+def _combine_wide_kernel(part_ptr, sink_ptr, o_ptr, soh, H, D, n_slots, BLOCK_S: tl.constexpr,
+                         SLICE: tl.constexpr, PDL: tl.constexpr):
+    # grid (H, D / SLICE): one head's n_slots (<= BLOCK_S) partials folded in one step for SLICE columns
+    h = tl.program_id(0)
+    c0 = tl.program_id(1) * SLICE
+    sink = tl.load(sink_ptr + h).to(tl.float32) * 1.4426950408889634
+    if PDL:
+        gdc_wait()
+    sp = tl.arange(0, BLOCK_S)
+    ok = sp < n_slots
+    c = c0 + tl.arange(0, SLICE)
+    rows_total = H * n_slots
+    row = h * n_slots + sp
+    m_s = tl.load(part_ptr + rows_total * D + row, mask=ok, other=float("-inf"))
+    l_s = tl.load(part_ptr + rows_total * (D + 1) + row, mask=ok, other=0.0)
+    a_s = tl.load(part_ptr + row[:, None] * D + c[None, :], mask=ok[:, None], other=0.0)
+    m = tl.maximum(tl.max(m_s, 0), sink)
+    w = tl.exp2(m_s - m)
+    l = tl.sum(l_s * w, 0) + tl.exp2(sink - m)
+    acc = tl.sum(a_s * w[:, None], 0)
+    tl.store(o_ptr + h * soh + c, (acc / l).to(o_ptr.dtype.element_ty))
+
+
+@triton.jit
+def _combine_empty_kernel(sink_ptr, o_ptr, soh, D, BLOCK_D: tl.constexpr, PDL: tl.constexpr):
+    # the combine's hand-off alone: wait for the split grid (PDL), store a row, read no partial
+    h = tl.program_id(0)
+    sink = tl.load(sink_ptr + h)
+    if PDL:
+        gdc_wait()
+    d = tl.arange(0, BLOCK_D)
+    tl.store(o_ptr + h * soh + d, (sink + tl.zeros([BLOCK_D], tl.float32)).to(o_ptr.dtype.element_ty), mask=d < D)
+
+
+@triton.jit
+def _split_waves_kernel(q_ptr, k_ptr, v_ptr, part_ptr, H, GROUP, T, D, n_big, big_blocks, small_blocks, n_slots,
+                        qk_scale, BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
+                        PDL: tl.constexpr):
+    # grid (H_kv, n_big + n_small): the first n_big programs of each KV head take big_blocks key blocks each,
+    # the rest small_blocks each, after them. The block scheduler starts programs in order of linear id (the KV
+    # head fastest), so the big ones fill the GPU and a small one starts wherever a big one ended first: SMs that
+    # read faster take more of the tail. Every program's range is fixed (a partial per program, deterministic).
+    if PDL:
+        gdc_launch_dependents()
+    hk = tl.program_id(0)
+    split = tl.program_id(1)
+    q, heads, g_ok, d = _proto_q(q_ptr, hk, GROUP, D, BLOCK_G, BLOCK_D)
+    if split < n_big:
+        first = split * big_blocks
+        nb = big_blocks
+    else:
+        first = n_big * big_blocks + (split - n_big) * small_blocks
+        nb = small_blocks
+    nb = tl.minimum(nb, T // BLOCK_N - first)
+    cols = tl.arange(0, BLOCK_N)
+    base = hk.to(tl.int64) * T * D
+    m_i, l_i, acc = A._softmax_start(BLOCK_G, BLOCK_D)
+    for i in range(0, nb):
+        off = base + ((first + i) * BLOCK_N + cols)[:, None] * D + d[None, :]
+        m_i, l_i, acc = _proto_step(q, tl.load(k_ptr + off), tl.load(v_ptr + off), m_i, l_i, acc, qk_scale)
+    _proto_store(part_ptr, split, n_slots, H, D, heads, g_ok, d, m_i, l_i, acc)
+
+
+_SENTINEL = -4523347  # 0xFFBADBAD as int32: a NaN no float arithmetic produces (computed NaNs are canonical)
+
+
+@triton.jit
+def _combine_poll_kernel(part_ptr, sink_ptr, o_ptr, soh, H, D, n_slots, BLOCK_S: tl.constexpr,
+                         BLOCK_D: tl.constexpr, SLEEP: tl.constexpr):
+    # The combine without waiting for the split grid: launched as a programmatic dependent (so every split
+    # program is already resident) it never calls gdc_wait; it re-reads its head's partials (past L1) until
+    # none holds the sentinel bit pattern the previous call left there, folds them and puts the sentinel back.
+    # Each partial word is written once per call, so a word that is not the sentinel is final: no fence, no
+    # counter. Batch 1.
+    h = tl.program_id(0)
+    sink = tl.load(sink_ptr + h).to(tl.float32) * 1.4426950408889634
+    sp = tl.arange(0, BLOCK_S)
+    ok = sp < n_slots
+    d = tl.arange(0, BLOCK_D)
+    d_ok = d < D
+    rows_total = H * n_slots
+    row = h * n_slots + sp
+    m_ptrs = part_ptr + rows_total * D + row
+    l_ptrs = part_ptr + rows_total * (D + 1) + row
+    a_ptrs = part_ptr + row[:, None] * D + d[None, :]
+    a_ok = ok[:, None] & d_ok[None, :]
+    m_s = tl.load(m_ptrs, mask=ok, other=0.0, volatile=True)
+    l_s = tl.load(l_ptrs, mask=ok, other=0.0, volatile=True)
+    a_s = tl.load(a_ptrs, mask=a_ok, other=0.0, volatile=True)
+    pending = (tl.sum((m_s.to(tl.int32, bitcast=True) == -4523347).to(tl.int32), 0)
+               + tl.sum((l_s.to(tl.int32, bitcast=True) == -4523347).to(tl.int32), 0)
+               + tl.sum(tl.sum((a_s.to(tl.int32, bitcast=True) == -4523347).to(tl.int32), 1), 0))
+    while pending > 0:
+        if SLEEP > 0:
+            tl.inline_asm_elementwise("nanosleep.u32 $1; mov.u32 $0, 0;", "=r,r", [tl.full([1], SLEEP, tl.int32)],
+                                      dtype=tl.int32, is_pure=False, pack=1)
+        m_s = tl.load(m_ptrs, mask=ok, other=0.0, volatile=True)
+        l_s = tl.load(l_ptrs, mask=ok, other=0.0, volatile=True)
+        a_s = tl.load(a_ptrs, mask=a_ok, other=0.0, volatile=True)
+        pending = (tl.sum((m_s.to(tl.int32, bitcast=True) == -4523347).to(tl.int32), 0)
+                   + tl.sum((l_s.to(tl.int32, bitcast=True) == -4523347).to(tl.int32), 0)
+                   + tl.sum(tl.sum((a_s.to(tl.int32, bitcast=True) == -4523347).to(tl.int32), 1), 0))
+    m_s = tl.where(ok, m_s, float("-inf"))
+    m = tl.maximum(tl.max(m_s, 0), sink)
+    m_safe = tl.where(m == float("-inf"), 0.0, m)
+    w = tl.exp2(m_s - m_safe)
+    l = tl.sum(l_s * w, 0) + tl.exp2(sink - m_safe)
+    acc = tl.sum(a_s * w[:, None], 0)
+    tl.store(o_ptr + h * soh + d, (acc / tl.where(l == 0.0, 1.0, l)).to(o_ptr.dtype.element_ty), mask=d_ok)
+    sent = tl.full([BLOCK_S], -4523347, tl.int32).to(tl.float32, bitcast=True)
+    tl.store(m_ptrs, sent, mask=ok)
+    tl.store(l_ptrs, sent, mask=ok)
+    tl.store(a_ptrs, tl.full([BLOCK_S, BLOCK_D], -4523347, tl.int32).to(tl.float32, bitcast=True), mask=a_ok)
+
+
+@triton.jit
 def _split_signal_kernel(q_ptr, k_ptr, v_ptr, part_ptr, count_ptr, H, GROUP, T, D, chunk, num_splits, qk_scale,
                          BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, PDL: tl.constexpr):
     # the split kernel's loop (batch 1, no lengths or window); after its partials, each program counts itself
@@ -277,6 +470,112 @@ def _combine_spin_kernel(part_ptr, sink_ptr, o_ptr, count_ptr, done_ptr, sob, so
     if tl.atomic_add(done_ptr + hk, 1, sem="acq_rel", scope="gpu") == GROUP - 1:
         tl.store(count_ptr + hk, 0)
         tl.store(done_ptr + hk, 0)
+
+
+@triton.jit
+def _split_flat_kernel(q_ptr, k_ptr, v_ptr, part_ptr, cursor_ptr, stamp_ptr, H, GROUP, T, D, n_blocks, n_iter,
+                       num_splits, n_slots, qk_scale, BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr,
+                       BLOCK_D: tl.constexpr, STATIC: tl.constexpr, DET: tl.constexpr, PDL: tl.constexpr,
+                       STAMP: tl.constexpr, QMODE: tl.constexpr = 0):
+    # Run-time balancing in one flat loop: program `split` of KV head hk takes key blocks split·STATIC ..
+    # split·STATIC + STATIC - 1, then blocks claimed from the head's cursor (block STATIC·num_splits onwards),
+    # each claim made one iteration before its block is used: the claim is a loop-carried value of distance 1,
+    # which Triton's pipeliner schedules with the loads (a deeper rotation of claims is not pipelined), so the
+    # cp.async stages run on across claims. n_iter iterations; past the last claim the loads are masked off.
+    # DET: the output does not depend on which program took which block: the static blocks' partial goes to
+    # slot `split`, each claimed block's to its own slot (num_splits + its index among the claimed ones);
+    # otherwise one partial per program (slot `split`) over whatever it took. Slots per head: n_slots (DET:
+    # num_splits if STATIC > 0, plus one per claimed block).
+    # Batch 1, no lengths or window; the combine resets the cursors. QMODE: q loaded before the loop (0), in
+    # the loop at every step (1: the pipeliner fetches it with K/V), in the loop at the first step only (2).
+    # STAMP: global-timer stamps per program (start, end of the first step, loop end; its SM; blocks taken).
+    if STAMP:
+        t0 = _now()
+        t_first = t0
+    if PDL:
+        gdc_launch_dependents()
+    hk = tl.program_id(0)
+    split = tl.program_id(1)
+    g = tl.arange(0, BLOCK_G)
+    d = tl.arange(0, BLOCK_D)
+    heads = hk * GROUP + g
+    g_ok = g < GROUP
+    q_ptrs = q_ptr + heads[:, None] * D + d[None, :]
+    if QMODE == 0:
+        q = tl.load(q_ptrs, mask=g_ok[:, None], other=0.0)
+    else:
+        q = tl.zeros([BLOCK_G, BLOCK_D], q_ptr.dtype.element_ty)
+    cols = tl.arange(0, BLOCK_N)
+    base = hk.to(tl.int64) * T * D
+    m_i, l_i, acc = A._softmax_start(BLOCK_G, BLOCK_D)
+    dyn0 = STATIC * num_splits
+    if STATIC > 0:
+        blk = split * STATIC
+    else:
+        blk = dyn0 + tl.atomic_add(cursor_ptr + hk, 1, sem="relaxed")
+    rows_total = H * n_slots
+    first_claimed = 0  # slot of the first claimed block's partial (DET): after the static ones, if any
+    if STATIC > 0:
+        first_claimed = num_splits
+    done = 0
+    for i in range(0, n_iter):
+        j = i + 1
+        claim = tl.atomic_add(cursor_ptr + hk, 1, sem="relaxed", mask=(j >= STATIC) & (j < n_iter))
+        cur = blk
+        blk = tl.where(j < STATIC, split * STATIC + j, dyn0 + claim)
+        ok = cur < n_blocks
+        if DET:  # a claimed block starts from an empty state
+            fresh = i >= STATIC
+            m_i = tl.where(fresh, float("-inf"), m_i)
+            l_i = tl.where(fresh, 0.0, l_i)
+            acc = tl.where(fresh, 0.0, acc)
+        off = base + (cur * BLOCK_N + cols)[:, None] * D + d[None, :]
+        if QMODE == 1:
+            q = tl.load(q_ptrs, mask=g_ok[:, None] & ok, other=0.0)
+        elif QMODE == 2:
+            q = q + tl.load(q_ptrs, mask=g_ok[:, None] & (i == 0), other=0.0)
+        k = tl.load(k_ptr + off, mask=ok, other=0.0)
+        v = tl.load(v_ptr + off, mask=ok, other=0.0)
+        s = tl.where(ok, tl.dot(q, tl.trans(k)) * qk_scale, float("-inf"))
+        m_i, l_i, acc = A._online_softmax_step(s, m_i, l_i, acc, v, "tf32")
+        done += ok.to(tl.int32)
+        if STAMP:
+            if i == 0:
+                t_first = _now()
+        if DET:  # the static partial after its last block, a claimed block's after it
+            slot = tl.where(i >= STATIC, first_claimed + cur - dyn0, split)
+            put = ok & (i >= STATIC - 1)
+            part = heads * n_slots + slot
+            tl.store(part_ptr + rows_total * D + part, m_i, mask=g_ok & put)
+            tl.store(part_ptr + rows_total * (D + 1) + part, l_i, mask=g_ok & put)
+            tl.store(part_ptr + part[:, None] * D + d[None, :], acc, mask=g_ok[:, None] & put)
+    if STAMP:
+        t1 = _now()
+    if not DET:
+        _proto_store(part_ptr, split, n_slots, H, D, heads, g_ok, d, m_i, l_i, acc)
+    if STAMP:
+        pid = hk * num_splits + split
+        tl.store(stamp_ptr + pid * 5 + 0, t0)
+        tl.store(stamp_ptr + pid * 5 + 1, t1)
+        tl.store(stamp_ptr + pid * 5 + 2, done.to(tl.int64))
+        tl.store(stamp_ptr + pid * 5 + 3, _smid().to(tl.int64))
+        tl.store(stamp_ptr + pid * 5 + 4, t_first)
+
+
+@triton.jit
+def _combine_reset_kernel(part_ptr, sink_ptr, o_ptr, cursor_ptr, sob, soh, H, GROUP, D, n_slots,
+                          BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr, PDL: tl.constexpr):
+    # the library's combine (batch 1) over n_slots partials per head; the first head of each GQA group zeroes
+    # its KV head's cursor for the next launch (the split grid is complete after the wait)
+    h = tl.program_id(0)
+    sink = tl.load(sink_ptr + h).to(tl.float32) * 1.4426950408889634
+    if PDL:
+        gdc_wait()
+    if h % GROUP == 0:
+        tl.store(cursor_ptr + h // GROUP, 0)
+    d = tl.arange(0, BLOCK_D)
+    out = A._fold_splits(part_ptr, h * n_slots, n_slots, H * n_slots, D, sink, d, d < D, BLOCK_S, BLOCK_D)
+    tl.store(o_ptr + h * soh + d, out.to(o_ptr.dtype.element_ty), mask=d < D)
 
 
 def timed(fn) -> float:
@@ -554,13 +853,12 @@ def timeline(P: dict) -> None:
 
 def launcher(P: dict) -> None:
     q, kc, vc, sinks, out, nbytes = P["q"], P["kc"], P["vc"], P["sinks"], P["out"], P["nbytes"]
-    for pdl in (True, False):
-        A.DECODE_PDL = pdl
-        report(f"sdpa_decode_sink (launcher), PDL {pdl}", timed(lambda: A.sdpa_decode_sink(q, kc, vc, sinks,
-                                                                                           precision="tf32", out=out)),
-               nbytes)
+    for pdl, q_in_loop in ((True, None), (False, None), (True, True), (True, False), (True, None)):
+        A.DECODE_PDL, A.DECODE_Q_IN_LOOP = pdl, q_in_loop
+        report(f"sdpa_decode_sink (launcher), PDL {pdl}, q in the loop {q_in_loop} (None: the plan's)",
+               timed(lambda: A.sdpa_decode_sink(q, kc, vc, sinks, precision="tf32", out=out)), nbytes)
         check("launcher", out, P["ref"])
-    A.DECODE_PDL = True
+    A.DECODE_PDL, A.DECODE_Q_IN_LOOP = True, None
 
 
 def combine_warps(P: dict) -> None:
@@ -618,8 +916,327 @@ def fp32_long(P: dict) -> None:
                     print(f"    WRONG: max abs err {err:.2e}", flush=True)
 
 
+def flat(P: dict, static_only: bool = False, qload: bool = False) -> None:
+    """Run-time balancing in one flat pipelined loop (_split_flat_kernel): static blocks, then claimed ones.
+    static_only (section `tiles`): no claims, one program per SM with larger tiles against two per SM.
+    qload (section `qload`): no claims, q loaded before the loop, in it at every step, at the first step only."""
+    q, kc, vc, sinks, out, nbytes, sms = P["q"], P["kc"], P["vc"], P["sinks"], P["out"], P["nbytes"], P["sms"]
+    scale = A._scale(None, D)
+    cursors = torch.zeros(H_KV, dtype=torch.int32, device=DEV)
+    pdl = not DRY
+    # (block_n, warps, stages), programs a KV head (0: two per SM), static blocks a program, iterations past
+    # the fair share, deterministic
+    c128, c64, c64s4 = (128, 4, 3), (64, 4, 3), (64, 4, 4)
+    cases = [(c128, 32, 8, 0, False), (c128, 32, 6, 1, False), (c128, 32, 6, 2, False), (c128, 32, 4, 2, False),
+             (c128, 32, 2, 2, False), (c128, 32, 0, 2, False), (c128, 32, 6, 1, True), (c128, 32, 6, 2, True),
+             (c128, 32, 4, 2, True), (c128, 33, 7, 1, False), (c128, 33, 7, 1, True), (c64, 32, 16, 0, False),
+             (c64, 32, 12, 2, False), (c64, 32, 14, 2, False), (c64, 32, 12, 2, True), (c64, 32, 14, 2, True),
+             (c64, 49, 8, 2, False), (c64s4, 33, 13, 3, False), (c64s4, 33, 13, 3, True), (c64, 66, 6, 2, False)]
+    if static_only:
+        cases = [(c128, 32, 8, 0, False), ((256, 8, 3), 16, 8, 0, False), ((128, 8, 4), 16, 16, 0, False),
+                 ((128, 8, 3), 16, 16, 0, False), ((256, 8, 2), 16, 8, 0, False), ((64, 4, 6), 32, 16, 0, False),
+                 (c128, 32, 8, 0, False)]
+    if qload:
+        cases = [(c128, 32, 8, 0, False, qm) for qm in (0, 1, 2, 0, 1, 2)] + [((64, 4, 3), 32, 16, 0, False, qm)
+                                                                            for qm in (0, 1, 2)]
+    if DRY:
+        cases = [((16, 4, 1), 0, 1, 2, False), ((16, 4, 1), 0, 1, 2, True), ((16, 4, 1), 0, 0, 3, False),
+                 ((16, 4, 1), 0, 0, 3, True)]
+        if qload:
+            cases = [((16, 4, 1), 0, 2, 0, False, qm) for qm in (0, 1, 2)]
+    flush = None if DRY else torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device=DEV)
+    for case in cases:
+        (block_n, warps, stages), progs, static, extra, det = case[:5]
+        qmode = case[5] if len(case) > 5 else 0
+        progs = progs or 2 * sms // H_KV
+        n_blocks = T // block_n
+        fair = -(-n_blocks // progs)
+        static = min(static, n_blocks // progs)
+        n_iter = fair + extra
+        n_slots = (progs if static or not det else 0) + (n_blocks - static * progs if det else 0)
+        parts = torch.empty(H * n_slots * (D + 2), device=DEV)
+        stamps = torch.zeros(H_KV * progs * 5, dtype=torch.int64, device=DEV)
+        bs = min(A._next_pow2(n_slots), 64)
+
+        def run(stamp=False):
+            _split_flat_kernel[(H_KV, progs)](q, kc, vc, parts, cursors, stamps, H, H // H_KV, T, D, n_blocks, n_iter,
+                                              progs, n_slots, scale, BLOCK_G=16, BLOCK_N=block_n, BLOCK_D=64,
+                                              STATIC=static, DET=det, PDL=pdl, STAMP=stamp and not DRY,
+                                              QMODE=qmode, num_warps=warps, num_stages=stages)
+            _combine_reset_kernel[(H,)](parts, sinks, out, cursors, *out.stride()[:2], H, H // H_KV, D, n_slots,
+                                        BLOCK_S=bs, BLOCK_D=64, PDL=pdl, num_warps=1 if bs <= 32 else 2,
+                                        launch_pdl=pdl)
+        tag = (f"({block_n}, {warps}, {stages}) {progs} programs/head, {static} static of {fair}, {n_iter} iterations"
+               f"{', deterministic' if det else ''} ({n_slots} slots)"
+               + ("" if qmode == 0 else ", q in the loop" if qmode == 1 else ", q at the first step"))
+        out.fill_(float("nan"))
+        report(tag, timed(run), nbytes)
+        check(tag, out, P["ref"])
+        if DRY:
+            continue
+        torch.cuda.synchronize()
+        if cursors.any():
+            print("    WRONG: cursors not zero after the call", flush=True)
+        for _ in range(3):
+            flush.zero_()
+            torch.cuda.synchronize()
+            run(True)
+            torch.cuda.synchronize()
+        r = stamps.view(-1, 5).cpu()
+        t0 = r[:, 0].min()
+        lo = (r[:, 1] - t0) / 1e3
+        first = (r[:, 4] - t0) / 1e3
+        qs = torch.quantile(lo.double(), torch.tensor([0.0, 0.1, 0.5, 0.9, 1.0], dtype=torch.float64))
+        nb = r[:, 2]
+        print(f"    loop end µs (min p10 p50 p90 max): {' '.join(f'{v:5.2f}' for v in qs.tolist())}; blocks a "
+              f"program: min {int(nb.min())} max {int(nb.max())}, total {int(nb.sum())} of {n_blocks * H_KV}",
+              flush=True)
+        qf = torch.quantile(first.double(), torch.tensor([0.0, 0.5, 1.0], dtype=torch.float64))
+        print(f"    first step done µs (min p50 max): {' '.join(f'{v:5.2f}' for v in qf.tolist())}", flush=True)
+        if static_only:
+            _who_is_slow(lo, r[:, 3], progs)
+
+
+def _who_is_slow(end: torch.Tensor, sm: torch.Tensor, progs: int) -> None:
+    """Loop ends against the program's KV head, its split (address) and its SM partner."""
+    by_head = end.view(H_KV, progs).mean(1)
+    by_split = end.view(H_KV, progs).mean(0)
+    print(f"    mean end by KV head: {' '.join(f'{v:.2f}' for v in by_head.tolist())}; by split: min "
+          f"{by_split.min():.2f} max {by_split.max():.2f} (split 0 {by_split[0]:.2f}, last {by_split[-1]:.2f})",
+          flush=True)
+    pairs = [torch.nonzero(sm == i).flatten() for i in torch.unique(sm)]
+    two = [pr for pr in pairs if len(pr) == 2]
+    if two:
+        a = torch.stack([end[pr[0]] for pr in two]).double()
+        b = torch.stack([end[pr[1]] for pr in two]).double()
+        corr = torch.corrcoef(torch.stack([a, b]))[0, 1].item()
+        print(f"    SMs with two programs: {len(two)}; correlation of the two's ends {corr:+.2f}; mean |difference| "
+              f"{(a - b).abs().mean():.2f} µs; spread of SM means (sd) {((a + b) / 2).std():.2f} µs", flush=True)
+
+
+def sweep(P: dict) -> None:
+    """Read-only kernels by the order in which programs take the cache's blocks (_read_sweep_kernel)."""
+    kc, vc, nbytes = P["kc"], P["vc"], P["nbytes"]
+    src = torch.empty(nbytes // 4, dtype=torch.int16, device=DEV)
+    dst = torch.empty_like(src)
+    report("copy: torch copy_, half the bytes read, half written", timed(lambda: dst.copy_(src)), nbytes)
+    report("torch: kc.sum() + vc.sum() (fp32 accumulate)", timed(lambda: (kc.sum(dtype=torch.float32),
+                                                                         vc.sum(dtype=torch.float32))), nbytes)
+    cases = [(128, 4, 3, 256), (64, 4, 4, 256), (128, 4, 3, 512), (64, 4, 3, 1024), (32, 4, 4, 1024),
+             (256, 8, 3, 128)]
+    if DRY:
+        cases = [(16, 4, 1, 16)]
+    red = torch.empty(nbytes // 2 // 1024, device=DEV)
+    both = torch.cat([kc.view(-1), vc.view(-1)])  # one buffer (the copy's source is one buffer too)
+    for block, warps in ((2048, 4), (4096, 4), (8192, 4), (8192, 8), (16384, 8), (4096, 2)):
+        if DRY:
+            block = 1024
+        fn = lambda: _read_small_kernel[(both.numel() // block,)](both, red, BLOCK=block, num_warps=warps)  # noqa
+        report(f"read, {both.numel() // block} programs of {block * 2 // 1024} KB, {warps} warps, no loop", timed(fn),
+               nbytes)
+        if DRY:
+            want = both.float().view(-1, block).sum(1)
+            if not torch.allclose(red[:want.numel()], want, rtol=1e-3, atol=1e-2):
+                print("    WRONG: small-program read sums", flush=True)
+            break
+    for block_n, warps, stages, progs in cases:
+        n_blocks = H_KV * T // block_n
+        for mode, name in ((0, "contiguous runs"), (1, "a front per head"), (2, "grid-stride (one front)")):
+            fn = lambda: _read_sweep_kernel[(progs,)](kc, vc, red, n_blocks, T // block_n, D=D,  # noqa: E731
+                                                      BLOCK_N=block_n, MODE=mode, STAGES=stages, num_warps=warps)
+            report(f"read ({block_n}, {warps}, {stages}), {progs} programs, {name}", timed(fn), nbytes)
+        if DRY:
+            got = red[:progs].sum().item()
+            want = kc.float().sum().item() + vc.float().sum().item()
+            if abs(got - want) > 1e-2 * (1 + abs(want)):
+                print(f"    WRONG: sweep sum {got} vs {want}", flush=True)
+
+
+def sm_stable(P: dict) -> None:
+    """Is a slow SM slow in every run? The static split loop (_split_flat_kernel, no claims) stamped over runs:
+    per-SM and per-program mean loop ends, each run centred, correlated between runs."""
+    q, kc, vc, sms = P["q"], P["kc"], P["vc"], P["sms"]
+    scale = A._scale(None, D)
+    block_n, progs = (16, 16) if DRY else (128, 32)
+    n_blocks = T // block_n
+    per = n_blocks // progs
+    parts = torch.empty(H * progs * (D + 2), device=DEV)
+    stamps = torch.zeros(H_KV * progs * 5, dtype=torch.int64, device=DEV)
+    cursors = torch.zeros(H_KV, dtype=torch.int32, device=DEV)
+    flush = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device=DEV)
+    by_sm, by_prog = [], []
+    for _ in range(3 if DRY else 16):
+        flush.zero_()
+        if not DRY:
+            torch.cuda.synchronize()
+        _split_flat_kernel[(H_KV, progs)](q, kc, vc, parts, cursors, stamps, H, H // H_KV, T, D, n_blocks, per,
+                                          progs, progs, scale, BLOCK_G=16, BLOCK_N=block_n, BLOCK_D=64, STATIC=per,
+                                          DET=False, PDL=False, STAMP=not DRY, num_warps=4, num_stages=3)
+        if DRY:
+            continue
+        torch.cuda.synchronize()
+        r = stamps.view(-1, 5).cpu()
+        end = ((r[:, 1] - r[:, 0].min()) / 1e3).double()
+        end = end - end.mean()
+        sm = r[:, 3]
+        tot = torch.zeros(sms, dtype=torch.float64).index_add_(0, sm, end)
+        cnt = torch.bincount(sm, minlength=sms).double()
+        by_sm.append(torch.where(cnt > 0, tot / cnt.clamp(min=1), float("nan")))
+        by_prog.append(end)
+    if DRY:
+        return
+
+    def cross(rows: list) -> str:
+        x = torch.stack(rows)
+        ok = ~torch.isnan(x).any(0)
+        c = torch.corrcoef(x[:, ok])
+        off = c[~torch.eye(len(rows), dtype=torch.bool)]
+        return f"mean {off.mean():+.2f} (min {off.min():+.2f}, max {off.max():+.2f}) over {int(ok.sum())} items"
+
+    print(f"  correlation between runs of the per-SM mean loop end: {cross(by_sm)}", flush=True)
+    print(f"  correlation between runs of the per-program loop end: {cross(by_prog)}", flush=True)
+    m = torch.stack(by_sm).nanmean(0)
+    order = torch.argsort(m)
+    print(f"  per-SM mean over runs (µs from the run mean), fastest 6: "
+          f"{', '.join(f'sm{int(i)} {m[i]:+.2f}' for i in order[:6])}; slowest 6: "
+          f"{', '.join(f'sm{int(i)} {m[i]:+.2f}' for i in order[-6:])}; sd of the means {m.std():.2f}", flush=True)
+    print("  per-SM mean by smid, in order: " + " ".join(f"{v:+.1f}" for v in m.tolist()), flush=True)
+
+
+def one(P: dict) -> None:
+    """Many one-block programs (_split_one_kernel) + a one-step wide combine (_combine_wide_kernel)."""
+    q, kc, vc, sinks, out, nbytes = P["q"], P["kc"], P["vc"], P["sinks"], P["out"], P["nbytes"]
+    scale = A._scale(None, D)
+    pdl = not DRY
+    # (BLOCK_N, warps, blocks a program, heads inner, eviction), (combine slice, warps)
+    cases = [((128, 4, 1, True, ""), (16, 4)), ((128, 8, 1, True, ""), (16, 4)), ((128, 4, 1, False, ""), (16, 4)),
+             ((128, 4, 1, True, "evict_first"), (16, 4)), ((64, 4, 2, True, ""), (16, 4)),
+             ((128, 4, 2, True, ""), (16, 4)), ((128, 8, 2, True, ""), (32, 4)), ((64, 4, 1, True, ""), (8, 4)),
+             ((128, 4, 1, True, ""), (32, 4)), ((128, 4, 1, True, ""), (8, 2))]
+    if DRY:
+        cases = [((16, 4, 2, True, ""), (16, 4)), ((16, 4, 1, False, ""), (8, 2))]
+    for (block_n, warps, nb, inner, evict), (slice_, cw) in cases:
+        n_slots = T // (block_n * nb)
+        parts = torch.empty(H * n_slots * (D + 2), device=DEV)
+        bs = A._next_pow2(n_slots)
+
+        def split():
+            _split_one_kernel[(H_KV * n_slots,)](q, kc, vc, parts, H, H // H_KV, T, D, n_slots, scale, BLOCK_G=16,
+                                                 BLOCK_N=block_n, BLOCK_D=64, NB=nb, HEADS_INNER=inner, EVICT=evict,
+                                                 PDL=pdl, num_warps=warps)
+
+        def run():
+            split()
+            _combine_wide_kernel[(H, D // slice_)](parts, sinks, out, out.stride(1), H, D, n_slots, BLOCK_S=bs,
+                                                   SLICE=slice_, PDL=pdl, num_warps=cw, launch_pdl=pdl)
+        tag = (f"one-block programs: ({block_n}, {warps}) x{nb}, {H_KV * n_slots} programs"
+               f"{', heads inner' if inner else ''}{', ' + evict if evict else ''}")
+        report(f"{tag}, split alone", timed(split), nbytes)
+        out.fill_(float("nan"))
+        report(f"  + wide combine (slice {slice_}, {cw} warps)", timed(run), nbytes)
+        check(tag, out, P["ref"])
+
+
+def handoff(P: dict) -> None:
+    """What the combine costs: the split kernel alone, + the combine, + a combine that reads nothing; the
+    library's fused form (last split program of a head merges) by merge shape."""
+    q, kc, vc, sinks, out, nbytes = P["q"], P["kc"], P["vc"], P["sinks"], P["out"], P["nbytes"]
+    cfg = (16, 4, 1) if DRY else (128, 4, 3)
+    splits, chunk = A._decode_splits(T, H_KV, kc.device, cfg[0], None, 2)
+    parts = torch.empty(H * splits * (D + 2), device=DEV)
+    pdl = not DRY
+    for _ in range(2):
+        report(f"split alone {cfg}, {splits} splits", timed(lambda: library_split(P, cfg, splits, chunk, parts, False)),
+               nbytes)
+        report("split + combine (PDL)", timed(lambda: (library_split(P, cfg, splits, chunk, parts, pdl),
+                                                        library_combine(P, parts, splits, pdl))), nbytes)
+        report("split + a combine that reads nothing (PDL)", timed(lambda: (
+            library_split(P, cfg, splits, chunk, parts, pdl),
+            _combine_empty_kernel[(H,)](sinks, out, out.stride(1), D, BLOCK_D=64, PDL=pdl, num_warps=1,
+                                        launch_pdl=pdl))), nbytes)
+        report("split + a combine that reads nothing (no PDL)", timed(lambda: (
+            library_split(P, cfg, splits, chunk, parts, False),
+            _combine_empty_kernel[(H,)](sinks, out, out.stride(1), D, BLOCK_D=64, PDL=False, num_warps=1))), nbytes)
+    merges = [(16, 2048, 1), (8, 16384, 1), (8, 8192, 1), (8, 4096, 1), (8, 8192, 2), (8, 4096, 3), (8, 2048, 4)]
+    if DRY:
+        merges = merges[:2]
+    for merge in merges:
+        out.fill_(float("nan"))
+        fn = lambda: A._launch_decode(q, kc, vc, sinks, None, None, None, "tf32", None, out,  # noqa: E731
+                                      config=cfg, fused_combine=True, merge=merge)
+        try:
+            report(f"fused (last split program merges), merge {merge}", timed(fn), nbytes)
+        except Exception as exc:  # noqa: BLE001 - a merge shape that does not compile is reported
+            print(f"  fused merge {merge}: failed {type(exc).__name__}: {str(exc)[:200]}", flush=True)
+            continue
+        check(f"fused {merge}", out, P["ref"])
+
+
+def waves(P: dict) -> None:
+    """Big programs, then small ones the block scheduler hands to the SMs that finish first (_split_waves_kernel)."""
+    q, kc, vc, sinks, out, nbytes = P["q"], P["kc"], P["vc"], P["sinks"], P["out"], P["nbytes"]
+    scale = A._scale(None, D)
+    cursors = torch.zeros(H_KV, dtype=torch.int32, device=DEV)
+    pdl = not DRY
+    # (block_n, warps, stages), big programs a KV head, their blocks, small programs' blocks
+    cases = [((128, 4, 3), 32, 8, 1), ((128, 4, 4), 32, 8, 1), ((128, 4, 4), 33, 7, 1), ((128, 4, 4), 33, 6, 1),
+             ((128, 4, 4), 33, 6, 2), ((128, 4, 4), 33, 5, 1), ((128, 4, 3), 49, 5, 1), ((128, 4, 3), 49, 4, 2),
+             ((128, 4, 3), 33, 7, 1), ((128, 4, 3), 33, 6, 1), ((128, 4, 5), 33, 7, 1), ((128, 4, 3), 32, 8, 1)]
+    if DRY:
+        cases = [((16, 4, 1), 8, 3, 1), ((16, 4, 1), 4, 5, 2)]
+    for (block_n, warps, stages), n_big, big, small in cases:
+        n_blocks = T // block_n
+        n_small = -(-(n_blocks - n_big * big) // small)
+        n_slots = n_big + n_small
+        parts = torch.empty(H * n_slots * (D + 2), device=DEV)
+        bs = min(A._next_pow2(n_slots), 64)
+
+        def run():
+            _split_waves_kernel[(H_KV, n_slots)](q, kc, vc, parts, H, H // H_KV, T, D, n_big, big, small, n_slots,
+                                                 scale, BLOCK_G=16, BLOCK_N=block_n, BLOCK_D=64, PDL=pdl,
+                                                 num_warps=warps, num_stages=stages)
+            _combine_reset_kernel[(H,)](parts, sinks, out, cursors, *out.stride()[:2], H, H // H_KV, D, n_slots,
+                                        BLOCK_S=bs, BLOCK_D=64, PDL=pdl, num_warps=1 if bs <= 32 else 2,
+                                        launch_pdl=pdl)
+        tag = f"({block_n}, {warps}, {stages}) {n_big} x {big} blocks + {n_small} x {small} a KV head"
+        out.fill_(float("nan"))
+        report(tag, timed(run), nbytes)
+        check(tag, out, P["ref"])
+
+
+def poll(P: dict) -> None:
+    """The split kernel + a combine that polls the partials for a sentinel instead of waiting for the grid."""
+    nbytes, out = P["nbytes"], P["out"]
+    cfg = (16, 4, 1) if DRY else (128, 4, 3)
+    splits, chunk = A._decode_splits(T, H_KV, P["kc"].device, cfg[0], None, 2)
+    parts = torch.full((H * splits * (D + 2),), _SENTINEL, dtype=torch.int32, device=DEV).view(torch.float32)
+    plain = torch.empty_like(parts)
+    pdl = not DRY
+    for sleep in ((0,) if DRY else (0, 100, 500, 0)):
+        out.fill_(float("nan"))
+        report("split + combine (PDL, waits for the grid)", timed(lambda: (
+            library_split(P, cfg, splits, chunk, plain, pdl), library_combine(P, plain, splits, pdl))), nbytes)
+        check("split + combine", out, P["ref"])
+        out.fill_(float("nan"))
+
+        def run():
+            library_split(P, cfg, splits, chunk, parts, pdl)
+            _combine_poll_kernel[(H,)](parts, P["sinks"], out, out.stride(1), H, D, splits, BLOCK_S=32, BLOCK_D=64,
+                                       SLEEP=sleep, num_warps=1, launch_pdl=pdl)
+        report(f"split + polling combine (nanosleep {sleep} ns between polls)", timed(run), nbytes)
+        check("polling", out, P["ref"])
+        if not DRY:
+            torch.cuda.synchronize()
+        if not bool((parts.view(torch.int32) == _SENTINEL).all()):
+            print("    WRONG: partials not reset to the sentinel", flush=True)
+
+
 SECTIONS = {"floors": floors, "splits": splits_and_combines, "timeline": timeline, "dynamic": dynamic,
-            "configs": configs, "combine_warps": combine_warps, "fp32_long": fp32_long, "launcher": launcher}
+            "configs": configs, "combine_warps": combine_warps, "fp32_long": fp32_long, "launcher": launcher,
+            "flat": flat, "sweep": sweep,
+            "tiles": lambda P: flat(P, True), "sm_stable": sm_stable,
+            "one": one, "handoff": handoff,
+            "qload": lambda P: flat(P, qload=True), "waves": waves, "poll": poll}
 
 
 def main() -> None:
