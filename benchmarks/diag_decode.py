@@ -476,7 +476,7 @@ def _combine_spin_kernel(part_ptr, sink_ptr, o_ptr, count_ptr, done_ptr, sob, so
 def _split_flat_kernel(q_ptr, k_ptr, v_ptr, part_ptr, cursor_ptr, stamp_ptr, H, GROUP, T, D, n_blocks, n_iter,
                        num_splits, n_slots, qk_scale, BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr,
                        BLOCK_D: tl.constexpr, STATIC: tl.constexpr, DET: tl.constexpr, PDL: tl.constexpr,
-                       STAMP: tl.constexpr, QMODE: tl.constexpr = 0):
+                       STAMP: tl.constexpr, QMODE: tl.constexpr = 0, WORK: tl.constexpr = 0):
     # Run-time balancing in one flat loop: program `split` of KV head hk takes key blocks split·STATIC ..
     # split·STATIC + STATIC - 1, then blocks claimed from the head's cursor (block STATIC·num_splits onwards),
     # each claim made one iteration before its block is used: the claim is a loop-carried value of distance 1,
@@ -508,6 +508,8 @@ def _split_flat_kernel(q_ptr, k_ptr, v_ptr, part_ptr, cursor_ptr, stamp_ptr, H, 
     cols = tl.arange(0, BLOCK_N)
     base = hk.to(tl.int64) * T * D
     m_i, l_i, acc = A._softmax_start(BLOCK_G, BLOCK_D)
+    if WORK == 5:  # rows r and r + BLOCK_G / 2 both hold head r (GROUP == BLOCK_G / 2)
+        q2 = tl.load(q_ptr + (hk * GROUP + g % GROUP)[:, None] * D + d[None, :])
     dyn0 = STATIC * num_splits
     if STATIC > 0:
         blk = split * STATIC
@@ -536,8 +538,41 @@ def _split_flat_kernel(q_ptr, k_ptr, v_ptr, part_ptr, cursor_ptr, stamp_ptr, H, 
             q = q + tl.load(q_ptrs, mask=g_ok[:, None] & (i == 0), other=0.0)
         k = tl.load(k_ptr + off, mask=ok, other=0.0)
         v = tl.load(v_ptr + off, mask=ok, other=0.0)
-        s = tl.where(ok, tl.dot(q, tl.trans(k)) * qk_scale, float("-inf"))
-        m_i, l_i, acc = A._online_softmax_step(s, m_i, l_i, acc, v, "tf32")
+        if WORK == 0:
+            s = tl.where(ok, tl.dot(q, tl.trans(k)) * qk_scale, float("-inf"))
+            m_i, l_i, acc = A._online_softmax_step(s, m_i, l_i, acc, v, "tf32")
+        elif WORK == 4:  # every key valid: the scale folded into exp2's FMA, no -inf handling
+            m_i, l_i, acc = A._online_softmax_step_unmasked(tl.dot(q, tl.trans(k)), qk_scale, m_i, l_i, acc, v,
+                                                            "tf32")
+        elif WORK == 5:  # paired halves: rows r and r + GROUP hold the same head (GROUP == BLOCK_G / 2), the
+            # first half of the block's keys for rows < GROUP, the second half for the others: one softmax over
+            # [BLOCK_G, BLOCK_N / 2] per block (no padding rows), two independent running states merged after the
+            # loop
+            HALF: tl.constexpr = BLOCK_N // 2
+            hc = tl.arange(0, HALF)
+            lo = base + (cur * BLOCK_N + hc)[:, None] * D + d[None, :]
+            hi = lo + HALF * D
+            first_half = (g < BLOCK_G // 2)[:, None]
+            s_lo = tl.dot(q2, tl.trans(tl.load(k_ptr + lo, mask=ok, other=0.0)))
+            s_hi = tl.dot(q2, tl.trans(tl.load(k_ptr + hi, mask=ok, other=0.0)))
+            s_raw = tl.where(first_half, s_lo, s_hi)
+            m_new = tl.maximum(m_i, tl.max(s_raw, 1) * qk_scale)
+            p = tl.exp2(s_raw * qk_scale - m_new[:, None])
+            alpha = tl.exp2(m_i - m_new)
+            l_i = l_i * alpha + tl.sum(p, 1)
+            p16 = p.to(q2.dtype)
+            acc = acc * alpha[:, None]
+            acc = tl.dot(tl.where(first_half, p16, 0.0), tl.load(v_ptr + lo, mask=ok, other=0.0), acc)
+            acc = tl.dot(tl.where(first_half, 0.0, p16), tl.load(v_ptr + hi, mask=ok, other=0.0), acc)
+            m_i = m_new
+        elif WORK == 1:  # timing only (wrong output): both dots, no softmax
+            acc = tl.dot((tl.dot(q, tl.trans(k)) * qk_scale).to(v.dtype), v, acc)
+        elif WORK == 2:  # timing only: both dots, independent of each other (no chain through the scores)
+            ones = tl.full([BLOCK_G, BLOCK_N], 1.0, v.dtype)
+            acc = tl.dot(ones, v, acc) + tl.sum(tl.dot(q, tl.trans(k)), 1)[:, None]
+        else:  # timing only: K and V only summed (by dots with ones, so that the pipeliner still fetches them)
+            ones = tl.full([BLOCK_G, BLOCK_N], 1.0, v.dtype)
+            acc = tl.dot(ones, v, acc) + tl.dot(ones, k)
         done += ok.to(tl.int32)
         if STAMP:
             if i == 0:
@@ -551,7 +586,15 @@ def _split_flat_kernel(q_ptr, k_ptr, v_ptr, part_ptr, cursor_ptr, stamp_ptr, H, 
             tl.store(part_ptr + part[:, None] * D + d[None, :], acc, mask=g_ok[:, None] & put)
     if STAMP:
         t1 = _now()
-    if not DET:
+    if WORK == 5:  # merge each head's two running states (rows r and r + GROUP)
+        m2 = tl.reshape(m_i, [2, BLOCK_G // 2])
+        mm = tl.max(m2, 0)
+        w = tl.exp2(m2 - mm[None, :])
+        l_h = tl.sum(tl.reshape(l_i, [2, BLOCK_G // 2]) * w, 0)
+        acc_h = tl.sum(tl.reshape(acc, [2, BLOCK_G // 2, BLOCK_D]) * w[:, :, None], 0)
+        g8 = tl.arange(0, BLOCK_G // 2)
+        _proto_store(part_ptr, split, n_slots, H, D, hk * GROUP + g8, g8 < GROUP, d, mm, l_h, acc_h)
+    elif not DET:
         _proto_store(part_ptr, split, n_slots, H, D, heads, g_ok, d, m_i, l_i, acc)
     if STAMP:
         pid = hk * num_splits + split
@@ -916,10 +959,11 @@ def fp32_long(P: dict) -> None:
                     print(f"    WRONG: max abs err {err:.2e}", flush=True)
 
 
-def flat(P: dict, static_only: bool = False, qload: bool = False) -> None:
+def flat(P: dict, static_only: bool = False, qload: bool = False, work: bool = False) -> None:
     """Run-time balancing in one flat pipelined loop (_split_flat_kernel): static blocks, then claimed ones.
     static_only (section `tiles`): no claims, one program per SM with larger tiles against two per SM.
-    qload (section `qload`): no claims, q loaded before the loop, in it at every step, at the first step only."""
+    qload (section `qload`): no claims, q loaded before the loop, in it at every step, at the first step only.
+    work (section `work`): no claims, less arithmetic a step (timing only: the output is wrong on purpose)."""
     q, kc, vc, sinks, out, nbytes, sms = P["q"], P["kc"], P["vc"], P["sinks"], P["out"], P["nbytes"], P["sms"]
     scale = A._scale(None, D)
     cursors = torch.zeros(H_KV, dtype=torch.int32, device=DEV)
@@ -939,15 +983,26 @@ def flat(P: dict, static_only: bool = False, qload: bool = False) -> None:
     if qload:
         cases = [(c128, 32, 8, 0, False, qm) for qm in (0, 1, 2, 0, 1, 2)] + [((64, 4, 3), 32, 16, 0, False, qm)
                                                                             for qm in (0, 1, 2)]
+    if work:
+        cases = [(c128, 32, 8, 0, False, 0, w) for w in (0, 1, 2, 3, 4, 5)]
+        cases += [(cfg, 32, 8, 0, False, 0, w) for cfg in ((128, 2, 3), (128, 1, 3), (128, 8, 3)) for w in (0, 4)]
+        cases += [(c128, 32, 8, 0, False, 1, 4), (c128, 32, 8, 0, False, 0, 0), (c128, 32, 8, 0, False, 0, 4)]
+        cases += [((256, 4, 2), 32, 4, 0, False, 0, 5), ((256, 4, 3), 32, 4, 0, False, 0, 5),
+                  ((128, 4, 4), 32, 8, 0, False, 0, 5), ((128, 2, 3), 32, 8, 0, False, 0, 5),
+                  (c128, 32, 8, 0, False, 0, 5), (c128, 32, 8, 0, False, 0, 0)]
     if DRY:
         cases = [((16, 4, 1), 0, 1, 2, False), ((16, 4, 1), 0, 1, 2, True), ((16, 4, 1), 0, 0, 3, False),
                  ((16, 4, 1), 0, 0, 3, True)]
         if qload:
             cases = [((16, 4, 1), 0, 2, 0, False, qm) for qm in (0, 1, 2)]
+        if work:
+            cases = [((32, 4, 1), 0, 1, 0, False, 0, w) for w in (0, 1, 2, 3, 4, 5)] + [((32, 4, 1), 4, 4, 0, False, 0, 5),
+                                                                                   ((32, 4, 1), 4, 4, 0, False, 0, 4)]
     flush = None if DRY else torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device=DEV)
     for case in cases:
         (block_n, warps, stages), progs, static, extra, det = case[:5]
         qmode = case[5] if len(case) > 5 else 0
+        work_ = case[6] if len(case) > 6 else 0
         progs = progs or 2 * sms // H_KV
         n_blocks = T // block_n
         fair = -(-n_blocks // progs)
@@ -962,16 +1017,19 @@ def flat(P: dict, static_only: bool = False, qload: bool = False) -> None:
             _split_flat_kernel[(H_KV, progs)](q, kc, vc, parts, cursors, stamps, H, H // H_KV, T, D, n_blocks, n_iter,
                                               progs, n_slots, scale, BLOCK_G=16, BLOCK_N=block_n, BLOCK_D=64,
                                               STATIC=static, DET=det, PDL=pdl, STAMP=stamp and not DRY,
-                                              QMODE=qmode, num_warps=warps, num_stages=stages)
+                                              QMODE=qmode, WORK=work_, num_warps=warps, num_stages=stages)
             _combine_reset_kernel[(H,)](parts, sinks, out, cursors, *out.stride()[:2], H, H // H_KV, D, n_slots,
                                         BLOCK_S=bs, BLOCK_D=64, PDL=pdl, num_warps=1 if bs <= 32 else 2,
                                         launch_pdl=pdl)
         tag = (f"({block_n}, {warps}, {stages}) {progs} programs/head, {static} static of {fair}, {n_iter} iterations"
                f"{', deterministic' if det else ''} ({n_slots} slots)"
-               + ("" if qmode == 0 else ", q in the loop" if qmode == 1 else ", q at the first step"))
+               + ("" if qmode == 0 else ", q in the loop" if qmode == 1 else ", q at the first step")
+               + ("", ", timing only: no softmax", ", timing only: two independent dots",
+                  ", timing only: K, V summed", ", unmasked softmax step", ", paired halves")[work_])
         out.fill_(float("nan"))
         report(tag, timed(run), nbytes)
-        check(tag, out, P["ref"])
+        if work_ in (0, 4, 5):
+            check(tag, out, P["ref"])
         if DRY:
             continue
         torch.cuda.synchronize()
@@ -1236,7 +1294,8 @@ SECTIONS = {"floors": floors, "splits": splits_and_combines, "timeline": timelin
             "flat": flat, "sweep": sweep,
             "tiles": lambda P: flat(P, True), "sm_stable": sm_stable,
             "one": one, "handoff": handoff,
-            "qload": lambda P: flat(P, qload=True), "waves": waves, "poll": poll}
+            "qload": lambda P: flat(P, qload=True), "waves": waves, "poll": poll,
+            "work": lambda P: flat(P, work=True)}
 
 
 def main() -> None:
