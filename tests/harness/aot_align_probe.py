@@ -24,3 +24,13 @@ for aligned in ((), ("stride",)):
     v = AotVariant("rows_dot", _rows_dot, sig, {"BM": 64, "BK": 64}, num_warps=4, num_stages=3, aligned_ints=aligned)
     r = compile_variant("rows_dot", v, 90)
     print(f"aligned={','.join(aligned) or '-'} passed={r.passed} shared={r.shared_bytes} error={r.error}")
+
+# the same kernel as recorded launches specialise it (harness/launches.py): the stride a multiple of 16, then a
+# launch where K is 1 (a constant in the compiled kernel)
+from tilewave.harness.launches import LaunchSpec  # noqa: E402
+
+v = AotVariant("rows_dot", _rows_dot, sig, {"BM": 64, "BK": 64}, num_warps=4, num_stages=3)
+for name, spec in (("launch:stride", LaunchSpec(aligned_ints=("stride",))),
+                   ("launch:K=1", LaunchSpec(consts=(("K", 1),)))):
+    r = compile_variant("rows_dot", v, 90, spec=spec)
+    print(f"aligned={name} passed={r.passed} shared={r.shared_bytes} error={r.error}")

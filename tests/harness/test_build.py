@@ -46,3 +46,6 @@ def test_declared_aligned_integers_compile_the_launched_form():
         assert fields["passed"] == "True", line
         shared[fields["aligned"]] = int(fields["shared"])
     assert shared["stride"] > shared["-"], shared
+    # a recorded launch's specialisation compiles the same form as the declaration
+    assert shared["launch:stride"] == shared["stride"], shared
+    assert "launch:K=1" in shared, shared

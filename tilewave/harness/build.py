@@ -5,9 +5,11 @@ never shows register spills or whether tensor-core instructions were emitted. Th
 `AotVariant` through Triton's real NVIDIA pipeline (TTIR -> TTGIR -> LLVM -> PTX -> cubin with the
 ptxas that ships in the triton wheel) and reads registers and spills from ptxas's report.
 A variant fails when it does not compile, when it spills to local memory, or when it was expected to
-use tensor cores (wgmma or mma) and does not. Pointer arguments are compiled as 16-byte aligned, as the runtime
-specialises them, and so are the integer arguments a variant declares as multiples of 16 at its model shapes
-(`AotVariant.aligned_ints`); other integers stay unspecialised.
+use tensor cores (wgmma or mma) and does not. Each variant is compiled as the runtime specialises its launches
+at the registry's model shapes (recorded on a GPU machine into launches.json, harness/launches.py: integers that
+are multiples of 16, integers equal to 1 as constants, pointer alignment), once per distinct specialisation. A
+variant no recorded launch matches is compiled in its declared form: pointers 16-byte aligned and the integers
+it names in `AotVariant.aligned_ints` multiples of 16, other integers unspecialised.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from .launches import LaunchSpec, load_manifest, specs_for, undeclared_launches
 from .registry import AotVariant, Kernel, Registry
 
 TARGETS = {"sm_90": 90, "sm_80": 80, "sm_89": 89}
@@ -84,20 +87,30 @@ def _mma_kind(ptx: str) -> str:
 
 
 def compile_variant(kernel_name: str, v: AotVariant, arch: int, out_dir: Path | None = None,
-                    emit: tuple[str, ...] = ()) -> BuildResult:
+                    emit: tuple[str, ...] = (), spec: LaunchSpec | None = None) -> BuildResult:
+    """spec: the specialisation of a recorded launch; None: the variant's declared form."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    result = BuildResult(kernel_name, v.name, expect_mma=v.expect_mma)
+    result = BuildResult(kernel_name, v.name if spec is None else f"{v.name} @ {spec.label()}",
+                         expect_mma=v.expect_mma)
     try:
         signature = {**v.signature, **{k: "constexpr" for k in v.constexprs}}
-        # pointers 16-byte aligned, as the runtime specialises them for every torch allocation (without the
-        # hint, loads and stores compile to scalar accesses the launched kernel does not have); the declared
-        # integers as multiples of 16, as the runtime specialises them at model shapes
-        aligned = {(v.fn.arg_names.index(name),): [["tt.divisibility", 16]]
-                   for name, kind in v.signature.items() if kind.startswith("*") or name in v.aligned_ints}
-        src = ASTSource(fn=v.fn, signature=signature, constexprs=dict(v.constexprs), attrs=aligned)
+        constexprs = dict(v.constexprs)
+        if spec is None:
+            # pointers 16-byte aligned, as the runtime specialises them for every torch allocation (without the
+            # hint, loads and stores compile to scalar accesses the launched kernel does not have); the declared
+            # integers as multiples of 16, as the runtime specialises them at model shapes
+            aligned = [n for n, kind in v.signature.items() if kind.startswith("*") or n in v.aligned_ints]
+        else:
+            aligned = [n for n, kind in v.signature.items()
+                       if (kind.startswith("*") and n not in spec.unaligned_ptrs) or n in spec.aligned_ints]
+            for name, value in spec.consts:  # an integer equal to 1 (or a None) the runtime made a constant
+                signature[name] = "constexpr"
+                constexprs[name] = value
+        attrs = {(v.fn.arg_names.index(n),): [["tt.divisibility", 16]] for n in aligned if signature[n] != "constexpr"}
+        src = ASTSource(fn=v.fn, signature=signature, constexprs=constexprs, attrs=attrs)
         compiled = triton.compile(src, target=GPUTarget("cuda", arch, 32),
                                   options={"num_warps": v.num_warps, "num_stages": v.num_stages})
         ptx = compiled.asm["ptx"]
@@ -131,13 +144,23 @@ def run_build(registry: Registry, pattern: str | None, target: str = "sm_90", ou
     if out_dir:
         path = Path(out_dir)
         path.mkdir(parents=True, exist_ok=True)
-    echo(f"# {len(variants)} variants of {len(kernels)} kernels for {target}")
+    launches = load_manifest()
+    forms = [(k, v, spec) for k, v in variants for spec in (specs_for(v, launches) or [None])]
+    declared = sum(spec is None for _, _, spec in forms)
+    # launched constexpr combinations no variant declares: compiled too, under the kernel that launches them
+    by_fn = {id(v.fn): k for k, v in variants}
+    every = [v for k in registry for v in (k.variants() if k.variants else [])]
+    extra = [(by_fn[id(v.fn)], v, spec) for v, spec in undeclared_launches(every, launches) if id(v.fn) in by_fn]
+    echo(f"# {len(variants)} variants of {len(kernels)} kernels for {target}: {len(forms)} compiled forms, "
+         f"{len(forms) - declared} as recorded launches specialise them, {declared} in the declared form; "
+         f"{len(extra)} launched forms no variant declares")
+    forms += extra
     results = [BuildResult(k.name, "-", error="declares no compile variants")
                for k in kernels if not k.variants]
     for r in results:
         echo(r.line())
-    for k, v in variants:
-        r = compile_variant(k.name, v, TARGETS[target], path, emit)
+    for k, v, spec in forms:
+        r = compile_variant(k.name, v, TARGETS[target], path, emit, spec)
         echo(r.line())
         results.append(r)
     failed = sum(not r.passed for r in results)

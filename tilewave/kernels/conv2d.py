@@ -58,12 +58,14 @@ def _window2d_nhwc_kernel(x_ptr, w_ptr, b_ptr, y_ptr, H, W, C, Ho, Wo, KH, KW, S
     for i in range(0, KH):
         ih = ih0 + i
         row_ok = (ih >= 0) & (ih < H)
-        row = (n * H + ih).to(tl.int64) * W
+        # 64-bit arithmetic once per image row, 32-bit within it (the launcher keeps W·C < 2^31): per-element
+        # 64-bit offsets made the launched fp32 forms spill (the gate's recorded-launch compile)
+        x_row = x_ptr + (n * H + ih).to(tl.int64) * W * C
         for j in range(0, KW):
             iw = iw0 + j
             ok = (iw >= 0) & (iw < W) & row_ok
-            offs = (row + iw)[:, None] * C + c[None, :]
-            v = tl.load(x_ptr + offs, mask=ok[:, None] & c_ok[None, :], other=0.0).to(tl.float32)
+            v = tl.load(x_row + (iw[:, None] * C + c[None, :]), mask=ok[:, None] & c_ok[None, :],
+                        other=0.0).to(tl.float32)
             if AVERAGE:
                 acc += v
             else:
@@ -77,8 +79,9 @@ def _window2d_nhwc_kernel(x_ptr, w_ptr, b_ptr, y_ptr, H, W, C, Ho, Wo, KH, KW, S
         acc = acc / tl.maximum(rows * cols, 1).to(tl.float32)[:, None]
     if HAS_BIAS:
         acc += tl.load(b_ptr + c, mask=c_ok, other=0.0).to(tl.float32)[None, :]
-    out_offs = ((n * Ho + oh).to(tl.int64) * Wo + ow)[:, None] * C + c[None, :]
-    tl.store(y_ptr + out_offs, acc.to(y_ptr.dtype.element_ty), mask=(ow < Wo)[:, None] & c_ok[None, :])
+    y_row = y_ptr + (n * Ho + oh).to(tl.int64) * Wo * C
+    tl.store(y_row + (ow[:, None] * C + c[None, :]), acc.to(y_ptr.dtype.element_ty),
+             mask=(ow < Wo)[:, None] & c_ok[None, :])
 
 
 @triton.jit
@@ -147,6 +150,8 @@ def window2d_nhwc(x, weight, bias, kernel, stride, padding, average: bool, out, 
     if Ho < 1 or Wo < 1:
         raise ValueError(f"{name}: kernel {kernel} with padding {padding} is larger than the padded "
                          f"input {H}x{W}")
+    if max(W, Wo) * C >= 2**31:  # offsets within an image row are 32-bit in the kernel
+        raise ValueError(f"{name}: rows of {max(W, Wo)} x {C} elements are past the kernel's 32-bit row offsets")
     out = x.new_empty(N, Ho, Wo, C) if out is None else out
     BLOCK_W, BLOCK_C = window_blocks(C)
     grid = (N * Ho, triton.cdiv(Wo, BLOCK_W), triton.cdiv(C, BLOCK_C))
