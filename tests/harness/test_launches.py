@@ -6,7 +6,8 @@ import torch
 import triton.language as tl
 from triton.runtime.jit import JITFunction
 
-from tilewave.harness.launches import LaunchSpec, launch_record, load_manifest, specs_for, undeclared_launches
+from tilewave.harness.launches import (LaunchSpec, _arg_names, launch_record, load_manifest, specs_for,
+                                      undeclared_launches)
 from tilewave.harness.registry import AotVariant
 
 
@@ -51,9 +52,21 @@ def test_recorded_launches_fit_the_kernels():
     assert launches, "tilewave/harness/launches.json is missing or empty"
     for e in launches:
         module, _, name = e["kernel"].rpartition(".")
-        fn = getattr(importlib.import_module(module), name)
-        params = set(fn.arg_names)
+        params = _arg_names(getattr(importlib.import_module(module), name))
         assert set(e["signature"]) | set(e["constexprs"]) | {n for n, _ in e["consts"]} == params, e["kernel"]
         assert set(e["aligned_ints"]) <= set(e["signature"]) and set(e["unaligned_ptrs"]) <= set(e["signature"])
         for value in e["constexprs"].values():
             ast.literal_eval(value)
+
+
+def test_a_stale_manifest_is_refused_with_its_remedy():
+    fn = JITFunction(_probe)
+    x = torch.empty(64)
+    entry = launch_record(fn, (x, x, 32, 7, 5, 1.0), {"BLOCK": 64})
+    entry["kernel"] = "tilewave.kernels.conv2d._window2d_nhwc_kernel"  # a kernel with other arguments
+    try:
+        undeclared_launches([], [entry])
+    except ValueError as exc:
+        assert "stale" in str(exc) and "python -m tilewave.harness.launches" in str(exc)
+    else:
+        raise AssertionError("a launch recorded for other arguments was accepted")

@@ -162,6 +162,25 @@ def test_depthwise_centre_tap_is_identity_plus_bias():
     _close(out, (x + bias).double(), F32, 2)
 
 
+@pytest.mark.parametrize("average", [False, True])
+def test_inf_stays_in_the_windows_that_hold_it(average):
+    # an inf reaches exactly the outputs whose window holds it (no zero-weight product, inf * 0 = NaN, anywhere)
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(1, 11, 7, 32, generator=gen)
+    x[0, 5, 3, 4] = float("inf")
+    if average:
+        out = KV.avg_pool2d_nhwc(x.to(KERNEL_DEVICE), 3, 1, 1).cpu()
+        ref = KV.avg_pool2d_nhwc_torch(x, 3, 1, 1)
+    else:
+        w = torch.randn(32, 3, 3, generator=gen)
+        out = KC.depthwise_conv2d_nhwc(x.to(KERNEL_DEVICE), w.to(KERNEL_DEVICE), padding=1).cpu()
+        ref = KC.depthwise_conv2d_nhwc_torch(x, w, None, 1, 1)
+    assert torch.equal(out.isfinite(), ref.isfinite())
+    finite = ref.isfinite()
+    assert finite.sum() == finite.numel() - 9, "the inf reaches exactly the 3x3 outputs around it"
+    _close(out[finite], ref[finite].double(), F32_SUM, 3)
+
+
 # ------------------------------------------------------------------------------------------------
 # the op layer and its errors
 # ------------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import inspect
 import json
 import sys
 from contextlib import contextmanager
@@ -154,6 +155,11 @@ def specs_for(v: AotVariant, launches: list[dict]) -> list[LaunchSpec]:
     return sorted(specs, key=LaunchSpec.label)
 
 
+def _arg_names(fn) -> set[str]:
+    # the jit function's Python arguments (its .fn: the same under the interpreter and compiled)
+    return set(inspect.signature(getattr(fn, "fn", fn)).parameters)
+
+
 def undeclared_launches(variants: list[AotVariant], launches: list[dict]) -> list[tuple[AotVariant, LaunchSpec]]:
     """Recorded launches no declared variant matches (a constexpr combination the variants miss), as variants
     of their own with their specialisation; each takes expect_mma from the declared variant of the same kernel
@@ -164,6 +170,9 @@ def undeclared_launches(variants: list[AotVariant], launches: list[dict]) -> lis
             continue
         module, _, qualname = e["kernel"].rpartition(".")
         fn = getattr(importlib.import_module(module), qualname)
+        if set(e["signature"]) | set(e["constexprs"]) | {n for n, _ in e["consts"]} != _arg_names(fn):
+            raise ValueError(f"{MANIFEST.name} is stale: {e['kernel']}'s arguments changed since its launches were "
+                             "recorded; record them again (python -m tilewave.harness.launches on a GPU machine)")
         same = [v for v in variants if v.fn is fn]
         closest = min(same, key=lambda v: sum(e["constexprs"].get(k) != _key(x) for k, x in v.constexprs.items()),
                       default=None)
