@@ -34,6 +34,15 @@ def test_writes_a_24khz_wav(tmp_path, fake_model, capsys):
     assert f"wrote {out}" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("suffix, fmt", [(".flac", "FLAC"), (".ogg", "OGG"), (".mp3", "MP3"), (".WAV", "WAV")])
+def test_the_file_name_picks_the_format(tmp_path, fake_model, suffix, fmt):
+    out = tmp_path / f"hello{suffix}"
+    assert say("Hello there.", "-o", str(out), "--device", "cpu", "--seed", "1") == 0
+    info = soundfile.info(out)
+    assert info.format == fmt and info.samplerate == 24_000 and info.frames > 2400
+    assert [p.name for p in tmp_path.iterdir()] == [out.name]  # no temporary file left beside it
+
+
 def test_text_from_stdin_and_from_a_file(tmp_path, fake_model, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.StringIO("Words from standard input."))
     assert say("-", "-o", str(tmp_path / "stdin.wav")) == 0
@@ -70,6 +79,8 @@ BAD_INPUTS = [
     (["Hi.", "--speed", "nan", "-o", "{out}"], "out of range"),
     (["hʘ wX", "--phonemes", "-o", "{out}"], "'ʘ'"),
     (["Hi.", "-o", "{tmp}/no/such/folder/x.wav"], "does not exist"),
+    (["Hi.", "-o", "{tmp}/x.aac"], ".aac is not an audio format we write; name it .wav, .flac, .ogg, .mp3"),
+    (["Hi.", "-o", "{tmp}/x"], "no file suffix"),
     (["Hi.", "--seed", "-3", "-o", "{out}"], "seed"),
 ]
 
@@ -113,12 +124,12 @@ def test_wav_gets_the_usual_file_permissions(tmp_path):
     import os
     import stat
 
-    from tilewave.engine.wav import write_wav
+    from tilewave.engine.wav import write_audio
 
     out = tmp_path / "perm.wav"
     umask = os.umask(0o022)
     try:
-        write_wav(str(out), np.zeros(2400, dtype=np.float32) + 0.1, 24000)
+        write_audio(str(out), np.zeros(2400, dtype=np.float32) + 0.1, 24000)
     finally:
         os.umask(umask)
     assert stat.S_IMODE(out.stat().st_mode) == 0o644

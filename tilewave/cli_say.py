@@ -1,4 +1,4 @@
-"""`tilewave say`: speak English text (or Kokoro phonemes) into a 24 kHz WAV file.
+"""`tilewave say`: speak English text (or Kokoro phonemes) into a 24 kHz audio file (WAV, FLAC, Ogg or MP3).
 
 A thin shell over tilewave.engine: it reads the text, calls the pipeline, writes the file. Every
 mistake a user can make ends in one line on stderr and a non-zero exit (2: the input, 1: weights,
@@ -17,9 +17,11 @@ from tilewave.text.espeak import LANGUAGES
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("say", help="speak text into a WAV file (Kokoro-82M, 24 kHz)",
-                              description="Speak English text into a 24 kHz WAV file with Kokoro-82M.")
-    p.add_argument("-o", "--output", default="out.wav", metavar="WAV", help="the file to write (default out.wav)")
+    p = subparsers.add_parser("say", help="speak text into an audio file (Kokoro-82M, 24 kHz)",
+                              description="Speak English text into a 24 kHz audio file (WAV, FLAC, Ogg or MP3, "
+                                          "by its name) with Kokoro-82M.")
+    p.add_argument("-o", "--output", default="out.wav", metavar="FILE",
+                   help="the file to write, .wav, .flac, .ogg or .mp3 (default out.wav)")
     p.add_argument("--profile", action="store_true", help="print the time per model stage and where each op ran")
     _add_synthesis_args(p)
 
@@ -72,11 +74,14 @@ def _read_text(args) -> str:
 
 
 def _check_output(path: str) -> None:
+    from tilewave.engine.wav import audio_format
+
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise InputError(f"cannot write {path!r}: the folder {folder} does not exist")
     if os.path.isdir(path):
         raise InputError(f"cannot write {path!r}: it is a folder; give a file name like {os.path.join(path, 'out.wav')}")
+    audio_format(path)
 
 
 def _print_profile(profiler, device) -> None:
@@ -126,7 +131,7 @@ def _synthesize(args):
 
 def run(args) -> int:
     from tilewave.engine.pipeline import SAMPLE_RATE
-    from tilewave.engine.wav import write_wav
+    from tilewave.engine.wav import write_audio
 
     try:
         audio, chunks, device, profiler, (setup_s, synth_s) = _synthesize(args)
@@ -135,7 +140,7 @@ def run(args) -> int:
         return 2 if isinstance(exc, InputError) else 1
     if args.output is not None:
         try:
-            write_wav(args.output, audio, SAMPLE_RATE)
+            write_audio(args.output, audio, SAMPLE_RATE)
         except OSError as exc:
             print(f"error: cannot write {args.output!r}: {exc}", file=sys.stderr)
             return 1

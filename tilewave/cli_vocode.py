@@ -12,6 +12,7 @@ from pathlib import Path
 import torch
 
 from tilewave.cli_say import add_precision_arg
+from tilewave.engine.wav import audio_format, write_audio
 from tilewave.errors import InputError, TilewaveError
 
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -26,8 +27,9 @@ def add_parser(subparsers) -> None:
                     "re-synthesise WAV files (wav -> mel -> BigVGAN) with an official BigVGAN checkpoint. "
                     + CHECKPOINT_HELP + ".")
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="a .wav/.flac file or a mel .npy (several allowed)")
-    p.add_argument("-o", "--output", required=True, metavar="WAV|DIR",
-                   help="the WAV to write; a folder when there are several inputs or a batched mel")
+    p.add_argument("-o", "--output", required=True, metavar="FILE|DIR",
+                   help="the file to write (.wav, .flac, .ogg or .mp3); a folder when there are several inputs or a "
+                        "batched mel (WAV files in it)")
     p.add_argument("--checkpoint", metavar="DIR", help="folder with config.json and bigvgan_generator.pt")
     p.add_argument("--device", choices=["cpu", "cuda"], help="where the model runs (default: cuda if present)")
     p.add_argument("--dtype", choices=sorted(_DTYPES), default="float32", help="model precision (default float32)")
@@ -44,6 +46,7 @@ def _outputs(args, batch_sizes: list[int]) -> list[list[Path]]:
     if len(args.inputs) == 1 and batch_sizes[0] == 1 and not out.is_dir():
         if not out.parent.is_dir():
             raise InputError(f"cannot write {str(out)!r}: the folder {str(out.parent)!r} does not exist")
+        audio_format(out)
         return [[out]]
     if not out.is_dir():
         raise InputError(f"{len(args.inputs)} inputs ({sum(batch_sizes)} audios) need an existing output folder, "
@@ -57,6 +60,11 @@ def run(args) -> int:
     from tilewave.ops import fp32_matmul_precision
 
     try:
+        out = Path(args.output)
+        if out.suffix and not out.is_dir():  # an output file: its folder and format are checked before any work
+            if not out.parent.is_dir():
+                raise InputError(f"cannot write {str(out)!r}: the folder {str(out.parent)!r} does not exist")
+            audio_format(out)
         device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
         if device == "cuda" and not torch.cuda.is_available():
             raise InputError("--device cuda was asked for but no CUDA device is present; use --device cpu")
@@ -73,11 +81,9 @@ def run(args) -> int:
             audios = [V.vocode_file(model, path, args.chunk_frames, profiler) for path in args.inputs]
         elapsed = time.perf_counter() - start
         paths = _outputs(args, [a.shape[0] for a in audios])
-        from tilewave.engine.wav import write_wav
-
         for audio, files in zip(audios, paths):
             for row, file in zip(audio.numpy(), files):
-                write_wav(file, row, model.config.sampling_rate)
+                write_audio(file, row, model.config.sampling_rate)
         seconds = sum(a.shape[0] * a.shape[1] for a in audios) / model.config.sampling_rate
         print(f"wrote {sum(len(f) for f in paths)} file(s), {seconds:.2f} s of audio in {elapsed:.2f} s "
               f"({seconds / max(elapsed, 1e-9):.1f}x real time) on {device}", file=sys.stderr)

@@ -123,6 +123,11 @@ def test_cli_errors(tmp_path, checkpoint, capsys):
     assert cli_vocode.run(parse(str(tmp_path / "missing.wav"), "-o", str(tmp_path / "o.wav"),
                                 "--checkpoint", str(checkpoint))) == 2
     assert "does not exist" in capsys.readouterr().err
+    # an output name that is no audio format is refused before the model loads (a garbage checkpoint below)
+    wav0 = tmp_path / "in0.wav"
+    soundfile.write(wav0, np.zeros(800, np.float32), 8000)
+    assert cli_vocode.run(parse(str(wav0), "-o", str(tmp_path / "o.txt"), "--checkpoint", str(tmp_path / "none"))) == 2
+    assert ".txt is not an audio format" in capsys.readouterr().err and not (tmp_path / "o.txt").exists()
     (checkpoint / "bigvgan_generator.pt").write_bytes(b"garbage")
     wav = tmp_path / "in.wav"
     soundfile.write(wav, np.zeros(800, np.float32), 8000)

@@ -1,34 +1,56 @@
-"""The one way audio leaves the engine: 16-bit PCM WAV (what every player reads), clipped to [-1, 1]."""
+"""The one way audio leaves the engine: a file whose format its name says (16-bit PCM WAV, 16-bit FLAC, Ogg Vorbis,
+MP3, through soundfile's libsndfile encoders), or WAV bytes for the server; clipped to [-1, 1]."""
 from __future__ import annotations
 
 import io
 import os
 import tempfile
+from pathlib import Path
 
 import numpy as np
 
+from tilewave.errors import InputError
 
-def wav_bytes(audio: np.ndarray, sample_rate: int) -> bytes:
+# file name suffix -> (soundfile format, subtype)
+AUDIO_FORMATS = {".wav": ("WAV", "PCM_16"), ".flac": ("FLAC", "PCM_16"), ".ogg": ("OGG", "VORBIS"),
+                 ".mp3": ("MP3", "MPEG_LAYER_III")}
+
+
+def audio_format(path: str | os.PathLike) -> tuple[str, str]:
+    """(format, subtype) for a file name; a name without a known audio suffix is refused before any work."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in AUDIO_FORMATS:
+        what = f"{suffix} is not an audio format we write" if suffix else "no file suffix"
+        raise InputError(f"cannot write {str(path)!r}: {what}; name it {', '.join(AUDIO_FORMATS)}")
+    return AUDIO_FORMATS[suffix]
+
+
+def encode_audio(audio: np.ndarray, sample_rate: int, fmt: str = "WAV", subtype: str = "PCM_16") -> bytes:
     import soundfile
 
     if not np.isfinite(audio).all():
         raise ValueError("refusing to encode audio with NaN or infinite samples")
     buf = io.BytesIO()
     # libsndfile wraps out-of-range floats around when converting to integers; clip first.
-    soundfile.write(buf, np.clip(audio, -1.0, 1.0), sample_rate, format="WAV", subtype="PCM_16")
+    soundfile.write(buf, np.clip(audio, -1.0, 1.0), sample_rate, format=fmt, subtype=subtype)
     return buf.getvalue()
 
 
-def write_wav(path: str | os.PathLike, audio: np.ndarray, sample_rate: int) -> None:
-    """Write the whole file beside its destination, then rename it: never a partial file at `path`."""
-    data = wav_bytes(audio, sample_rate)
-    fd, tmp = tempfile.mkstemp(suffix=".wav", dir=os.path.dirname(os.path.abspath(path)))
+def wav_bytes(audio: np.ndarray, sample_rate: int) -> bytes:
+    return encode_audio(audio, sample_rate)
+
+
+def write_audio(path: str | os.PathLike, audio: np.ndarray, sample_rate: int) -> None:
+    """Encode as the file name says, write the whole file beside its destination, then rename it: never a
+    partial file at `path`."""
+    data = encode_audio(audio, sample_rate, *audio_format(path))
+    fd, tmp = tempfile.mkstemp(suffix=Path(path).suffix, dir=os.path.dirname(os.path.abspath(path)))
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         umask = os.umask(0)
         os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; the WAV gets the permissions of any new file
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; the file gets the permissions of any new file
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
