@@ -121,12 +121,12 @@ def test_wav_encoding_clips_and_refuses_non_finite_audio():
 
     import soundfile
 
-    from tilewave.engine.wav import wav_bytes
+    from tilewave.engine.wav import encode_audio
 
-    audio, rate = soundfile.read(io.BytesIO(wav_bytes(np.array([0.5, 2.0, -3.0], np.float32), 24_000)))
+    audio, rate = soundfile.read(io.BytesIO(encode_audio(np.array([0.5, 2.0, -3.0], np.float32), 24_000)))
     assert rate == 24_000 and np.allclose(audio, [0.5, 1.0, -1.0], atol=1e-4)
     with pytest.raises(ValueError, match="NaN"):
-        wav_bytes(np.array([0.0, np.nan], np.float32), 24_000)
+        encode_audio(np.array([0.0, np.nan], np.float32), 24_000)
 
 
 class PrecisionRecorder(FakeKokoro):

@@ -1,5 +1,5 @@
-"""The one way audio leaves the engine: a file whose format its name says (16-bit PCM WAV, 16-bit FLAC, Ogg Vorbis,
-MP3, through soundfile's libsndfile encoders), or WAV bytes for the server; clipped to [-1, 1]."""
+"""The one way audio leaves the engine, clipped to [-1, 1] and encoded by soundfile (libsndfile): a file whose
+format its name says (16-bit PCM WAV, 16-bit FLAC, Ogg Vorbis, MP3), or bytes in a named format (the server)."""
 from __future__ import annotations
 
 import io
@@ -34,10 +34,6 @@ def encode_audio(audio: np.ndarray, sample_rate: int, fmt: str = "WAV", subtype:
     # libsndfile wraps out-of-range floats around when converting to integers; clip first.
     soundfile.write(buf, np.clip(audio, -1.0, 1.0), sample_rate, format=fmt, subtype=subtype)
     return buf.getvalue()
-
-
-def wav_bytes(audio: np.ndarray, sample_rate: int) -> bytes:
-    return encode_audio(audio, sample_rate)
 
 
 def write_audio(path: str | os.PathLike, audio: np.ndarray, sample_rate: int) -> None:

@@ -1,6 +1,7 @@
 """HTTP API over the engine, shaped like OpenAI's speech endpoint.
 
-    POST /v1/audio/speech  {"input": "Hello.", "voice": "jf_alpha", "speed": 1.0}  -> audio/wav (24 kHz)
+    POST /v1/audio/speech  {"input": "Hello.", "voice": "jf_alpha", "speed": 1.0}  -> audio/wav (24 kHz);
+                           "response_format": "wav" (default), "flac", "mp3", "opus" (Ogg) or "pcm" (16-bit LE)
     GET  /voices                                                                  -> {"voices": [...], "default": ...}
 
 The model is loaded once, when the app is made (bad weights stop the server from starting); requests are served one at a time on it (one model
@@ -16,8 +17,14 @@ from pydantic import BaseModel, ConfigDict
 
 from tilewave.engine.pipeline import DEFAULT_PRECISION, SAMPLE_RATE, Pipeline, join_chunks
 from tilewave.engine.voices import DEFAULT_VOICE, builtin_voices
-from tilewave.engine.wav import wav_bytes
+from tilewave.engine.wav import encode_audio
 from tilewave.errors import InputError, TilewaveError
+
+
+# OpenAI's response_format names -> (soundfile format, subtype, media type); "pcm" is raw samples
+RESPONSE_FORMATS = {"wav": ("WAV", "PCM_16", "audio/wav"), "flac": ("FLAC", "PCM_16", "audio/flac"),
+                    "mp3": ("MP3", "MPEG_LAYER_III", "audio/mpeg"), "opus": ("OGG", "OPUS", "audio/ogg"),
+                    "pcm": ("RAW", "PCM_16", "audio/pcm")}
 
 
 class SpeechRequest(BaseModel):
@@ -52,10 +59,13 @@ def create_app(lang: str = "en-us", device: str | None = None, weights: str | No
 
     @app.post("/v1/audio/speech")
     def speech(req: SpeechRequest) -> Response:
-        if req.response_format != "wav":
-            raise InputError(f"response_format {req.response_format!r} is not served; ask for 'wav'")
+        if req.response_format not in RESPONSE_FORMATS:
+            raise InputError(f"response_format {req.response_format!r} is not served; ask for one of "
+                             f"{', '.join(repr(f) for f in RESPONSE_FORMATS)}")
+        fmt, subtype, media = RESPONSE_FORMATS[req.response_format]
         with lock:
             chunks = list(pipeline(req.input, speed=req.speed, seed=req.seed, voice=req.voice))
-        return Response(wav_bytes(join_chunks([c.audio for c in chunks]), SAMPLE_RATE), media_type="audio/wav")
+        return Response(encode_audio(join_chunks([c.audio for c in chunks]), SAMPLE_RATE, fmt, subtype),
+                        media_type=media)
 
     return app
