@@ -144,3 +144,18 @@ def test_precision_flag_reaches_the_model(tmp_path, monkeypatch):
     assert model.calls_precision == ["tf32x3"]
     with pytest.raises(SystemExit):  # argparse: an unknown choice is a usage error
         say("Hello.", "--precision", "half", "-o", str(tmp_path / "q.wav"))
+
+
+def test_progress_shows_on_a_terminal_only():
+    import io
+
+    from rich.console import Console
+
+    from tilewave.cli_say import _progress
+
+    for terminal, total in ((True, 3), (False, 3), (True, 1)):
+        out = io.StringIO()
+        with _progress(total, Console(file=out, force_terminal=terminal, width=80)) as advance:
+            for _ in range(total):
+                advance()
+        assert bool(out.getvalue()) == (terminal and total > 1), (terminal, total, out.getvalue())

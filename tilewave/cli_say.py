@@ -7,6 +7,7 @@ leaves no file behind.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -98,6 +99,23 @@ def _print_profile(profiler, device) -> None:
         print("(no op went through tilewave.ops)")
 
 
+@contextlib.contextmanager
+def _progress(total: int, console=None):
+    """A chunk counter on the terminal's stderr while a text of several chunks is spoken (nothing when stderr is
+    not a terminal, or for one chunk); yields the function that counts a chunk done."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    console = console or Console(stderr=True)
+    if total < 2 or not console.is_terminal:
+        yield lambda: None
+        return
+    with Progress(TextColumn("speaking"), BarColumn(), MofNCompleteColumn(), TextColumn("chunks"),
+                  TimeRemainingColumn(), console=console, transient=True) as bar:
+        task = bar.add_task("speaking", total=total)
+        yield lambda: bar.advance(task)
+
+
 def _synthesize(args):
     from tilewave.engine.pipeline import Pipeline, check_speed, join_chunks, resolve_device
 
@@ -124,7 +142,11 @@ def _synthesize(args):
             list(pipeline(text, speed=args.speed, seed=args.seed, phonemes=args.phonemes))
         reset_placements()
     ready = time.perf_counter()
-    chunks = list(pending)
+    chunks = []
+    with _progress(len(pending)) as advance:
+        for chunk in pending:
+            chunks.append(chunk)
+            advance()
     timing = (ready - start, time.perf_counter() - ready)
     return join_chunks([c.audio for c in chunks]), chunks, device, profiler, timing
 

@@ -81,6 +81,12 @@ def test_long_text_makes_several_chunks(pipeline):
     assert len(chunks) > 1 and all(len(c.phonemes) <= 510 for c in chunks)
 
 
+def test_a_call_says_how_many_chunks_it_will_make(pipeline):
+    text = " ".join(["This sentence is here to make the text long enough for several model calls."] * 12)
+    pending = pipeline(text)
+    assert len(pending) > 1 and len(list(pending)) == len(pending)
+
+
 def test_non_finite_audio_is_an_error():
     with pytest.raises(TilewaveError, match="NaN"):
         list(Pipeline(device="cpu", model=FakeKokoro(nan=True))("Hello."))

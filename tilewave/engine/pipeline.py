@@ -108,6 +108,19 @@ def _stage(profile, name: str):
     return profile.stage(name) if profile is not None else contextlib.nullcontext()
 
 
+class Pending(Iterator[Chunk]):
+    """The chunks a call will make, made one by one as it is iterated; len() is how many (for progress)."""
+
+    def __init__(self, chunks: Iterator[Chunk], total: int) -> None:
+        self._chunks, self.total = chunks, total
+
+    def __next__(self) -> Chunk:
+        return next(self._chunks)
+
+    def __len__(self) -> int:
+        return self.total
+
+
 class Pipeline:
     """English text (or Kokoro phonemes) -> a stream of `Chunk`s, one model call per chunk."""
 
@@ -156,8 +169,8 @@ class Pipeline:
         return speakable
 
     def __call__(self, text: str, speed: float = 1.0, seed: int | None = None, voice=None, phonemes: bool = False,
-                 profile=None) -> Iterator[Chunk]:
-        """Check everything, then return an iterator that makes the chunks one by one."""
+                 profile=None) -> Pending:
+        """Check everything, then return an iterator that makes the chunks one by one (len(): how many)."""
         speed = check_speed(speed)
         seed = check_seed(seed)
         pack = self.voice if voice is None else load_voice(voice)
@@ -165,7 +178,7 @@ class Pipeline:
             chunks = self.chunks(text, phonemes)
         model = self.model
         generator = None if seed is None else torch.Generator(self.device).manual_seed(seed)
-        return self._synthesize(model, chunks, pack, speed, generator, profile)
+        return Pending(self._synthesize(model, chunks, pack, speed, generator, profile), len(chunks))
 
     def _synthesize(self, model, chunks, pack, speed, generator, profile) -> Iterator[Chunk]:
         for c in chunks:
