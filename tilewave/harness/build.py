@@ -144,13 +144,15 @@ def run_build(registry: Registry, pattern: str | None, target: str = "sm_90", ou
     if out_dir:
         path = Path(out_dir)
         path.mkdir(parents=True, exist_ok=True)
-    launches = load_manifest()
+    launches, recorded_on = load_manifest()
     forms = [(k, v, spec) for k, v in variants for spec in (specs_for(v, launches) or [None])]
     declared = sum(spec is None for _, _, spec in forms)
-    # launched constexpr combinations no variant declares: compiled too, under the kernel that launches them
+    # launched constexpr combinations no variant declares: compiled too, under the kernel that launches them,
+    # for the GPU the launches were recorded on (their configs are that GPU's: TMA forms do not exist on sm_80)
     by_fn = {id(v.fn): k for k, v in variants}
     every = [v for k in registry for v in (k.variants() if k.variants else [])]
-    extra = [(by_fn[id(v.fn)], v, spec) for v, spec in undeclared_launches(every, launches) if id(v.fn) in by_fn]
+    extra = [] if recorded_on != TARGETS[target] else [
+        (by_fn[id(v.fn)], v, spec) for v, spec in undeclared_launches(every, launches) if id(v.fn) in by_fn]
     echo(f"# {len(variants)} variants of {len(kernels)} kernels for {target}: {len(forms)} compiled forms, "
          f"{len(forms) - declared} as recorded launches specialise them, {declared} in the declared form; "
          f"{len(extra)} launched forms no variant declares")

@@ -128,14 +128,17 @@ def record_launches(registry: Registry, pattern: str | None = None, echo=print) 
                     entries.setdefault(json.dumps(r, sort_keys=True), {**r, "seen_at": []})["seen_at"].append(where)
                 echo(f"{where}: {len(records)} launches")
                 torch.cuda.empty_cache()
-    return {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-            "failed": failed, "launches": sorted(entries.values(), key=lambda e: (e["kernel"], e["seen_at"][0]))}
+    major, minor = torch.cuda.get_device_capability()
+    return {"gpu": torch.cuda.get_device_name(), "arch": 10 * major + minor, "torch": torch.__version__,
+            "triton": triton.__version__, "failed": failed, "launches": sorted(entries.values(), key=lambda e: (e["kernel"], e["seen_at"][0]))}
 
 
-def load_manifest(path: Path = MANIFEST) -> list[dict]:
+def load_manifest(path: Path = MANIFEST) -> tuple[list[dict], int | None]:
+    """(the recorded launches, the compute capability they were recorded on as 90 for sm_90)."""
     if not path.exists():
-        return []
-    return json.loads(path.read_text())["launches"]
+        return [], None
+    manifest = json.loads(path.read_text())
+    return manifest["launches"], manifest.get("arch")
 
 
 def _matches(v: AotVariant, entry: dict) -> bool:
