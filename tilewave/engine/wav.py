@@ -32,7 +32,9 @@ def encode_audio(audio: np.ndarray, sample_rate: int, fmt: str = "WAV", subtype:
         raise ValueError("refusing to encode audio with NaN or infinite samples")
     buf = io.BytesIO()
     # libsndfile wraps out-of-range floats around when converting to integers; clip first.
-    soundfile.write(buf, np.clip(audio, -1.0, 1.0), sample_rate, format=fmt, subtype=subtype)
+    # raw samples are little-endian whatever the host (what "pcm" promises); other formats carry their own
+    soundfile.write(buf, np.clip(audio, -1.0, 1.0), sample_rate, format=fmt, subtype=subtype,
+                    endian="LITTLE" if fmt == "RAW" else "FILE")
     return buf.getvalue()
 
 
