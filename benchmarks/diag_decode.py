@@ -381,7 +381,19 @@ def _split_waves_kernel(q_ptr, k_ptr, v_ptr, part_ptr, H, GROUP, T, D, n_big, bi
     _proto_store(part_ptr, split, n_slots, H, D, heads, g_ok, d, m_i, l_i, acc)
 
 
-_SENTINEL = -4523347  # 0xFFBADBAD as int32: a NaN no float arithmetic produces (computed NaNs are canonical)
+_SENTINEL: tl.constexpr = tl.constexpr(-4523347)  # 0xFFBADBAD as int32: a NaN no float arithmetic produces
+
+
+@triton.jit
+def _poll_partials(m_ptrs, l_ptrs, a_ptrs, ok, a_ok):
+    # one read of a head's partials past L1, and how many of their words still hold the sentinel
+    m_s = tl.load(m_ptrs, mask=ok, other=0.0, volatile=True)
+    l_s = tl.load(l_ptrs, mask=ok, other=0.0, volatile=True)
+    a_s = tl.load(a_ptrs, mask=a_ok, other=0.0, volatile=True)
+    pending = (tl.sum((m_s.to(tl.int32, bitcast=True) == _SENTINEL).to(tl.int32), 0)
+               + tl.sum((l_s.to(tl.int32, bitcast=True) == _SENTINEL).to(tl.int32), 0)
+               + tl.sum(tl.sum((a_s.to(tl.int32, bitcast=True) == _SENTINEL).to(tl.int32), 1), 0))
+    return m_s, l_s, a_s, pending
 
 
 @triton.jit
@@ -404,22 +416,12 @@ def _combine_poll_kernel(part_ptr, sink_ptr, o_ptr, soh, H, D, n_slots, BLOCK_S:
     l_ptrs = part_ptr + rows_total * (D + 1) + row
     a_ptrs = part_ptr + row[:, None] * D + d[None, :]
     a_ok = ok[:, None] & d_ok[None, :]
-    m_s = tl.load(m_ptrs, mask=ok, other=0.0, volatile=True)
-    l_s = tl.load(l_ptrs, mask=ok, other=0.0, volatile=True)
-    a_s = tl.load(a_ptrs, mask=a_ok, other=0.0, volatile=True)
-    pending = (tl.sum((m_s.to(tl.int32, bitcast=True) == -4523347).to(tl.int32), 0)
-               + tl.sum((l_s.to(tl.int32, bitcast=True) == -4523347).to(tl.int32), 0)
-               + tl.sum(tl.sum((a_s.to(tl.int32, bitcast=True) == -4523347).to(tl.int32), 1), 0))
+    m_s, l_s, a_s, pending = _poll_partials(m_ptrs, l_ptrs, a_ptrs, ok, a_ok)
     while pending > 0:
         if SLEEP > 0:
             tl.inline_asm_elementwise("nanosleep.u32 $1; mov.u32 $0, 0;", "=r,r", [tl.full([1], SLEEP, tl.int32)],
                                       dtype=tl.int32, is_pure=False, pack=1)
-        m_s = tl.load(m_ptrs, mask=ok, other=0.0, volatile=True)
-        l_s = tl.load(l_ptrs, mask=ok, other=0.0, volatile=True)
-        a_s = tl.load(a_ptrs, mask=a_ok, other=0.0, volatile=True)
-        pending = (tl.sum((m_s.to(tl.int32, bitcast=True) == -4523347).to(tl.int32), 0)
-                   + tl.sum((l_s.to(tl.int32, bitcast=True) == -4523347).to(tl.int32), 0)
-                   + tl.sum(tl.sum((a_s.to(tl.int32, bitcast=True) == -4523347).to(tl.int32), 1), 0))
+        m_s, l_s, a_s, pending = _poll_partials(m_ptrs, l_ptrs, a_ptrs, ok, a_ok)
     m_s = tl.where(ok, m_s, float("-inf"))
     m = tl.maximum(tl.max(m_s, 0), sink)
     m_safe = tl.where(m == float("-inf"), 0.0, m)
@@ -427,10 +429,9 @@ def _combine_poll_kernel(part_ptr, sink_ptr, o_ptr, soh, H, D, n_slots, BLOCK_S:
     l = tl.sum(l_s * w, 0) + tl.exp2(sink - m_safe)
     acc = tl.sum(a_s * w[:, None], 0)
     tl.store(o_ptr + h * soh + d, (acc / tl.where(l == 0.0, 1.0, l)).to(o_ptr.dtype.element_ty), mask=d_ok)
-    sent = tl.full([BLOCK_S], -4523347, tl.int32).to(tl.float32, bitcast=True)
-    tl.store(m_ptrs, sent, mask=ok)
-    tl.store(l_ptrs, sent, mask=ok)
-    tl.store(a_ptrs, tl.full([BLOCK_S, BLOCK_D], -4523347, tl.int32).to(tl.float32, bitcast=True), mask=a_ok)
+    tl.store(m_ptrs, tl.full([BLOCK_S], _SENTINEL, tl.int32).to(tl.float32, bitcast=True), mask=ok)
+    tl.store(l_ptrs, tl.full([BLOCK_S], _SENTINEL, tl.int32).to(tl.float32, bitcast=True), mask=ok)
+    tl.store(a_ptrs, tl.full([BLOCK_S, BLOCK_D], _SENTINEL, tl.int32).to(tl.float32, bitcast=True), mask=a_ok)
 
 
 @triton.jit
@@ -1267,7 +1268,7 @@ def poll(P: dict) -> None:
     nbytes, out = P["nbytes"], P["out"]
     cfg = (16, 4, 1) if DRY else (128, 4, 3)
     splits, chunk = A._decode_splits(T, H_KV, P["kc"].device, cfg[0], None, 2)
-    parts = torch.full((H * splits * (D + 2),), _SENTINEL, dtype=torch.int32, device=DEV).view(torch.float32)
+    parts = torch.full((H * splits * (D + 2),), _SENTINEL.value, dtype=torch.int32, device=DEV).view(torch.float32)
     plain = torch.empty_like(parts)
     pdl = not DRY
     for sleep in ((0,) if DRY else (0, 100, 500, 0)):
@@ -1285,7 +1286,7 @@ def poll(P: dict) -> None:
         check("polling", out, P["ref"])
         if not DRY:
             torch.cuda.synchronize()
-        if not bool((parts.view(torch.int32) == _SENTINEL).all()):
+        if not bool((parts.view(torch.int32) == _SENTINEL.value).all()):
             print("    WRONG: partials not reset to the sentinel", flush=True)
 
 
