@@ -5,7 +5,7 @@ TORCH_PIN := torch==2.13.0
 TRITON_PIN := triton==3.7.1
 TEXT ?= Hello there. This is tilewave, speaking from a Triton engine.
 
-.PHONY: setup test speak
+.PHONY: setup test test-newest speak
 
 setup: $(VENV)/.installed
 
@@ -21,6 +21,20 @@ $(VENV)/.installed: pyproject.toml Makefile
 test: setup
 	$(PY) -m pytest -q; rc=$$?; [ $$rc -ne 5 ] || echo "pytest collected no tests: failing"; [ $$rc -eq 0 ] || exit $$rc
 	$(VENV)/bin/tilewave build
+
+# The kernels again on the newest torch and Triton that pip resolves within pyproject.toml's ranges (CI runs this after
+# `make test`): the interpreter tests and the AOT gate are what another version can break. torch: 2.13.0 is the newest
+# release in range with a CPU build (PyPI's plain torch wheel is the multi-GB CUDA build); Triton: whatever pip picks.
+NEWEST ?= .venv-newest
+test-newest:
+	rm -rf $(NEWEST)
+	python3 -m venv $(NEWEST)
+	$(NEWEST)/bin/python -m pip install -q --upgrade pip
+	$(NEWEST)/bin/python -m pip install -q $(TORCH_PIN)
+	$(NEWEST)/bin/python -m pip install -q -e '.[test]'
+	$(NEWEST)/bin/python -c "import torch, triton; print('newest in range: torch', torch.__version__, 'triton', triton.__version__)"
+	$(NEWEST)/bin/python -m pytest -q tests/harness tests/kernels
+	$(NEWEST)/bin/tilewave build
 
 # Say TEXT into hello.wav with Kokoro-82M (the installed int8 ONNX weights, dequantized).
 speak: setup

@@ -20,9 +20,11 @@ def _test_device(device: str | None) -> str:
 
 
 def _use_interpreter_for(argv: list[str]) -> None:
-    """`tilewave test` on the CPU runs kernels on Triton's interpreter, which must be switched on before
-    the first `import triton`; building the parser already imports the engine (and so triton), hence
-    this look at the raw arguments first."""
+    """`tilewave test` on the CPU runs kernels on Triton's interpreter and `tilewave build` never does; the
+    switch is read at the first `import triton`, and building the parser already imports the engine (and so
+    triton), hence this look at the raw arguments first."""
+    if argv and argv[0] == "build" and os.environ.pop("TRITON_INTERPRET", None) == "1":
+        print("note: TRITON_INTERPRET=1 ignored: tilewave build compiles with Triton's GPU compiler", file=sys.stderr)
     if not argv or argv[0] != "test":
         return
     device = None
@@ -82,8 +84,6 @@ def cmd_bench(args) -> int:
 
 
 def cmd_build(args) -> int:
-    if os.environ.get("TRITON_INTERPRET") == "1":
-        del os.environ["TRITON_INTERPRET"]  # compiling for the GPU needs the real compiler, not the interpreter
     from tilewave.harness.build import run_build
 
     emit = tuple(e for e in args.emit.split(",") if e) if args.emit else ()

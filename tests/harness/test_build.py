@@ -4,6 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -25,11 +27,35 @@ def test_invalid_dot_variant_fails_the_gate():
     assert lines[-1] == "1 passed, 1 failed"
 
 
-def test_build_refuses_interpreter_mode():
+def test_build_refuses_kernels_imported_for_the_interpreter():
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
-    code = "from tilewave.harness.build import run_build; from tilewave.harness.registry import REGISTRY; run_build(REGISTRY, None)"
+    code = ("from tilewave.harness.build import run_build; from tilewave.harness.registry import REGISTRY, "
+            "load_all_kernels; load_all_kernels(); run_build(REGISTRY, 'snake')")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
-    assert proc.returncode != 0 and "unset TRITON_INTERPRET" in proc.stderr
+    assert proc.returncode != 0 and "without TRITON_INTERPRET" in proc.stderr, proc.stderr[-2000:]
+    assert "cache_key" not in proc.stdout + proc.stderr
+
+
+def test_build_command_compiles_with_the_interpreter_switch_set():
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-m", "tilewave", "build", "-f", "snake"], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "TRITON_INTERPRET=1 ignored" in proc.stderr
+    assert proc.stdout.splitlines()[-1].endswith(" 0 failed") and "[PASS]" in proc.stdout
+
+
+def test_the_ptxas_report_is_read_from_the_compile_or_the_variant_is_named():
+    from tilewave.harness.build import _ptxas_report
+
+    log = ("ptxas info    : Compiling entry function 'k' for 'sm_90a'\n"
+           "ptxas info    : Function properties for k\n"
+           "    8 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads\n"
+           "ptxas info    : Used 255 registers, used 1 barriers, 384 bytes cmem[0]\n")
+    assert _ptxas_report(log, "k[v1]") == (255, 8)
+    for bad in ("", "ptxas fatal   : Unsupported .version 9.4; current version is '8.8'\n", log + log):
+        with pytest.raises(RuntimeError, match=r"for k\[v1\]"):
+            _ptxas_report(bad, "k[v1]")
 
 
 def test_declared_aligned_integers_compile_the_launched_form():

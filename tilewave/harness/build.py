@@ -3,7 +3,7 @@
 The CPU interpreter accepts kernels that the GPU compiler rejects (a bf16 tl.dot with K < 16), and it
 never shows register spills or whether tensor-core instructions were emitted. This compiles each
 `AotVariant` through Triton's real NVIDIA pipeline (TTIR -> TTGIR -> LLVM -> PTX -> cubin with the
-ptxas that ships in the triton wheel) and reads registers and spills from ptxas's report.
+ptxas the installed Triton picks for the target) and reads registers and spills from that compile's ptxas report.
 A variant fails when it does not compile, when it spills to local memory, or when it was expected to
 use tensor cores (wgmma or mma) and does not. Each variant is compiled as the runtime specialises its launches
 at the registry's model shapes (recorded on a GPU machine into launches.json, harness/launches.py: integers that
@@ -13,10 +13,9 @@ it names in `AotVariant.aligned_ints` multiples of 16, other integers unspeciali
 """
 from __future__ import annotations
 
-import os
+import contextlib
+import io
 import re
-import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,28 +53,36 @@ class BuildResult:
                 f"smem={self.shared_bytes}B mma={self.mma}{why}")
 
 
-def _tool(name: str) -> str:
-    import triton
+def _ptxas_report(log: str, what: str) -> tuple[int, int]:
+    """(registers, spill-store bytes) from the `ptxas -v` report of Triton's own compile of the kernel.
 
-    path = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / name
-    return str(path) if path.exists() else name
-
-
-def _resource_usage(ptx: str, arch: int) -> tuple[int, int]:
-    """(registers, spill-store bytes) as ptxas reports them for the kernel's PTX.
-
-    Spill stores, not the stack frame: sin/cos keep a small local array for huge-argument range
-    reduction, which is a stack frame and no spill.
+    Triton's compile, not a second ptxas run: Triton picks the ptxas (3.9 compiles sm_90 with the `ptxas-blackwell`
+    beside it, CUDA 13; the wheel's plain ptxas, CUDA 12.9, refuses its PTX 9.x) and its options
+    (`--regAllocOptLevel=2` since 3.7), so only its report describes the cubin that runs. Spill stores, not the
+    stack frame: sin/cos keep a small local array for huge-argument range reduction, which is a stack frame and no
+    spill. The lines are read by their words ("Used N registers", "N bytes spill stores"), which CUDA 12.x and 13.x
+    ptxas print alike.
     """
-    with tempfile.NamedTemporaryFile("w", suffix=".ptx") as f:
-        f.write(ptx)
-        f.flush()
-        gpu = f"sm_{arch}a" if arch >= 90 else f"sm_{arch}"
-        text = subprocess.run([_tool("ptxas"), f"-arch={gpu}", "-v", f.name, "-o", os.devnull],
-                              capture_output=True, text=True, check=True).stderr
-    regs = int(re.search(r"Used (\d+) registers", text).group(1))
-    spills = int(re.search(r"(\d+) bytes spill stores", text).group(1))
-    return regs, spills
+    regs = re.findall(r"Used (\d+) registers", log)
+    spills = re.findall(r"(\d+) bytes spill stores", log)
+    if len(regs) != 1 or len(spills) != 1:
+        tail = " | ".join(log.strip().splitlines()[-6:]) or "nothing"
+        raise RuntimeError(f"expected one ptxas register/spill report for {what}, found {len(regs)} (ptxas printed: {tail})")
+    return int(regs[0]), int(spills[0])
+
+
+def _compile_reporting(src, arch: int, options: dict):
+    """triton.compile, with the ptxas report of that very compile (never a cached cubin, which has none)."""
+    import triton
+    from triton import knobs
+    from triton.backends.compiler import GPUTarget
+
+    log = io.StringIO()
+    with knobs.compilation.scope(), knobs.nvidia.scope(), contextlib.redirect_stdout(log):
+        knobs.compilation.always_compile = True
+        knobs.nvidia.dump_ptxas_log = True
+        compiled = triton.compile(src, target=GPUTarget("cuda", arch, 32), options=options)
+    return compiled, log.getvalue()
 
 
 def _mma_kind(ptx: str) -> str:
@@ -89,8 +96,6 @@ def _mma_kind(ptx: str) -> str:
 def compile_variant(kernel_name: str, v: AotVariant, arch: int, out_dir: Path | None = None,
                     emit: tuple[str, ...] = (), spec: LaunchSpec | None = None) -> BuildResult:
     """spec: the specialisation of a recorded launch; None: the variant's declared form."""
-    import triton
-    from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
     result = BuildResult(kernel_name, v.name if spec is None else f"{v.name} @ {spec.label()}",
@@ -111,10 +116,9 @@ def compile_variant(kernel_name: str, v: AotVariant, arch: int, out_dir: Path | 
                 constexprs[name] = value
         attrs = {(v.fn.arg_names.index(n),): [["tt.divisibility", 16]] for n in aligned if signature[n] != "constexpr"}
         src = ASTSource(fn=v.fn, signature=signature, constexprs=constexprs, attrs=attrs)
-        compiled = triton.compile(src, target=GPUTarget("cuda", arch, 32),
-                                  options={"num_warps": v.num_warps, "num_stages": v.num_stages})
+        compiled, log = _compile_reporting(src, arch, {"num_warps": v.num_warps, "num_stages": v.num_stages})
         ptx = compiled.asm["ptx"]
-        result.registers, result.spill_bytes = _resource_usage(ptx, arch)
+        result.registers, result.spill_bytes = _ptxas_report(log, f"{kernel_name} {result.variant}")
         result.shared_bytes = int(compiled.metadata.shared)
         result.mma = _mma_kind(ptx)
         if out_dir is not None:
@@ -130,8 +134,6 @@ def compile_variant(kernel_name: str, v: AotVariant, arch: int, out_dir: Path | 
 
 def run_build(registry: Registry, pattern: str | None, target: str = "sm_90", out_dir: str | None = None,
               emit: tuple[str, ...] = (), echo=print) -> list[BuildResult]:
-    if os.environ.get("TRITON_INTERPRET") == "1":
-        raise RuntimeError("tilewave build compiles for the GPU: unset TRITON_INTERPRET")
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r}; choose one of {sorted(TARGETS)}")
     if len(registry) == 0:
@@ -140,6 +142,11 @@ def run_build(registry: Registry, pattern: str | None, target: str = "sm_90", ou
     variants = [(k, v) for k in kernels for v in (k.variants() if k.variants else [])]
     if not variants:
         raise RuntimeError(f"no compile variants match pattern={pattern!r}")
+    from triton.runtime.jit import JITFunction
+
+    if not all(isinstance(v.fn, JITFunction) for _, v in variants):
+        raise RuntimeError("the kernels were imported under TRITON_INTERPRET=1 (Triton's CPU interpreter, which "
+                           "compiles nothing): run the build in a process without TRITON_INTERPRET in its environment")
     path = None
     if out_dir:
         path = Path(out_dir)

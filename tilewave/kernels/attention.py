@@ -424,7 +424,9 @@ def _decode_split_kernel(q_ptr, k_ptr, v_ptr, lens_ptr, sink_ptr, o_ptr, part_pt
         keys = n + cols
         key_ok = keys < end
         if Q_IN_LOOP:
-            q = _load_rows(q_base, heads, sqh, d, g_ok & (n < end), d_ok)
+            # `!= 0`: the interpreter splats a scalar bool as int32 and Triton 3.9's refuses a non-bool mask; compiled,
+            # the comparison folds away (the same PTX as without it)
+            q = _load_rows(q_base, heads, sqh, d, (g_ok & (n < end)) != 0, d_ok)
         k = _load_rows(k_base, keys, skt, d, key_ok, d_ok)
         s = tl.where(key_ok[None, :], tl.dot(q, tl.trans(k), input_precision=PRECISION) * qk_scale, float("-inf"))
         v = _load_rows(v_base, keys, svt, d, key_ok, d_ok)

@@ -63,7 +63,9 @@ def _window2d_nhwc_kernel(x_ptr, w_ptr, b_ptr, y_ptr, H, W, C, Ho, Wo, KH, KW, S
         x_row = x_ptr + (n * H + ih).to(tl.int64) * W * C
         for j in range(0, KW):
             iw = iw0 + j
-            ok = (iw >= 0) & (iw < W) & row_ok
+            # `!= 0`: the interpreter splats a scalar bool as int32 and Triton 3.9's refuses a non-bool mask; compiled,
+            # the comparison folds away (the same PTX as without it)
+            ok = ((iw >= 0) & (iw < W) & row_ok) != 0
             v = tl.load(x_row + (iw[:, None] * C + c[None, :]), mask=ok[:, None] & c_ok[None, :],
                         other=0.0).to(tl.float32)
             if AVERAGE:
