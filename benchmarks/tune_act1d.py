@@ -1,6 +1,5 @@
 """act1d on the GPU: the polyphase FMA kernel at several tiles and tiles per program against the
-eager PyTorch chain, float32 and bfloat16, at the large shape and BigVGAN / seed-decoder shapes. (Rounds 1-1c
-also timed the former banded-matmul kernel: 1,029 µs float32 / 601 µs bfloat16 at the large shape.)
+eager PyTorch chain, float32 and bfloat16, at the large shape and BigVGAN / seed-decoder shapes.
 
     PYTHONPATH=. python3 benchmarks/tune_act1d.py
 
@@ -24,14 +23,8 @@ COPY_GBS = 4252.0
 SHAPES = [("large", (1, 128, 1 << 20)), ("v2 stage 1", (1, 768, 3752)), ("v2 last", (1, 24, 240128)),
           ("seed blk 4", (1, 96, 59520))]
 DTYPES = [torch.float32, torch.bfloat16]
-# (rows, cols, warps, tiles per program). History, H200: round 1, cols 16/32 were 2-3x slower than cols 8 (the
-# unrolled tile outgrows the instruction cache); round 1b, one-warp tiles (row edges by shuffles) were best;
-# round 1c (CUDA-graph timing), 32x8 one-warp tiles: float32 best at 1 tile per program (469 µs large, 54% of
-# copy bandwidth), bfloat16 at 4 (338 µs, 37%); the raw SFU sine was no faster than the reduced one (not
-# ALU-bound). Session 3 (Nsight Compute): L2 at 94% of its throughput, DRAM at 45%: y was written by scalar
-# stores (a mask on the unaligned L, 8x the L2 write requests). With 16-byte stores, the whole tile stored at
-# once (a warp's vectors adjacent; float32 rows are two vectors) against chunk by chunk: 1 tile per program
-# 420.2 against 412.3 µs, 4 tiles 307.8 against 325.7 (large, float32); the kernel now stores whole tiles.
+# (rows, cols, warps, tiles per program): the launcher's tile at 1-16 tiles per program. What earlier rounds
+# swept and measured (other tiles, warps, the banded-matmul kernel): benchmarks/RESULTS.md, the act1d sections.
 POLY = [(32, 8, 1, 1), (32, 8, 1, 2), (32, 8, 1, 4), (32, 8, 1, 8), (32, 8, 1, 16)]
 TAPS = 12
 TIME_BUDGET_S = 110  # the lead's run stops at 150 s; what is left after this is reported as skipped
