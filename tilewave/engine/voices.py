@@ -275,9 +275,10 @@ def fetch_npm(cache: str | os.PathLike | None = None, npm: str = "npm") -> Path:
 
 
 def fetch_hub(names: list[str] | None = None, cache: str | os.PathLike | None = None, repo_id: str = HUB_REPO,
-              revision: str | None = None) -> Path:
+              revision: str | None = None, hub_cache: str | os.PathLike | None = None) -> Path:
     """Install stock voices from the model hub (`voices/<name>.pt`) through huggingface_hub, which honours
-    HF_HUB_OFFLINE and HF_HUB_CACHE (an offline machine with a filled hub cache installs from it)."""
+    HF_HUB_OFFLINE and HF_HUB_CACHE (an offline machine with a filled hub cache installs from it);
+    `hub_cache` overrides HF_HUB_CACHE."""
     try:
         from huggingface_hub import hf_hub_download
         from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
@@ -291,7 +292,8 @@ def fetch_hub(names: list[str] | None = None, cache: str | os.PathLike | None = 
     packs = {}
     for name in names:
         try:
-            path = hf_hub_download(repo_id, f"voices/{name}.pt", revision=revision)
+            path = hf_hub_download(repo_id, f"voices/{name}.pt", revision=revision,
+                                   cache_dir=None if hub_cache is None else os.fspath(hub_cache))
         except (LocalEntryNotFoundError, HfHubHTTPError, OSError) as exc:
             raise TilewaveError(f"voice {name} cannot be had from the model hub ({repo_id}, voices/{name}.pt): "
                                 f"{exc}") from exc
