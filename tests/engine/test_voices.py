@@ -207,14 +207,16 @@ def fake_tarball(path, names, seed=0):
     return packs, hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_a_tarball_with_the_wrong_digest_is_refused(tmp_path):
+def test_a_tarball_with_the_wrong_digest_is_refused(tmp_path, monkeypatch, capsys):
     tarball = tmp_path / "kokoro-js-1.2.1.tgz"
     fake_tarball(tarball, VOICE_NAMES)
     with pytest.raises(WeightsError, match="sha256.*refusing"):
         voices.install_npm_tarball(tarball, cache=tmp_path / "cache")
     assert not (tmp_path / "cache" / "voices").exists() or not any((tmp_path / "cache" / "voices").iterdir())
     assert voices.installed_voices(tmp_path / "cache") == SHIPPED
+    monkeypatch.setenv("TILEWAVE_CACHE", str(tmp_path / "cache"))  # were the check broken, no real cache is touched
     assert cli.main(["voices", "fetch", "--tarball", str(tarball)]) == 1
+    assert "refusing" in capsys.readouterr().err and voices.installed_voices() == SHIPPED
 
 
 def test_a_tarball_is_installed_whole_and_atomically(tmp_path):
