@@ -8,7 +8,8 @@ chunks join without seams: chunked and unchunked output agree to float rounding.
 
 A recording given for copy-synthesis is taken as it comes: several channels are averaged to one, and a
 rate other than the checkpoint's is converted with soxr (its "HQ" setting: 20-bit precision, linear
-phase); what was done is logged on the `tilewave.vocode` logger at WARNING level, which reaches stderr without any set-up.
+phase). What was done is logged on the `tilewave.vocode` logger at WARNING level, which reaches stderr
+without any set-up.
 """
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ def wav_to_mel(model: BigVGAN, wav: torch.Tensor, sample_rate: int) -> torch.Ten
     h = model.config
     if sample_rate != h.sampling_rate:
         raise InputError(f"the audio is at {sample_rate} Hz but this BigVGAN works at {h.sampling_rate} Hz; "
-                         f"resample it first (e.g. `sox in.wav -r {h.sampling_rate} out.wav`)")
+                         "resample it first with conform_wav (vocode_file and `tilewave vocode` do that for a file)")
     n = wav.shape[-1] // h.hop_size * h.hop_size  # whole frames, so that the output has the input's length
     if n == 0:
         raise InputError(f"the audio has {wav.shape[-1]} samples, fewer than one hop ({h.hop_size})")
@@ -98,8 +99,8 @@ def read_input(path: str | Path) -> tuple[str, np.ndarray | torch.Tensor, int | 
 
 
 def conform_wav(samples: np.ndarray, rate: int, target_rate: int, name: str = "the audio") -> torch.Tensor:
-    """samples [N, channels] at `rate` -> mono float32 [M] at `target_rate` (M = round(N * target / rate)),
-    saying on the log what was changed."""
+    """samples [N, channels] at `rate` -> mono float32 [~N * target_rate / rate] at `target_rate`, saying on
+    the log what was changed."""
     done = []
     if samples.shape[1] > 1:
         done.append(f"mixed {samples.shape[1]} channels to mono")

@@ -28,10 +28,11 @@ import logging
 import re
 
 from tilewave.errors import InputError, TilewaveError
-from tilewave.text.languages import LANGUAGES, check_language  # LANGUAGES: importers of this module predate languages.py
+from tilewave.text.languages import LANGUAGES, check_language  # LANGUAGES: for importers older than languages.py
 from tilewave.text.vocab import describe_symbols, unknown_symbols
 
-ESPEAK_VOICES = {"en-us": "en-us", "en-gb": "en-gb", "es": "es", "fr": "fr-fr", "hi": "hi", "it": "it", "pt-br": "pt-br"}
+ESPEAK_VOICES = {"en-us": "en-us", "en-gb": "en-gb", "es": "es", "fr": "fr-fr", "hi": "hi", "it": "it",
+                 "pt-br": "pt-br"}
 log = logging.getLogger("tilewave.text")
 
 # misaki EspeakFallback.E2M: longest first so that a digraph wins over its first letter.
