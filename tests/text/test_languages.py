@@ -27,7 +27,7 @@ SENTENCES = {
 
 # Short, for the model on a 2-core CPU: the audio length sets the generator's cost.
 GREETINGS = {"en-us": "Good morning.", "en-gb": "Thank you.", "es": "Buenos días.", "fr": "Merci beaucoup.",
-             "hi": "नमस्ते।", "it": "Buongiorno.", "pt-br": "Bom dia.", "ja": "こんにちは。", "zh": "你好。"}
+             "hi": "नमस्ते।", "it": "Buongiorno.", "pt-br": "Bom dia.", "ja": "こんにちは。", "zh": "你好，谢谢你。"}
 
 
 @pytest.fixture(scope="module")
