@@ -12,9 +12,8 @@ import os
 import sys
 import time
 
-from tilewave.engine.voices import DEFAULT_VOICE
 from tilewave.errors import InputError, TilewaveError
-from tilewave.text.espeak import LANGUAGES
+from tilewave.text.languages import LANGUAGE_CHOICES
 
 
 def add_parser(subparsers) -> None:
@@ -39,10 +38,12 @@ def add_profile_parser(subparsers) -> None:
 def _add_synthesis_args(p) -> None:
     p.add_argument("text", nargs="?", metavar="TEXT", help='the words to say; "-" reads them from stdin')
     p.add_argument("--file", metavar="PATH", help="read the text from a UTF-8 file instead")
-    p.add_argument("--voice", default=DEFAULT_VOICE, metavar="NAME|PATH|BLEND",
-                   help=f"a shipped voice (default {DEFAULT_VOICE}), a .npz/.pt pack, or a blend 'a:0.7,b:0.3'")
+    p.add_argument("--voice", metavar="NAME|PATH|BLEND",
+                   help="a stock voice (`tilewave voices`; default: the language's, af_heart for en-us), an OpenAI "
+                        "name, a .npz/.pt/.bin pack, or a blend 'a:0.7,b:0.3' / 'a(2)+b(1)'")
     p.add_argument("--speed", type=float, default=1.0, help="0.5 (slow) to 2.0 (fast), default 1.0")
-    p.add_argument("--lang", default="en-us", choices=LANGUAGES, help="English accent of the phonemizer")
+    p.add_argument("--lang", default="en-us", choices=LANGUAGE_CHOICES, metavar="LANG",
+                   help="en-us (default), en-gb, es, fr, hi, it, pt-br, ja, zh, or the one-letter codes a b e f h i p j z")
     p.add_argument("--device", choices=["cpu", "cuda"], help="where the model runs (default: cuda if present)")
     p.add_argument("--seed", type=int, help="seed of the voice source's random phase and noise (repeatable audio)")
     p.add_argument("--weights", metavar="PATH", help="Kokoro weights (.onnx or .pth; default: the installed int8 ONNX)")

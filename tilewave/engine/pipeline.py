@@ -21,9 +21,9 @@ import numpy as np
 import torch
 
 from tilewave.ops.dispatch import PRECISIONS, fp32_matmul_precision
-from tilewave.engine.voices import DEFAULT_VOICE, load_voice, style_for
+from tilewave.engine.voices import default_voice, load_voice, style_for
 from tilewave.errors import InputError, TilewaveError, WeightsError
-from tilewave.text import EspeakPhonemizer, TextChunk, check_language, chunk_phonemes, chunk_text, encode, has_phones, unknown_symbols
+from tilewave.text import TextChunk, check_language, chunk_phonemes, chunk_text, encode, has_phones, phonemizer_for, unknown_symbols
 from tilewave.text.vocab import describe_symbols
 
 SAMPLE_RATE = 24_000
@@ -124,20 +124,20 @@ class Pending(Iterator[Chunk]):
 class Pipeline:
     """English text (or Kokoro phonemes) -> a stream of `Chunk`s, one model call per chunk."""
 
-    def __init__(self, lang: str = "en-us", voice=DEFAULT_VOICE, device: str | torch.device | None = None,
+    def __init__(self, lang: str = "en-us", voice=None, device: str | torch.device | None = None,
                  model=None, weights: str | os.PathLike | None = None, precision: str = DEFAULT_PRECISION) -> None:
         self.device = resolve_device(device)
         self.precision = check_precision(precision)
         self.lang = check_language(lang)
-        self._phonemizer = None  # espeak starts on the first English text: phoneme input never needs it
-        self.voice = load_voice(DEFAULT_VOICE if voice is None else voice)
+        self._phonemizer = None  # the G2P starts on the first text: phoneme input never needs it
+        self.voice = load_voice(default_voice(self.lang) if voice is None else voice)
         self._model = model
         self._weights = None if weights is None else os.fspath(weights)
 
     @property
-    def phonemizer(self) -> EspeakPhonemizer:
+    def phonemizer(self):
         if self._phonemizer is None:
-            self._phonemizer = EspeakPhonemizer(self.lang)
+            self._phonemizer = phonemizer_for(self.lang)
         return self._phonemizer
 
     @property
@@ -212,7 +212,7 @@ def join_chunks(audios: list[np.ndarray], crossfade: int = CROSSFADE_SAMPLES) ->
     return np.concatenate(pieces + [prev]).astype(np.float32, copy=False)
 
 
-def speak(text: str, voice=DEFAULT_VOICE, speed: float = 1.0, device: str | None = None, seed: int | None = None,
+def speak(text: str, voice=None, speed: float = 1.0, device: str | None = None, seed: int | None = None,
           lang: str = "en-us", phonemes: bool = False, weights: str | None = None, model=None,
           profile=None, precision: str = DEFAULT_PRECISION) -> tuple[np.ndarray, int]:
     """Say `text`: (audio float32 [samples], 24000). `precision`: how float32 products run on a GPU's tensor
