@@ -11,8 +11,7 @@ Where this differs from misaki, and why:
 - Language-switch flags ("(fr)") are removed instead of kept: misaki hands espeak single words, we hand
   it whole sentences, where a kept flag would be read as the phonemes f and r.
 - Before espeak: «» become “”, brackets become parentheses, ¡ and ¿ are dropped (all outside the
-  vocabulary), and a decimal point between digits is spelt out ("3.50" -> "3 point 5 0"), because
-  phonemizer would otherwise cut the number at the full stop.
+  vocabulary). Numbers, money and the like are read out by tilewave.text.normalize before this.
 Symbols espeak still produces outside the vocabulary are dropped with a warning naming them (the text
 was fine; the user cannot fix espeak), whereas raw phoneme input with such symbols is an InputError.
 """
@@ -46,7 +45,6 @@ _ESPEAK_TO_KOKORO = sorted({
 }.items(), key=lambda kv: -len(kv[0]))
 _SYLLABIC = re.compile("(\\S)\u0329")
 _BEFORE_ESPEAK = str.maketrans({"«": "“", "»": "”", "[": "(", "]": ")", "{": "(", "}": ")", "¡": None, "¿": None})
-_DECIMAL = re.compile(r"(\d)\.(\d+)")
 
 
 def _configure_espeak() -> None:
@@ -62,8 +60,7 @@ def _configure_espeak() -> None:
 
 def prepare_text(text: str) -> str:
     """What espeak is given: one line, symbols it would mangle rewritten (see the module doc)."""
-    text = _DECIMAL.sub(lambda m: f"{m[1]} point {' '.join(m[2])}", text.translate(_BEFORE_ESPEAK))
-    return " ".join(text.split())
+    return " ".join(text.translate(_BEFORE_ESPEAK).split())
 
 
 def espeak_to_kokoro(ps: str, british: bool) -> str:

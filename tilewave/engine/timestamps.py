@@ -1,0 +1,92 @@
+"""Word timestamps from the model's token durations, and their files (.srt, .vtt, .json).
+
+    chunks = list(Pipeline()(text))
+    words = word_timestamps(chunks)   # [WordTime("Hello", 0.075, 0.45), ...]
+    write_timestamps("out.srt", words)
+
+Kokoro predicts how many frames of 600 samples each token lasts (Chunk.durations, the two pads included),
+and the front-end says which tokens are each word's (Chunk.words), so a word's start and end inside its
+chunk are sums of durations. Where each chunk starts in the joined audio is computed the way
+pipeline.join_chunks joins them (each join overlaps CROSSFADE_SAMPLES, or less beside a shorter chunk),
+and a pause is part of its chunk's audio: no error piles up over a long text.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from datetime import timedelta
+
+import numpy as np
+
+from tilewave.engine.pipeline import CROSSFADE_SAMPLES, SAMPLE_RATE
+from tilewave.errors import InputError
+
+FRAME_SAMPLES = 600  # samples of audio per duration frame at 24 kHz
+FORMATS = (".srt", ".vtt", ".json")
+
+
+@dataclass(frozen=True)
+class WordTime:
+    word: str
+    start: float  # seconds from the start of the joined audio
+    end: float
+
+
+def chunk_starts(sizes: list[int], crossfade: int = CROSSFADE_SAMPLES) -> list[int]:
+    """The sample where each chunk's audio begins in join_chunks' output, for chunks of these sizes."""
+    starts, overlap = [], 0
+    for k, size in enumerate(sizes):
+        if k == 0:
+            starts.append(0)
+            continue
+        overlap = min(crossfade, sizes[k - 1] - overlap, size)  # join_chunks' n: the rest of the last chunk
+        starts.append(starts[-1] + sizes[k - 1] - overlap)
+    return starts
+
+
+def word_timestamps(chunks, crossfade: int = CROSSFADE_SAMPLES, sample_rate: int = SAMPLE_RATE) -> list[WordTime]:
+    """Each word of the chunks (pipeline Chunks, in order) with its start and end in the joined audio."""
+    chunks = list(chunks)
+    out = []
+    for chunk, start in zip(chunks, chunk_starts([c.audio.size for c in chunks], crossfade)):
+        frames = np.concatenate([[0], np.cumsum(chunk.durations.numpy())]) if chunk.words else None
+        for word in chunk.words:
+            out.append(WordTime(word.text, (start + int(frames[word.first]) * FRAME_SAMPLES) / sample_rate,
+                                (start + int(frames[word.last + 1]) * FRAME_SAMPLES) / sample_rate))
+    return out
+
+
+def check_timestamps_path(path: str) -> str:
+    ext = os.path.splitext(path)[1].lower()
+    if ext not in FORMATS:
+        raise InputError(f"cannot write timestamps to {path!r}: give a file ending in {', '.join(FORMATS)}")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise InputError(f"cannot write {path!r}: the folder {folder} does not exist")
+    return ext
+
+
+def _vtt_time(seconds: float) -> str:
+    ms = round(seconds * 1000)
+    return f"{ms // 3_600_000:02d}:{ms // 60_000 % 60:02d}:{ms // 1000 % 60:02d}.{ms % 1000:03d}"
+
+
+def format_timestamps(words: list[WordTime], ext: str) -> str:
+    """The words as SubRip (one cue per word), WebVTT (the same), or JSON ({"words": [{word, start, end}]})."""
+    if ext == ".json":
+        return json.dumps({"words": [asdict(w) for w in words]}, ensure_ascii=False, indent=1) + "\n"
+    if ext == ".srt":
+        import srt
+
+        return srt.compose([srt.Subtitle(i + 1, timedelta(seconds=w.start), timedelta(seconds=w.end), w.word)
+                            for i, w in enumerate(words)], reindex=False)
+    cues = [f"{_vtt_time(w.start)} --> {_vtt_time(w.end)}\n{w.word}\n" for w in words]
+    return "WEBVTT\n\n" + "\n".join(cues)
+
+
+def write_timestamps(path: str, words: list[WordTime]) -> None:
+    """Write the words to `path`, in the format its extension names (.srt, .vtt or .json)."""
+    text = format_timestamps(words, check_timestamps_path(path))
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
