@@ -6,7 +6,9 @@
 
 Kokoro predicts how many frames of 600 samples each token lasts (Chunk.durations, the two pads included),
 and the front-end says which tokens are each word's (Chunk.words), so a word's start and end inside its
-chunk are sums of durations. Where each chunk starts in the joined audio is computed the way
+chunk are sums of durations. Kokoro gives the silence after the last sound of a phrase to that sound's
+token (the "d" of "friend." can last 19 frames, 14 of them silent), so a word's end is pulled back over
+frames of its own that are silent (40 dB below the chunk's peak). Where each chunk starts in the joined audio is computed the way
 pipeline.join_chunks joins them (each join overlaps CROSSFADE_SAMPLES, or less beside a shorter chunk),
 and a pause is part of its chunk's audio: no error piles up over a long text.
 """
@@ -23,6 +25,7 @@ from tilewave.engine.pipeline import CROSSFADE_SAMPLES, SAMPLE_RATE
 from tilewave.errors import InputError
 
 FRAME_SAMPLES = 600  # samples of audio per duration frame at 24 kHz
+SILENCE = 0.01       # a frame whose peak is below this share of the chunk's peak (-40 dB) is silent
 FORMATS = (".srt", ".vtt", ".json")
 
 
@@ -50,10 +53,18 @@ def word_timestamps(chunks, crossfade: int = CROSSFADE_SAMPLES, sample_rate: int
     chunks = list(chunks)
     out = []
     for chunk, start in zip(chunks, chunk_starts([c.audio.size for c in chunks], crossfade)):
-        frames = np.concatenate([[0], np.cumsum(chunk.durations.numpy())]) if chunk.words else None
+        if not chunk.words:
+            continue
+        frames = np.concatenate([[0], np.cumsum(chunk.durations.numpy())])
+        audio = np.abs(chunk.audio[: int(frames[-1]) * FRAME_SAMPLES])
+        peaks = audio[: audio.size // FRAME_SAMPLES * FRAME_SAMPLES].reshape(-1, FRAME_SAMPLES).max(axis=1)
+        loud = peaks >= SILENCE * peaks.max(initial=0.0)
         for word in chunk.words:
-            out.append(WordTime(word.text, (start + int(frames[word.first]) * FRAME_SAMPLES) / sample_rate,
-                                (start + int(frames[word.last + 1]) * FRAME_SAMPLES) / sample_rate))
+            first, end = int(frames[word.first]), int(frames[word.last + 1])
+            while end - 1 > first and end - 1 < loud.size and not loud[end - 1]:
+                end -= 1
+            out.append(WordTime(word.text, (start + first * FRAME_SAMPLES) / sample_rate,
+                                (start + end * FRAME_SAMPLES) / sample_rate))
     return out
 
 
