@@ -31,8 +31,8 @@ def test_a_given_pronunciation_is_spoken_verbatim(us):
 
 def test_the_brackets_are_not_read_out(us):
     (c,) = text_chunks("A [word](/wˈɜɹd/) here.", us)
-    assert "slash" not in " ".join(us(["slash"])) or us(["slash"])[0] not in c.phonemes
-    assert c.phonemes == f"ə wˈɜɹd {us(['here.'])[0]}"
+    assert us(["slash"])[0] not in c.phonemes and "/" not in c.phonemes
+    assert c.phonemes == f"{us(['A'])[0]} wˈɜɹd {us(['here.'])[0]}"
 
 
 def test_a_given_pronunciation_is_not_normalized(us):
@@ -69,11 +69,11 @@ def test_a_pause_ends_its_chunk_or_stands_alone(us):
 
 
 def test_a_pause_adds_exactly_its_silence_to_the_audio(fake):
-    plain = list(fake("One two. Three four.", seed=3))
+    plain = list(fake("One two. [pause:0s] Three four.", seed=3))  # the same two chunks, no silence
     paused = list(fake("One two. [pause:0.5s] Three four.", seed=3))
-    assert [c.pause for c in paused] == [0.5, 0.0]
+    assert [c.pause for c in paused] == [0.5, 0.0] and len(plain) == 2
     joined_plain, joined = join_chunks([c.audio for c in plain]), join_chunks([c.audio for c in paused])
-    assert joined.size - joined_plain.size == 0.5 * SAMPLE_RATE + CROSSFADE_SAMPLES  # one join more
+    assert joined.size - joined_plain.size == 0.5 * SAMPLE_RATE
     # The silence is where the first chunk's speech ends, and it is digital zeros except the last crossfade.
     speech = paused[0].audio.size - int(0.5 * SAMPLE_RATE)
     assert np.abs(joined[speech - 10:speech]).max() > 0

@@ -8,7 +8,9 @@ Kokoro predicts how many frames of 600 samples each token lasts (Chunk.durations
 and the front-end says which tokens are each word's (Chunk.words), so a word's start and end inside its
 chunk are sums of durations. Kokoro gives the silence after the last sound of a phrase to that sound's
 token (the "d" of "friend." can last 19 frames, 14 of them silent), so a word's end is pulled back over
-frames of its own that are silent (40 dB below the chunk's peak). Where each chunk starts in the joined audio is computed the way
+frames of its own that are silent (40 dB below the chunk's peak); and it starts a word's sound in the
+frames of the pad, space or punctuation before it (the "h" of a first "Hello" begins two frames into
+the start pad), so a word's start is moved back over loud frames that no word owns. Where each chunk starts in the joined audio is computed the way
 pipeline.join_chunks joins them (each join overlaps CROSSFADE_SAMPLES, or less beside a shorter chunk),
 and a pause is part of its chunk's audio: no error piles up over a long text.
 """
@@ -59,10 +61,14 @@ def word_timestamps(chunks, crossfade: int = CROSSFADE_SAMPLES, sample_rate: int
         audio = np.abs(chunk.audio[: int(frames[-1]) * FRAME_SAMPLES])
         peaks = audio[: audio.size // FRAME_SAMPLES * FRAME_SAMPLES].reshape(-1, FRAME_SAMPLES).max(axis=1)
         loud = peaks >= SILENCE * peaks.max(initial=0.0)
+        previous_end = 0
         for word in chunk.words:
             first, end = int(frames[word.first]), int(frames[word.last + 1])
             while end - 1 > first and end - 1 < loud.size and not loud[end - 1]:
                 end -= 1
+            while first - 1 >= previous_end and first - 1 < loud.size and loud[first - 1]:
+                first -= 1
+            previous_end = end
             out.append(WordTime(word.text, (start + first * FRAME_SAMPLES) / sample_rate,
                                 (start + end * FRAME_SAMPLES) / sample_rate))
     return out
