@@ -75,3 +75,30 @@ def test_phoneme_input_is_cut_the_same_way():
     chunks = chunk_phonemes(ps)
     assert len(chunks) > 1 and all(len(c.phonemes) <= 510 and c.phonemes.endswith(".") for c in chunks)
     assert " ".join(c.phonemes for c in chunks) == ps and all(c.text == "" for c in chunks)
+
+
+def test_words_keep_their_tokens_when_pieces_are_packed():
+    from tilewave.text.chunking import Phonemized, Word
+
+    def with_words(pieces):
+        out = []
+        for p in pieces:
+            spans, pos = [], 0
+            for w in p.split():
+                spans.append(Word(w, pos + 1, pos + len(w)))
+                pos += len(w) + 1
+            out.append(Phonemized(p.lower(), tuple(spans)))
+        return out
+
+    text = " ".join(f"Word{i} and more, said Bob{i}." for i in range(40))
+    chunks = chunk_text(text, with_words, limit=120)
+    assert len(chunks) > 3
+    for c in chunks:
+        assert [w.text for w in c.words] == c.text.split()
+        assert [c.phonemes[w.first - 1:w.last] for w in c.words] == c.text.lower().split()
+
+
+def test_a_title_or_abbreviation_does_not_end_a_sentence():
+    text = "Dr. Smith met Mr. Jones, e.g. at home. " * 3 + "x" * 60 + "."
+    chunks = chunk_text(text.strip(), lower, limit=60)
+    assert [c.text for c in chunks][:3] == ["Dr. Smith met Mr. Jones, e.g. at home."] * 3
