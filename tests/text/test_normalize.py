@@ -37,6 +37,9 @@ CASES = {
         ("Since 2010 we have grown.", "Since twenty ten we have grown."),
         ("The 1900s began slowly.", "The nineteen hundreds began slowly."),
         ("In 2005 she left.", "In two thousand and five she left."),
+        ("Songs of the 60s and the 1000s of fans.", "Songs of the sixties and the thousands of fans."),
+        ("It ran from 1990-1995 and on pages 10–20.",
+         "It ran from nineteen ninety to nineteen ninety-five and on pages ten to twenty."),
     ],
     "ordinals": [
         ("She finished 21st of forty.", "She finished twenty-first of forty."),
@@ -76,10 +79,12 @@ CASES = {
         ("Pi is about 3.14 here.", "Pi is about three point one four here."),
         ("It fell to -5 overnight.", "It fell to minus five overnight."),
         ("I have 42 cats.", "I have forty-two cats."),
+        ("He wore No. 7 and I wore #23.", "He wore number seven and I wore number twenty-three."),
     ],
     "phone numbers": [
         ("Call 555-123-4567 today.", "Call five five five, one two three, four five six seven today."),
         ("Or try (555) 987-6543.", "Or try five five five, nine eight seven, six five four three."),
+        ("Dial 867-5309 now.", "Dial eight six seven, five three zero nine now."),
     ],
 }
 UNCHANGED = ["I went home.", "Then I saw a cat.", "May I come in?", "Malcolm X spoke in Washington DC.",

@@ -119,17 +119,30 @@ def _iso_date(m: re.Match) -> str:
 
 
 # -- years, decades, ordinals, percentages, units, plain numbers ------------------------------------------------
-def _decade(m: re.Match) -> str:
-    if m["century"]:
-        words = year(m["century"] + m["decade"] + "0").split(" ")
+def _decades(m: re.Match) -> str:
+    """'1980s' -> 'nineteen eighties', "'90s" / '90s' -> 'nineties', '1900s' -> 'nineteen hundreds',
+    '100s' -> 'hundreds'."""
+    n = m["short"] + "0" if m["short"] else m["n"]
+    if len(n) == 4 and 1100 <= int(n) <= 2099 and not n.endswith("000"):
+        words = year(n).split(" ")
     else:
-        words = num2words(int(m["decade"] + "0")).split(" ")
+        words = cardinal(n).split(" ")
+        if words[0] == "one" and len(words) == 2:  # "the 1000s": thousands, not "one thousands"
+            words = words[1:]
     return " ".join(words[:-1] + [_plural(words[-1])])
+
+
+def _number_or_year(n: str) -> str:
+    return year(n) if len(n) == 4 and 1100 <= int(n) <= 2099 else cardinal(n)
+
+
+def _range(m: re.Match) -> str:
+    return f"{_number_or_year(m['a'])} to {_number_or_year(m['b'])}"
 
 
 _UNITS = {  # symbol: (singular, plural)
     "km": ("kilometer", "kilometers"), "m": ("meter", "meters"), "cm": ("centimeter", "centimeters"),
-    "mm": ("millimeter", "millimeters"), "mi": ("mile", "miles"), "ft": ("foot", "feet"), "in": ("inch", "inches"),
+    "mm": ("millimeter", "millimeters"), "mi": ("mile", "miles"), "ft": ("foot", "feet"),
     "kg": ("kilogram", "kilograms"), "g": ("gram", "grams"), "mg": ("milligram", "milligrams"),
     "lb": ("pound", "pounds"), "lbs": ("pound", "pounds"), "oz": ("ounce", "ounces"),
     "l": ("liter", "liters"), "ml": ("milliliter", "milliliters"),
@@ -282,11 +295,13 @@ RULES = [
                                  r"(?:,?\s+(?P<year>1\d{3}|20\d{2})\b)?"), _month_day),
     Rule("day month", re.compile(rf"\b(?P<day>[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}"
                                  r"(?:,?\s+(?P<year>1\d{3}|20\d{2})\b)?"), _day_month),
-    Rule("decade", re.compile(r"(?:\b(?P<century>1[1-9]|20)|'|’|\b)(?P<decade>\d)0s\b"), _decade),
+    Rule("decades", re.compile(r"(?:['’](?P<short>\d)|\b(?P<n>\d*[1-9]0+))0?s\b"), _decades),
     Rule("ordinal", re.compile(r"\b(?P<n>\d{1,3}(?:,\d{3})+|\d+)(?:st|nd|rd|th)\b"), lambda m: ordinal(m["n"])),
     Rule("percent", re.compile(rf"(?P<n>{_NUM})\s?%"), lambda m: f"{cardinal(m['n'])} percent"),
     Rule("unit", re.compile(rf"\b(?P<n>{_NUM})\s?(?P<unit>{_UNIT}|° ?[CF])(?![\w/])"), _unit),
-    Rule("phone", re.compile(r"(?<![\w-])(?:\+?1[-.\s])?(?:\(\d{3}\)\s?|\d{3}[-.])\d{3}[-.]\d{4}\b"), _digits),
+    Rule("phone", re.compile(r"(?<![\w-])(?:\+?1[-.\s])?(?:\(\d{3}\)\s?|\d{3}[-.])?\d{3}[-.]\d{4}\b"), _digits),
+    Rule("range", re.compile(r"(?<![\w.-])(?P<a>\d+)\s?[-–]\s?(?P<b>\d+)(?![\w.-]?\d)"), _range),
+    Rule("number sign", re.compile(r"\bNo\.(?=\s?\d)|#(?=\d)"), lambda m: "number "),
     Rule("year", re.compile(r"\b(?P<year>1[1-9]\d\d|20\d\d)\b(?![.,]\d)"), _year),
     Rule("counted roman", re.compile(rf"\b(?P<word>{_COUNTED})\s+(?P<roman>[IVXLCDM]+)\b"), _counted_roman),
     Rule("regnal roman", re.compile(r"\b(?P<name>[A-Z][a-z]+)\s+(?P<roman>[IVX]{2,}|V)\b(?!\.\w)"),
