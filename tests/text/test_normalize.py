@@ -22,6 +22,8 @@ CASES = {
         ("Born on the 4th of July.", "Born on the fourth of July."),
         ("The deadline is Dec. 3rd for all.", "The deadline is December third for all."),
         ("They came on 1 May 1999.", "They came on the first of May nineteen ninety-nine."),
+        ("Due 12/25/2024 or 31/1/24.", "Due December twenty-fifth twenty twenty-four or January thirty-first twenty "
+                                       "twenty-four."),
     ],
     "times": [
         ("The train leaves at 9:45 am.", "The train leaves at nine forty-five a m."),
@@ -142,8 +144,14 @@ def test_roman_numerals_are_read_only_when_canonical():
 
 def test_every_rule_is_exercised_by_a_case():
     written = [w for cases in CASES.values() for w, _ in cases]
-    unused = [r.name for r in RULES if not any(r.pattern.search(w) for w in written)]
+    unused = [r.name for r in RULES if not any(r.pattern.search(w) for w in written)
+              and not (r.langs == ("en-gb",) and r.pattern.search("On 3/4/2020."))]
     assert not unused
+
+
+def test_british_dates_are_day_first():
+    assert normalize("On 3/4/2020.", lang="en-gb") == "On April third twenty twenty."
+    assert normalize("On 3/4/2020.", lang="en-us") == "On March fourth twenty twenty."
 
 
 def test_other_languages_are_not_rewritten():

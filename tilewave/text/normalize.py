@@ -118,6 +118,17 @@ def _iso_date(m: re.Match) -> str:
     return _date_words(int(m["month"]), m["day"], m["year"])
 
 
+def _slash_date(m: re.Match, day_first: bool) -> str:
+    """'12/25/2024' (American: month first) or '25/12/2024' (British: day first); a first number over 12 can
+    only be a day, whichever the order."""
+    first, second = int(m["a"]), int(m["b"])
+    day, month = (first, second) if day_first or first > 12 else (second, first)
+    if month > 12 or not 1 <= day <= 31:
+        return m.group(0)
+    yr = m["y"] if len(m["y"]) == 4 else "20" + m["y"]
+    return _date_words(month, str(day), yr)
+
+
 # -- years, decades, ordinals, percentages, units, plain numbers ------------------------------------------------
 def _decades(m: re.Match) -> str:
     """'1980s' -> 'nineteen eighties', "'90s" / '90s' -> 'nineties', '1900s' -> 'nineteen hundreds',
@@ -275,10 +286,12 @@ class Rule:
     name: str
     pattern: re.Pattern
     spoken: Callable[[re.Match], str]
+    langs: tuple[str, ...] = ("en-us", "en-gb")
 
 
 _NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 _TLD = r"com|org|net|edu|gov|io|dev|ai|co|uk|de|fr|info|app"
+_SLASH_DATE = r"\b(?P<a>[0-3]?\d)/(?P<b>[0-3]?\d)/(?P<y>\d{4}|\d{2})\b"
 _END = r"(?=[.,;:!?)\]\"'”’]*(?:\s|$))"  # an address ends before trailing punctuation and a space
 
 RULES = [
@@ -291,6 +304,8 @@ RULES = [
     Rule("hour", re.compile(r"\b(?P<h>1[0-2]|0?[1-9])\s?(?P<ampm>[aApP]\.?[mM]\b\.?)"), _hour),
     Rule("iso date", re.compile(r"\b(?P<year>\d{4})-(?P<month>0[1-9]|1[0-2])-(?P<day>0[1-9]|[12]\d|3[01])\b"),
          _iso_date),
+    Rule("US date", re.compile(_SLASH_DATE), lambda m: _slash_date(m, day_first=False), ("en-us",)),
+    Rule("British date", re.compile(_SLASH_DATE), lambda m: _slash_date(m, day_first=True), ("en-gb",)),
     Rule("month day", re.compile(rf"\b{_MONTH}\s+(?P<day>[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?\b"
                                  r"(?:,?\s+(?P<year>1\d{3}|20\d{2})\b)?"), _month_day),
     Rule("day month", re.compile(rf"\b(?P<day>[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}"
@@ -317,10 +332,10 @@ RULES = [
 def normalize_spans(text: str, lang: str = "en-us") -> list[tuple[str, str]]:
     """(original, spoken) pieces covering `text` in order; a piece no rule touched is its own spoken form."""
     # `lang` selects the rules: only English has them (other languages' G2P read their own numbers).
-    if not lang.startswith("en"):
-        return [(text, text)] if text else []
-    pieces: list[tuple[str, str, bool]] = [(text, text, False)]
+    pieces: list[tuple[str, str, bool]] = [(text, text, False)] if text else []
     for rule in RULES:
+        if lang not in rule.langs:
+            continue
         out = []
         for original, spoken, done in pieces:
             if done:
