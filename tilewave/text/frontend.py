@@ -122,6 +122,7 @@ def _align(units: list[_Unit], phonemes: str, phonemize) -> list[tuple[int, int]
             continue
         a, b = (_snap(phonemes, where[p], word_starts) for p in (starts[i], starts[i + 1]))
         edge = _edge(phonemes, a, max(b, a))
+        # a word the matching found no phones for still gets a place (one token where it would be)
         out.append(edge if edge is not None else (min(a, len(phonemes) - 1),) * 2)
     return out
 
@@ -148,16 +149,6 @@ def _snap(phonemes: str, position: int, word_starts: list[int]) -> int:
     return start if not has_phones(phonemes[start:position]) else position
 
 
-def _join(parts: list[str]) -> str:
-    """Phoneme runs joined by spaces, but punctuation stays on the word before it."""
-    out = ""
-    for part in parts:
-        if out and part and not (part[0] in _PUNCTUATION and part[0] not in "(“\""):
-            out += " "
-        out += part
-    return out
-
-
 def phonemize_pieces(pieces: list[str], phonemize: Callable[[list[str]], list[str]], pronunciations=(),
                      normalize: bool = True, lang: str = "en-us") -> list[Phonemized]:
     """Each piece's phonemes and words; `phonemize` is called once for all the pieces' text (and again, word
@@ -178,18 +169,18 @@ def phonemize_pieces(pieces: list[str], phonemize: Callable[[list[str]], list[st
     said = iter(phonemize(texts) if texts else [])
     out = []
     for runs in plans:
-        parts, words, offset = [], [], 0
+        joined, words = "", []
         for run in runs:
             ps = run[0].phonemes if run[0].phonemes else next(said)
             if not ps:
                 continue
             spans = [_edge(ps, 0, len(ps))] if run[0].phonemes else _align(run, ps, phonemize)
-            gap = 1 if parts and not (ps[0] in _PUNCTUATION and ps[0] not in "(“\"") else 0
-            offset += gap
-            words += [Word(u.display, offset + s[0] + 1, offset + s[1] + 1) for u, s in zip(run, spans) if s]
-            parts.append(ps)
-            offset += len(ps)
-        out.append(Phonemized(_join(parts), tuple(words)))
+            # runs are joined by a space, except that punctuation stays on the word before it
+            if joined and not (ps[0] in _PUNCTUATION and ps[0] not in "(“\""):
+                joined += " "
+            words += [Word(u.display, len(joined) + s[0] + 1, len(joined) + s[1] + 1) for u, s in zip(run, spans) if s]
+            joined += ps
+        out.append(Phonemized(joined, tuple(words)))
     return out
 
 

@@ -325,7 +325,7 @@ RULES = [
     Rule("saint or street", re.compile(r"\bSt\.(?=\s|$)"), _saint_or_street),
     Rule("abbreviation", re.compile(r"(?<!\w)(?:" + "|".join(re.escape(a) for a in _ABBREVIATIONS) + r")(?=\s|$|,)"),
          _abbreviation),
-    Rule("number", re.compile(rf"(?:(?P<minus>(?<![\w.])-)|(?<![\w.]))(?P<n>{_NUM})(?![\w.]\d)"), _number),
+    Rule("number", re.compile(rf"(?:(?P<minus>(?<![\w.])-)|(?<![\w.]))(?P<n>{_NUM})(?!\w|\.\d)"), _number),
 ]
 
 
