@@ -115,15 +115,18 @@ def _align(units: list[_Unit], phonemes: str, phonemize) -> list[tuple[int, int]
     starts.append(len(joined))
     where = _position_map(joined, phonemes)
     word_starts = [s for s, _ in spans]
-    out = []
+    out, previous = [], -1
     for i, ps in enumerate(alone):
         if not has_phones(ps):
             out.append(None)
             continue
         a, b = (_snap(phonemes, where[p], word_starts) for p in (starts[i], starts[i + 1]))
-        edge = _edge(phonemes, a, max(b, a))
-        # a word the matching found no phones for still gets a place (one token where it would be)
-        out.append(edge if edge is not None else (min(a, len(phonemes) - 1),) * 2)
+        first, last = _edge(phonemes, a, max(b, a)) or (a, a - 1)
+        # Words never share a phoneme; one the matching found no phones of gets no time, where it would be.
+        first = max(first, previous + 1)
+        last = max(last, first - 1)
+        out.append((first, last))
+        previous = max(previous, last)
     return out
 
 
