@@ -42,7 +42,7 @@ def _plural(word: str) -> str:
 
 def _keep_stop(m: re.Match, words: str) -> str:
     """`words`, with a full stop when the abbreviation's stop also ended a sentence."""
-    rest = m.string[m.end():]
+    rest = m.string[m.end():]  # the rest of the whole text (normalize_spans searches it with bounds)
     ended = m.group(0).endswith(".") and (not rest.strip() or re.match(r"\s+[A-Z\"“]", rest) is not None)
     return words + "." if ended else words
 
@@ -331,26 +331,26 @@ RULES = [
 
 def normalize_spans(text: str, lang: str = "en-us") -> list[tuple[str, str]]:
     """(original, spoken) pieces covering `text` in order; a piece no rule touched is its own spoken form."""
-    # `lang` selects the rules: only English has them (other languages' G2P read their own numbers).
-    pieces: list[tuple[str, str, bool]] = [(text, text, False)] if text else []
+    # Pieces are (start, end, spoken or None while no rule has taken them). A rule searches the whole text
+    # between a piece's bounds, so that what it looks at around a match is the text's, not a fragment's.
+    pieces: list[tuple[int, int, str | None]] = [(0, len(text), None)] if text else []
     for rule in RULES:
-        if lang not in rule.langs:
+        if lang not in rule.langs:  # only English has rules: other languages' G2P read their own numbers
             continue
         out = []
-        for original, spoken, done in pieces:
-            if done:
-                out.append((original, spoken, done))
+        for start, end, spoken in pieces:
+            if spoken is not None:
+                out.append((start, end, spoken))
                 continue
-            start = 0
-            for m in rule.pattern.finditer(original):
+            for m in rule.pattern.finditer(text, start, end):
                 if m.start() > start:
-                    out.append((original[start:m.start()], original[start:m.start()], False))
-                out.append((m.group(0), rule.spoken(m), True))
+                    out.append((start, m.start(), None))
+                out.append((m.start(), m.end(), rule.spoken(m)))
                 start = m.end()
-            if start < len(original):
-                out.append((original[start:], original[start:], False))
+            if start < end:
+                out.append((start, end, None))
         pieces = out
-    return [(original, spoken) for original, spoken, _ in pieces]
+    return [(text[a:b], text[a:b] if spoken is None else spoken) for a, b, spoken in pieces]
 
 
 def normalize(text: str, lang: str = "en-us") -> str:
