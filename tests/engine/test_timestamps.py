@@ -61,8 +61,9 @@ def test_a_word_is_the_sum_of_its_tokens_durations(fake):
 
 @pytest.mark.parametrize("pauses", [False, True])
 def test_no_drift_over_many_chunks(fake, pauses):
-    text = STORY.replace(" Sentence 7", " [pause:0.75s] Sentence 7").replace(" Sentence 3", " [pause:1.5s] Sentence 3") \
-        if pauses else STORY
+    text = STORY
+    if pauses:
+        text = text.replace(" Sentence 7", " [pause:0.75s] Sentence 7").replace(" Sentence 3", " [pause:1.5s] Sentence 3")
     chunks = list(fake(text, seed=5))
     assert len([c for c in chunks if c.phonemes]) >= 3
     audio = join_chunks([c.audio for c in chunks])

@@ -10,9 +10,10 @@ chunk are sums of durations. Kokoro gives the silence after the last sound of a 
 token (the "d" of "friend." can last 19 frames, 14 of them silent), so a word's end is pulled back over
 frames of its own that are silent (40 dB below the chunk's peak); and it starts a word's sound in the
 frames of the pad, space or punctuation before it (the "h" of a first "Hello" begins two frames into
-the start pad), so a word's start is moved back over loud frames that no word owns. Where each chunk starts in the joined audio is computed the way
-pipeline.join_chunks joins them (each join overlaps CROSSFADE_SAMPLES, or less beside a shorter chunk),
-and a pause is part of its chunk's audio: no error piles up over a long text.
+the start pad), so a word's start is moved back over loud frames that no word owns. Where each chunk
+starts in the joined audio is computed the way pipeline.join_chunks joins them (each join overlaps
+CROSSFADE_SAMPLES, or less beside a shorter chunk), and a pause is part of its chunk's audio: no error
+piles up over a long text.
 """
 from __future__ import annotations
 
