@@ -102,3 +102,12 @@ def test_real_model_keeps_the_pause_silent():
     edges = np.flatnonzero(np.diff(np.concatenate([[0], quiet.astype(np.int8), [0]])))
     longest = (edges[1::2] - edges[::2]).max()
     assert longest >= 0.4 * SAMPLE_RATE - CROSSFADE_SAMPLES
+
+
+def test_phonemize_prints_chunks_and_pauses(us, capsys):
+    from tilewave.cli import main
+
+    assert main(["phonemize", "One. [pause:0.5s] Say [x](/ˈɛks/)."]) == 0
+    assert capsys.readouterr().out.splitlines() == [us(["One."])[0], "[pause: 0.5 s]", f"{us(['Say'])[0]} ˈɛks."]
+    assert main(["phonemize", "Say [x](/ʘ/)."]) == 2
+    assert "'ʘ'" in capsys.readouterr().err
