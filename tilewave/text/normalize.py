@@ -172,7 +172,7 @@ _UNIT = "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True))
 
 def _unit(m: re.Match) -> str:
     one, many = _UNITS[m["unit"].replace(" ", "")]
-    return f"{cardinal(m['n'])} {one if m['n'] in ('1', '1.0') else many}"
+    return f"{cardinal(m['n'])} {one if m['n'] == '1' else many}"
 
 
 def _year(m: re.Match) -> str:
@@ -193,7 +193,7 @@ _ROMAN_VALUES = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000
 
 
 def roman_value(numeral: str) -> int | None:
-    """The value of a canonically written Roman numeral ('XIV' -> 14), or None ('IIII', 'DC' are not ones we read)."""
+    """The value of a canonically written Roman numeral ('XIV' -> 14), or None ('IIII', 'VX' are not canonical)."""
     total = 0
     for a, b in zip(numeral, numeral[1:] + " "):
         v = _ROMAN_VALUES[a]
@@ -221,8 +221,8 @@ def _counted_roman(m: re.Match) -> str:
 
 
 def _regnal(m: re.Match) -> str:
-    """'Henry VIII' -> 'Henry the eighth'. Only I, V and X numerals of two letters or more (or V, X after a
-    name would be a letter: 'Malcolm X'), so "Washington DC" and the pronoun "I" are left alone."""
+    """'Henry VIII' -> 'Henry the eighth'. Only numerals of I, V and X, of two letters or more or a lone V
+    ('Henry V'), so that "Washington DC", "Malcolm X" and the pronoun "I" are left alone."""
     value = roman_value(m["roman"])
     return m.group(0) if value is None else f"{m['name']} the {num2words(value, to='ordinal')}"
 
