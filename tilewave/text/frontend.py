@@ -26,6 +26,8 @@ from tilewave.text.normalize import normalize_spans
 from tilewave.text.vocab import has_phones
 
 _PUNCTUATION = set(';:,.!?—…"()“”')
+# Written tokens made only of these espeak does not say as a word (it says "&", "/", "%", "*" and "+").
+_UNSAID = _PUNCTUATION | set("-–'‘’«»[]{}¡¿_<>|^")
 _PLACEHOLDER = re.compile("([\ue000-\uf8ff])")
 
 
@@ -37,7 +39,7 @@ class _Unit:
 
     @property
     def spoken_words(self) -> int:
-        return sum(1 for w in self.spoken.split() if any(c.isalnum() for c in w))
+        return sum(1 for w in self.spoken.split() if not set(w) <= _UNSAID)
 
 
 def _units(piece: str, pronunciations: list[Pronunciation], normalize: bool, lang: str) -> list[_Unit]:
