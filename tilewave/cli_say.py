@@ -23,6 +23,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("-o", "--output", default="out.wav", metavar="FILE",
                    help="the file to write, .wav, .flac, .ogg or .mp3 (default out.wav)")
     p.add_argument("--profile", action="store_true", help="print the time per model stage and where each op ran")
+    p.add_argument("--timestamps", metavar="FILE", help="also write each word's start and end: .srt, .vtt or .json")
     _add_synthesis_args(p)
 
 
@@ -31,7 +32,7 @@ def add_profile_parser(subparsers) -> None:
                               description="Synthesise TEXT and print the time per model stage (ALBERT, duration, "
                                           "F0/energy, text encoder, decoder, generator, iSTFT) with each share, "
                                           "and which ops ran on Triton kernels and which on PyTorch, and why.")
-    p.set_defaults(profile=True, output=None)
+    p.set_defaults(profile=True, output=None, timestamps=None)
     _add_synthesis_args(p)
 
 
@@ -48,6 +49,8 @@ def _add_synthesis_args(p) -> None:
     p.add_argument("--seed", type=int, help="seed of the voice source's random phase and noise (repeatable audio)")
     p.add_argument("--weights", metavar="PATH", help="Kokoro weights (.onnx or .pth; default: the installed int8 ONNX)")
     p.add_argument("--phonemes", action="store_true", help="TEXT is Kokoro phonemes, not English")
+    p.add_argument("--no-normalize", dest="normalize", action="store_false",
+                   help="give the phonemizer the text as written (no reading of numbers, money, dates, abbreviations)")
     add_precision_arg(p)
     p.set_defaults(run=run)
 
@@ -124,6 +127,10 @@ def _synthesize(args):
     check_speed(args.speed)
     if args.output is not None:
         _check_output(args.output)
+    if args.timestamps is not None:
+        from tilewave.engine.timestamps import check_timestamps_path
+
+        check_timestamps_path(args.timestamps)
     device = resolve_device(args.device)
     profiler = None
     if args.profile:
@@ -134,13 +141,14 @@ def _synthesize(args):
     pipeline = Pipeline(lang=args.lang, voice=args.voice, device=device, weights=args.weights,
                         precision=args.precision)
     # Calling the pipeline checks the text and loads the model; iterating it makes the audio.
-    pending = pipeline(text, speed=args.speed, seed=args.seed, phonemes=args.phonemes, profile=profiler)
+    pending = pipeline(text, speed=args.speed, seed=args.seed, phonemes=args.phonemes, profile=profiler,
+                       normalize=args.normalize)
     if profiler is not None:
         from tilewave.ops import reset_placements
 
         if device.type == "cuda":
             # Triton compiles each kernel at its first call: a warm-up pass keeps compilation out of the profile.
-            list(pipeline(text, speed=args.speed, seed=args.seed, phonemes=args.phonemes))
+            list(pipeline(text, speed=args.speed, seed=args.seed, phonemes=args.phonemes, normalize=args.normalize))
         reset_placements()
     ready = time.perf_counter()
     chunks = []
@@ -166,6 +174,14 @@ def run(args) -> int:
             write_audio(args.output, audio, SAMPLE_RATE)
         except OSError as exc:
             print(f"error: cannot write {args.output!r}: {exc}", file=sys.stderr)
+            return 1
+    if args.timestamps is not None:
+        from tilewave.engine.timestamps import word_timestamps, write_timestamps
+
+        try:
+            write_timestamps(args.timestamps, word_timestamps(chunks))
+        except OSError as exc:
+            print(f"error: cannot write {args.timestamps!r}: {exc}", file=sys.stderr)
             return 1
     seconds = audio.size / SAMPLE_RATE
     warm_up = " and warm-up" if profiler is not None and device.type == "cuda" else ""

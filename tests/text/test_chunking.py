@@ -75,3 +75,71 @@ def test_phoneme_input_is_cut_the_same_way():
     chunks = chunk_phonemes(ps)
     assert len(chunks) > 1 and all(len(c.phonemes) <= 510 and c.phonemes.endswith(".") for c in chunks)
     assert " ".join(c.phonemes for c in chunks) == ps and all(c.text == "" for c in chunks)
+
+
+def test_words_keep_their_tokens_when_pieces_are_packed():
+    from tilewave.text.chunking import Phonemized, Word
+
+    def with_words(pieces):
+        out = []
+        for p in pieces:
+            spans, pos = [], 0
+            for w in p.split():
+                spans.append(Word(w, pos + 1, pos + len(w)))
+                pos += len(w) + 1
+            out.append(Phonemized(p.lower(), tuple(spans)))
+        return out
+
+    text = " ".join(f"Word{i} and more, said Bob{i}." for i in range(40))
+    chunks = chunk_text(text, with_words, limit=120)
+    assert len(chunks) > 3
+    for c in chunks:
+        assert [w.text for w in c.words] == c.text.split()
+        assert [c.phonemes[w.first - 1:w.last] for w in c.words] == c.text.lower().split()
+
+
+def test_a_title_or_abbreviation_does_not_end_a_sentence():
+    text = "Dr. Smith met Mr. Jones, e.g. at home. " * 3 + "x" * 60 + "."
+    chunks = chunk_text(text.strip(), lower, limit=60)
+    assert [c.text for c in chunks][:3] == ["Dr. Smith met Mr. Jones, e.g. at home."] * 3
+
+
+@pytest.fixture(scope="module")
+def us():
+    return EspeakPhonemizer("en-us")
+
+
+def word_phonemes(chunk):
+    return [(w.text, chunk.phonemes[w.first - 1:w.last]) for w in chunk.words]
+
+
+def test_words_pair_off_with_espeaks_words(us):
+    from tilewave.text.frontend import text_chunks
+
+    (c,) = text_chunks("Well, “quoted” words — and more!", us)
+    assert word_phonemes(c) == [("Well,", us(["well"])[0]), ("“quoted”", us(["quoted"])[0]), ("words", "wˈɜɹdz"),
+                                ("and", "ænd"), ("more!", "mˈɔɹ")]
+
+
+def test_words_espeak_joins_or_splits_are_found_in_its_phonemes(us):
+    from tilewave.text.frontend import text_chunks
+
+    (c,) = text_chunks("The best of the times.", us)
+    assert "ʌvðə" in c.phonemes  # espeak says "of the" as one word
+    assert word_phonemes(c) == [("The", "ðə"), ("best", "bˈɛst"), ("of", "ʌv"), ("the", "ðə"), ("times.", "tˈImz")]
+    (c,) = text_chunks("The 1980s were fun.", us, normalize=False)
+    assert c.phonemes.split()[1:4] == ["nˈIntinhˈʌndɹɪd", "ˈAɾi", "z"]  # espeak says "1980s" as three words
+    assert word_phonemes(c)[1] == ("1980s", "nˈIntinhˈʌndɹɪd ˈAɾi z")
+
+
+def test_every_chunk_of_a_long_text_knows_its_words(us):
+    from tilewave.text.frontend import text_chunks
+
+    text = " ".join(f"Chapter {i}: of the {i} men, {i * 7}% went to the sea at {i % 12 + 1}:15 pm." for i in range(60))
+    chunks = text_chunks(text, us)
+    assert len(chunks) > 2
+    for c in chunks:
+        written = [w.replace("_", " ") for w in re.sub(r"(:15) pm", r"\1_pm", c.text).split()]
+        assert [w.text for w in c.words] == written
+        assert all(a.last < b.first for a, b in zip(c.words, c.words[1:]))
+        assert all(c.phonemes[w.first - 1] != " " and c.phonemes[w.last - 1] not in " ,.:%" for w in c.words)

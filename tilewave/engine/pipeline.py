@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Iterator
 
@@ -23,7 +23,9 @@ import torch
 from tilewave.ops.dispatch import PRECISIONS, fp32_matmul_precision
 from tilewave.engine.voices import default_voice, load_voice, style_for
 from tilewave.errors import InputError, TilewaveError, WeightsError
-from tilewave.text import TextChunk, check_language, chunk_phonemes, chunk_text, encode, has_phones, phonemizer_for, unknown_symbols
+from tilewave.text import TextChunk, check_language, chunk_phonemes, encode, has_phones, phonemizer_for, unknown_symbols
+from tilewave.text.chunking import Word
+from tilewave.text.frontend import text_chunks
 from tilewave.text.vocab import describe_symbols
 
 SAMPLE_RATE = 24_000
@@ -38,7 +40,9 @@ class Chunk:
     text: str                # the words of this chunk ('' for phoneme input)
     phonemes: str            # Kokoro symbols (1-510)
     durations: torch.Tensor  # LongTensor [len(phonemes) + 2]: frames of 600 samples per token, pads included
-    audio: np.ndarray        # float32 [samples] at 24 kHz, finite
+    audio: np.ndarray        # float32 [samples] at 24 kHz, finite: the speech, then `pause` seconds of zeros
+    words: tuple[Word, ...] = ()  # each word's tokens (see tilewave.engine.timestamps)
+    pause: float = 0.0       # seconds of silence at the end of `audio` ([pause:...]); a pause alone has no phonemes
 
 
 def check_speed(speed) -> float:
@@ -146,8 +150,9 @@ class Pipeline:
             self._model = load_model(self._weights, str(self.device))
         return self._model
 
-    def chunks(self, text: str, phonemes: bool = False) -> list[TextChunk]:
-        """The chunks the model will say; InputError when there is nothing to say."""
+    def chunks(self, text: str, phonemes: bool = False, normalize: bool = True) -> list[TextChunk]:
+        """The chunks the model will say; InputError when there is nothing to say. `normalize`: read numbers,
+        money, dates, abbreviations... as words (tilewave.text.normalize) before the phonemizer."""
         if not isinstance(text, str):
             raise InputError(f"text must be a string, got {type(text).__name__}")
         if not text.strip():
@@ -160,28 +165,34 @@ class Pipeline:
                                  "write them with the vocabulary's symbols (see tilewave.text.vocab())")
             found = chunk_phonemes(text)
         else:
-            found = chunk_text(text, self.phonemizer)
-        speakable = [c for c in found if has_phones(c.phonemes)]
-        if not speakable:
+            found = text_chunks(text, self.phonemizer, normalize=normalize, lang=self.lang)
+        # A chunk with nothing to say but a pause after it is kept as silence.
+        speakable = [c if has_phones(c.phonemes) else replace(c, phonemes="", words=())
+                     for c in found if has_phones(c.phonemes) or c.pause > 0]
+        if not any(c.phonemes for c in speakable):
             got = " ".join(c.phonemes for c in found)
             raise InputError(f"nothing to say in {text[:80]!r}: it gives no pronounceable phonemes ({got!r}); "
                              "give words or phonemes, not only punctuation or symbols")
         return speakable
 
     def __call__(self, text: str, speed: float = 1.0, seed: int | None = None, voice=None, phonemes: bool = False,
-                 profile=None) -> Pending:
+                 profile=None, normalize: bool = True) -> Pending:
         """Check everything, then return an iterator that makes the chunks one by one (len(): how many)."""
         speed = check_speed(speed)
         seed = check_seed(seed)
         pack = self.voice if voice is None else load_voice(voice)
         with _stage(profile, "phonemize"):
-            chunks = self.chunks(text, phonemes)
+            chunks = self.chunks(text, phonemes, normalize)
         model = self.model
         generator = None if seed is None else torch.Generator(self.device).manual_seed(seed)
         return Pending(self._synthesize(model, chunks, pack, speed, generator, profile), len(chunks))
 
     def _synthesize(self, model, chunks, pack, speed, generator, profile) -> Iterator[Chunk]:
         for c in chunks:
+            silence = np.zeros(round(c.pause * SAMPLE_RATE), dtype=np.float32)
+            if not c.phonemes:
+                yield Chunk(c.text, "", torch.zeros(0, dtype=torch.long), silence, (), c.pause)
+                continue
             ids = encode(c.phonemes).to(self.device)
             ref_s = style_for(pack, len(c.phonemes)).to(self.device)
             with torch.inference_mode(), fp32_matmul_precision(self.precision):
@@ -192,7 +203,9 @@ class Pipeline:
                 raise TilewaveError(f"the model gave {'no audio' if not audio.size else f'{bad} NaN/infinite samples'} "
                                     f"for {c.text or c.phonemes!r} on {self.device}; the weights or the device's "
                                     "kernels are faulty: try device='cpu' and check the weights file")
-            yield Chunk(c.text, c.phonemes, out.durations.detach().cpu(), audio)
+            if silence.size:
+                audio = np.concatenate([audio, silence])
+            yield Chunk(c.text, c.phonemes, out.durations.detach().cpu(), audio, c.words, c.pause)
 
 
 def join_chunks(audios: list[np.ndarray], crossfade: int = CROSSFADE_SAMPLES) -> np.ndarray:
@@ -214,10 +227,17 @@ def join_chunks(audios: list[np.ndarray], crossfade: int = CROSSFADE_SAMPLES) ->
 
 def speak(text: str, voice=None, speed: float = 1.0, device: str | None = None, seed: int | None = None,
           lang: str = "en-us", phonemes: bool = False, weights: str | None = None, model=None,
-          profile=None, precision: str = DEFAULT_PRECISION) -> tuple[np.ndarray, int]:
+          profile=None, precision: str = DEFAULT_PRECISION, normalize: bool = True, timestamps: bool = False):
     """Say `text`: (audio float32 [samples], 24000). `precision`: how float32 products run on a GPU's tensor
-    cores ('tf32x3' default, 'ieee' exact, 'tf32'); a CPU run is exact float32 whatever it says."""
+    cores ('tf32x3' default, 'ieee' exact, 'tf32'); a CPU run is exact float32 whatever it says.
+    `normalize=False` hands the text to the phonemizer as written; `timestamps=True` returns
+    (audio, 24000, words), words a list of tilewave.engine.timestamps.WordTime (word, start and end seconds)."""
     check_speed(speed)
     pipeline = Pipeline(lang=lang, voice=voice, device=device, model=model, weights=weights, precision=precision)
-    chunks = pipeline(text, speed=speed, seed=seed, phonemes=phonemes, profile=profile)
-    return join_chunks([c.audio for c in chunks]), SAMPLE_RATE
+    chunks = list(pipeline(text, speed=speed, seed=seed, phonemes=phonemes, profile=profile, normalize=normalize))
+    audio = join_chunks([c.audio for c in chunks])
+    if timestamps:
+        from tilewave.engine.timestamps import word_timestamps
+
+        return audio, SAMPLE_RATE, word_timestamps(chunks)
+    return audio, SAMPLE_RATE

@@ -5,26 +5,49 @@ sentence whose phonemes pass the limit is cut at ':' ';', then at ',' '—', the
 only a single "word" longer than the limit is cut inside. The pieces are then packed greedily, in
 order, into chunks of at most 510 phonemes joined by a space: few long chunks give the model whole
 sentences to phrase and cost fewer calls. The same cutting applies to phoneme strings given directly.
+A full stop after a title or an abbreviation ("Dr.", "e.g.") does not end a sentence.
+
+A phonemizer may say where each word's phonemes are (a `Phonemized` instead of a string); chunks then
+carry their words as token ranges, which is what word timestamps are made from.
 """
 from __future__ import annotations
 
 import logging
 import re
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from tilewave.text.vocab import MAX_PHONEMES
 
 log = logging.getLogger("tilewave.text")
 
 # Each level cuts after its marks (and any closing quote or bracket) where whitespace follows.
-_LEVELS = [re.compile(rf"[{marks}]+[\"”’')\]]*\s+") for marks in (r".!?…", r":;", r",—")]
+# Sentence, clause and phrase marks: Western ones count when a space follows; the full-width marks of Japanese and
+# Mandarin text, which puts no space after them, count as they stand.
+_LEVELS = [re.compile(rf"[{marks}]+[\"”’')\]]*\s+|[{wide}]+[」』”’）]*\s*")
+           for marks, wide in ((r".!?…", "。！？"), (r":;", "：；"), (r",—", "，、"))]
+_NOT_A_SENTENCE_END = re.compile(r"(?:^|\W)(?:Dr|Mr|Mrs|Ms|Prof|St|Mt|Jr|Sr|vs|etc|e\.g|i\.e|approx|No|Gen|Capt|Lt|"
+                                 r"Col|Sgt|Rev|Gov|Sen|Rep)\.\s+$")
+
+
+class Word(NamedTuple):
+    text: str   # as written in the text
+    first: int  # its first token; token 0 is the start pad, so the chunk's phoneme i is token i + 1
+    last: int   # its last token (inclusive), punctuation after it not counted
+
+
+@dataclass(frozen=True)
+class Phonemized:
+    phonemes: str
+    words: tuple[Word, ...] = ()
 
 
 @dataclass(frozen=True)
 class TextChunk:
-    text: str      # the words this chunk says ('' for phoneme input)
-    phonemes: str  # Kokoro symbols, 1 to 510 of them
+    text: str                     # the words this chunk says ('' for phoneme input)
+    phonemes: str                 # Kokoro symbols, 1 to 510 of them ('' for a chunk that is only a pause)
+    words: tuple[Word, ...] = ()  # where each word is, when the phonemizer said so
+    pause: float = 0.0            # seconds of silence after the chunk's speech ([pause:...] in the text)
 
 
 def _cut(text: str, level: int) -> list[str]:
@@ -32,6 +55,8 @@ def _cut(text: str, level: int) -> list[str]:
         return text.split()
     pieces, start = [], 0
     for m in _LEVELS[level].finditer(text):
+        if level == 0 and _NOT_A_SENTENCE_END.search(text[:m.end()]):
+            continue
         pieces.append(text[start:m.end()].strip())
         start = m.end()
     pieces.append(text[start:].strip())
@@ -41,9 +66,11 @@ def _cut(text: str, level: int) -> list[str]:
 def _fit(pieces: list[str], level: int, to_phonemes, limit: int) -> list[TextChunk]:
     """Phonemize pieces; cut again, one level finer, those whose phonemes pass the limit."""
     out = []
-    for piece, ps in zip(pieces, to_phonemes(pieces)):
+    for piece, said in zip(pieces, to_phonemes(pieces)):
+        said = said if isinstance(said, Phonemized) else Phonemized(said)
+        ps = said.phonemes
         if len(ps) <= limit:
-            out.append(TextChunk(piece, ps))
+            out.append(TextChunk(piece, ps, said.words))
         elif level < len(_LEVELS):
             out.extend(_fit(_cut(piece, level + 1), level + 1, to_phonemes, limit))
         else:
@@ -60,7 +87,9 @@ def _pack(pieces: list[TextChunk], limit: int) -> list[TextChunk]:
             continue
         last = chunks[-1] if chunks else None
         if last is not None and len(last.phonemes) + 1 + len(piece.phonemes) <= limit:
-            chunks[-1] = TextChunk(f"{last.text} {piece.text}".strip(), f"{last.phonemes} {piece.phonemes}")
+            shift = len(last.phonemes) + 1
+            words = last.words + tuple(Word(w.text, w.first + shift, w.last + shift) for w in piece.words)
+            chunks[-1] = TextChunk(f"{last.text} {piece.text}".strip(), f"{last.phonemes} {piece.phonemes}", words)
         else:
             chunks.append(piece)
     return chunks

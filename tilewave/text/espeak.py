@@ -11,14 +11,12 @@ Where this differs from misaki, and why:
 - Language-switch flags ("(fr)") are removed instead of kept: misaki hands espeak single words, we hand
   it whole sentences, where a kept flag would be read as the phonemes f and r.
 - Before espeak: «» become “”, brackets become parentheses, ¡ and ¿ are dropped (all outside the
-  vocabulary), and a decimal point between digits is spelt out ("3.50" -> "3 point 5 0"), because
-  phonemizer would otherwise cut the number at the full stop.
+  vocabulary). Numbers, money and the like are read out by tilewave.text.normalize before this.
 The other languages follow the official pipeline's espeak path for them (misaki's `EspeakG2P`, which
 `KPipeline` uses for lang_code e, f, h, i, p): espeak voices es, fr-fr, hi, it, pt-br; the tied diphthongs
 and affricates become Kokoro's one-letter symbols (aɪ -> I, aʊ -> W, eɪ -> A, oʊ -> O, əʊ -> Q, ɔɪ -> Y,
 dz -> ʣ, dʒ -> ʤ, ts -> ʦ, tʃ -> ʧ, ss -> S); every other symbol is kept as espeak writes it (nasal
-vowels keep their combining tilde, long vowels their ː), and hyphens are deleted. The English-only
-rewrite of decimals is not applied to them.
+vowels keep their combining tilde, long vowels their ː), and hyphens are deleted.
 Symbols espeak still produces outside the vocabulary are dropped with a warning naming them (the text
 was fine; the user cannot fix espeak), whereas raw phoneme input with such symbols is an InputError.
 """
@@ -59,7 +57,6 @@ _ESPEAK_TO_KOKORO_OTHER = sorted({
 }.items())
 _SYLLABIC = re.compile("(\\S)\u0329")
 _BEFORE_ESPEAK = str.maketrans({"«": "“", "»": "”", "[": "(", "]": ")", "{": "(", "}": ")", "¡": None, "¿": None})
-_DECIMAL = re.compile(r"(\d)\.(\d+)")
 
 
 def _configure_espeak() -> None:
@@ -73,12 +70,9 @@ def _configure_espeak() -> None:
     EspeakWrapper.set_data_path(espeakng_loader.get_data_path())
 
 
-def prepare_text(text: str, english: bool = True) -> str:
+def prepare_text(text: str) -> str:
     """What espeak is given: one line, symbols it would mangle rewritten (see the module doc)."""
-    text = text.translate(_BEFORE_ESPEAK)
-    if english:
-        text = _DECIMAL.sub(lambda m: f"{m[1]} point {' '.join(m[2])}", text)
-    return " ".join(text.split())
+    return " ".join(text.translate(_BEFORE_ESPEAK).split())
 
 
 def espeak_to_kokoro(ps: str, british: bool) -> str:
@@ -127,7 +121,7 @@ class EspeakPhonemizer:
 
     def __call__(self, texts: list[str]) -> list[str]:
         """Kokoro phonemes of each text (one espeak call for the batch); out-of-vocabulary symbols dropped."""
-        prepared = [prepare_text(t, self.english) for t in texts]
+        prepared = [prepare_text(t) for t in texts]
         # phonemizer drops empty lines from its output and merges neighbouring lines made only of
         # punctuation, which would shift every later text: send no empty line, and when the count
         # still does not match, phonemize the texts one by one.

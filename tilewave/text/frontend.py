@@ -1,0 +1,212 @@
+"""The English front-end: text -> chunks of Kokoro phonemes that know where each word is.
+
+    chunks = text_chunks("I paid $3.99 [pause:0.5s] for [Kokoro](/kˈOkəɹO/).", EspeakPhonemizer("en-us"))
+
+Inline markup is taken out first (pauses split the text into sections, each pronunciation becomes a
+placeholder: see inline.py), each section is cut into chunks (chunking.py), and each piece the chunker
+asks about is normalized (normalize.py), phonemized and aligned word by word.
+
+Alignment. A word of the text is what lies between spaces in the original ("$3.99," is one word, said as
+four). espeak keeps a space between the words it says, so when the text's spoken words and espeak's
+words are as many, they pair off in order. They sometimes are not: espeak joins some function words
+("of the" -> "ʌvðə") and splits what it reads as several ("1980s" without normalization). Then each word
+is phonemized on its own, and where those word-by-word phonemes fall in the sentence's phonemes is found
+by matching the two strings (difflib); the sentence's phonemes, with their context, are what is spoken.
+"""
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, replace
+from typing import Callable
+
+from tilewave.text.chunking import Phonemized, TextChunk, Word, chunk_text
+from tilewave.text.inline import Pronunciation, placeholder_index, protect, restore, split_pauses
+from tilewave.text.normalize import normalize_spans
+from tilewave.text.vocab import has_phones
+
+_PUNCTUATION = set(';:,.!?—…"()“”')
+# Written tokens made only of these espeak does not say as a word (it says "&", "/", "%", "*" and "+").
+_UNSAID = _PUNCTUATION | set("-–'‘’«»[]{}¡¿_<>|^")
+_PLACEHOLDER = re.compile("([\ue000-\uf8ff])")
+
+
+@dataclass
+class _Unit:
+    display: str           # as written
+    spoken: str = ""       # what the phonemizer is given ('' for a given pronunciation)
+    phonemes: str = ""     # a given pronunciation's phonemes
+
+    @property
+    def spoken_words(self) -> int:
+        return sum(1 for w in self.spoken.split() if not set(w) <= _UNSAID)
+
+
+def _units(piece: str, pronunciations: list[Pronunciation], normalize: bool, lang: str) -> list[_Unit]:
+    """The words of a piece, as written and as the phonemizer is to read them."""
+    units: list[_Unit] = []
+    glued = False  # whether the next atom belongs to the last unit (no space between them)
+    for part in _PLACEHOLDER.split(piece):
+        index = placeholder_index(part) if len(part) == 1 else None
+        if index is not None:
+            given = pronunciations[index]
+            units.append(_Unit(given.word, phonemes=given.phonemes))
+            glued = False
+            continue
+        spans = normalize_spans(part, lang) if normalize else [(part, part)]
+        for original, spoken in spans:
+            if original != spoken:  # a rewritten piece is one indivisible atom
+                if glued and units and not units[-1].phonemes:
+                    units[-1].display += original
+                    units[-1].spoken += spoken
+                else:
+                    units.append(_Unit(original, spoken))
+                glued = True
+                continue
+            for token in re.split(r"(\s+)", original):
+                if not token:
+                    continue
+                if token.isspace():
+                    glued = False
+                elif glued and units and not units[-1].phonemes:
+                    units[-1].display += token
+                    units[-1].spoken += token
+                else:
+                    units.append(_Unit(token, token))
+                    glued = True
+    return units
+
+
+def _word_spans(phonemes: str) -> list[tuple[int, int]]:
+    """(first, last) character of each space-separated word of `phonemes` that has phones, punctuation
+    at its edges left out."""
+    spans = []
+    for m in re.finditer(r"\S+", phonemes):
+        if not has_phones(m.group(0)):
+            continue
+        first, last = m.start(), m.end() - 1
+        while phonemes[first] in _PUNCTUATION:
+            first += 1
+        while phonemes[last] in _PUNCTUATION:
+            last -= 1
+        spans.append((first, last))
+    return spans
+
+
+def _edge(phonemes: str, start: int, stop: int) -> tuple[int, int] | None:
+    """The first and last phone of phonemes[start:stop], or None when it holds none."""
+    inner = [i for i in range(start, stop) if not phonemes[i].isspace() and phonemes[i] not in _PUNCTUATION]
+    return (inner[0], inner[-1]) if inner else None
+
+
+def _align(units: list[_Unit], phonemes: str, phonemize) -> list[tuple[int, int] | None]:
+    """The (first, last) character of each unit's phonemes in the run's `phonemes` (None: the unit says nothing)."""
+    spans = _word_spans(phonemes)
+    counts = [u.spoken_words for u in units]
+    if sum(counts) == len(spans):
+        out, k = [], 0
+        for n in counts:
+            out.append((spans[k][0], spans[k + n - 1][1]) if n else None)
+            k += n
+        return out
+    alone = phonemize([u.spoken for u in units])
+    starts, joined = [], ""
+    for ps in alone:
+        starts.append(len(joined))
+        joined += ps + " "
+    starts.append(len(joined))
+    where = _position_map(joined, phonemes)
+    word_starts = [s for s, _ in spans]
+    out, previous = [], -1
+    for i, ps in enumerate(alone):
+        if not has_phones(ps):
+            out.append(None)
+            continue
+        a, b = (_snap(phonemes, where[p], word_starts) for p in (starts[i], starts[i + 1]))
+        first, last = _edge(phonemes, a, max(b, a)) or (a, a - 1)
+        # Words never share a phoneme; one the matching found no phones of gets no time, where it would be.
+        first = max(first, previous + 1)
+        last = max(last, first - 1)
+        out.append((first, last))
+        previous = max(previous, last)
+    return out
+
+
+def _position_map(a: str, b: str) -> list[int]:
+    """For each position of `a` (and its end), the matching position of `b`: inside a matching block the same
+    character, between blocks the start of the next one (monotone)."""
+    where = [len(b)] * (len(a) + 1)
+    blocks = difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks()
+    pos = 0
+    for block in blocks:
+        for p in range(pos, block.a):
+            where[p] = block.b
+        for k in range(block.size):
+            where[block.a + k] = block.b + k
+        pos = block.a + block.size
+    return where
+
+
+def _snap(phonemes: str, position: int, word_starts: list[int]) -> int:
+    """Back to the start of the word when only marks without sound (stress) lie between: a stress mark the
+    word-by-word phonemes lack is still the word's."""
+    start = max((s for s in word_starts if s <= position), default=position)
+    return start if not has_phones(phonemes[start:position]) else position
+
+
+def phonemize_pieces(pieces: list[str], phonemize: Callable[[list[str]], list[str]], pronunciations=(),
+                     normalize: bool = True, lang: str = "en-us") -> list[Phonemized]:
+    """Each piece's phonemes and words; `phonemize` is called once for all the pieces' text (and again, word
+    by word, only for runs whose words and phonemes do not pair off)."""
+    plans = []  # per piece: a list of runs, each a list of units; a given pronunciation is a run of its own
+    texts = []
+    for piece in pieces:
+        runs: list[list[_Unit]] = []
+        for unit in _units(piece, list(pronunciations), normalize, lang):
+            if unit.phonemes or not runs or runs[-1][0].phonemes:
+                runs.append([unit])
+            else:
+                runs[-1].append(unit)
+        for run in runs:
+            if not run[0].phonemes:
+                texts.append(" ".join(u.spoken for u in run))
+        plans.append(runs)
+    said = iter(phonemize(texts) if texts else [])
+    out = []
+    for runs in plans:
+        joined, words = "", []
+        for run in runs:
+            ps = run[0].phonemes if run[0].phonemes else next(said)
+            if not ps:
+                continue
+            spans = [_edge(ps, 0, len(ps))] if run[0].phonemes else _align(run, ps, phonemize)
+            # runs are joined by a space, except that punctuation stays on the word before it
+            if joined and not (ps[0] in _PUNCTUATION and ps[0] not in "(“\""):
+                joined += " "
+            words += [Word(u.display, len(joined) + s[0] + 1, len(joined) + s[1] + 1) for u, s in zip(run, spans) if s]
+            joined += ps
+        out.append(Phonemized(joined, tuple(words)))
+    return out
+
+
+def text_chunks(text: str, phonemize: Callable[[list[str]], list[str]], normalize: bool = True,
+                lang: str = "en-us") -> list[TextChunk]:
+    """The chunks the model will say for `text`, with inline markup applied; a pause ends its chunk (or is a
+    chunk of its own, without phonemes, where no words come before it)."""
+    protected, pronunciations = protect(text)
+
+    def to_phonemes(pieces: list[str]) -> list[Phonemized]:
+        return phonemize_pieces(pieces, phonemize, pronunciations, normalize, lang)
+
+    chunks: list[TextChunk] = []
+    for section, pause in split_pauses(protected):
+        found = chunk_text(section, to_phonemes) if section.strip() else []
+        chunks += [replace(c, text=restore(c.text, pronunciations),
+                           words=tuple(w._replace(text=restore(w.text, pronunciations)) for w in c.words))
+                   for c in found]
+        if pause > 0:
+            if found:
+                chunks[-1] = replace(chunks[-1], pause=pause)
+            else:
+                chunks.append(TextChunk("", "", pause=pause))
+    return chunks
