@@ -126,7 +126,7 @@ def _synthesize(args):
     device = resolve_device(args.device)
     profiler = None
     if args.profile:
-        from tilewave.harness.timing import StageProfiler
+        from tilewave.profiling import StageProfiler
 
         profiler = StageProfiler(device)
     start = time.perf_counter()

@@ -71,7 +71,7 @@ def run(args) -> int:
         model = V.load_vocoder(args.checkpoint, device=device, dtype=_DTYPES[args.dtype])
         profiler = None
         if args.profile:
-            from tilewave.harness.timing import StageProfiler
+            from tilewave.profiling import StageProfiler
             from tilewave.ops import placements, reset_placements
 
             profiler = StageProfiler(device)

@@ -11,7 +11,6 @@ finite is an error, never returned.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 from dataclasses import dataclass
 from functools import lru_cache
@@ -21,6 +20,7 @@ import numpy as np
 import torch
 
 from tilewave import precision as fp32_precision
+from tilewave import profiling
 from tilewave.engine.voices import DEFAULT_VOICE, load_voice, style_for
 from tilewave.errors import InputError, TilewaveError, WeightsError
 from tilewave.text import EspeakPhonemizer, TextChunk, check_language, chunk_phonemes, chunk_text, encode, has_phones, unknown_symbols
@@ -94,7 +94,7 @@ def load_model(weights: str | None, device: str):
 
 
 def _stage(profile, name: str):
-    return profile.stage(name) if profile is not None else contextlib.nullcontext()
+    return profiling.of(profile).stage(name)
 
 
 class Pending(Iterator[Chunk]):
