@@ -8,7 +8,7 @@ import sys
 
 
 def _kernel_registry():
-    from tilewave.harness.registry import load_all_kernels
+    from tilewave.harness.catalogue import load_all_kernels
 
     return load_all_kernels()
 
@@ -131,6 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
     cli_serve.add_parser(sub)
     cli_voices.add_parser(sub)
     cli_phonemize.add_parser(sub)
+    from tilewave.harness import tune
+
+    tune.add_parser(sub)
     return p
 
 

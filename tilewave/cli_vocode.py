@@ -57,7 +57,7 @@ def _outputs(args, batch_sizes: list[int]) -> list[list[Path]]:
 
 def run(args) -> int:
     from tilewave.engine import vocode as V
-    from tilewave.ops import fp32_matmul_precision
+    from tilewave.precision import scope as fp32_matmul_precision
 
     try:
         out = Path(args.output)
@@ -71,7 +71,7 @@ def run(args) -> int:
         model = V.load_vocoder(args.checkpoint, device=device, dtype=_DTYPES[args.dtype])
         profiler = None
         if args.profile:
-            from tilewave.harness.timing import StageProfiler
+            from tilewave.profiling import StageProfiler
             from tilewave.ops import placements, reset_placements
 
             profiler = StageProfiler(device)

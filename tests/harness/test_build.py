@@ -29,8 +29,8 @@ def test_invalid_dot_variant_fails_the_gate():
 
 def test_build_refuses_kernels_imported_for_the_interpreter():
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
-    code = ("from tilewave.harness.build import run_build; from tilewave.harness.registry import REGISTRY, "
-            "load_all_kernels; load_all_kernels(); run_build(REGISTRY, 'snake')")
+    code = ("from tilewave.harness.build import run_build; from tilewave.spec import REGISTRY; "
+            "from tilewave.harness.catalogue import load_all_kernels; load_all_kernels(); run_build(REGISTRY, 'snake')")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode != 0 and "without TRITON_INTERPRET" in proc.stderr, proc.stderr[-2000:]
     assert "cache_key" not in proc.stdout + proc.stderr

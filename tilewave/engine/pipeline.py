@@ -11,7 +11,6 @@ finite is an error, never returned.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -20,7 +19,8 @@ from typing import Iterator
 import numpy as np
 import torch
 
-from tilewave.ops.dispatch import PRECISIONS, fp32_matmul_precision
+from tilewave import precision as fp32_precision
+from tilewave import profiling
 from tilewave.engine.voices import default_voice, load_voice, style_for
 from tilewave.errors import InputError, TilewaveError, WeightsError
 from tilewave.text import TextChunk, check_language, chunk_phonemes, encode, has_phones, phonemizer_for, unknown_symbols
@@ -64,19 +64,8 @@ def check_seed(seed) -> int | None:
     return int(seed)
 
 
-# The engine's default for float32 products on a GPU: three TF32 MMAs per product (float32-class error, what
-# PyTorch's own float32 SDPA computes). Measured on the H200 (benchmarks/RESULTS.md, session 2): Kokoro's durations
-# identical to the official model's and its audio as close as the exact path's, up to 1.6x faster; BigVGAN within
-# 2.1e-6 of the official package, 2x faster. The models' parity tests run the exact 'ieee' path.
-DEFAULT_PRECISION = "tf32x3"
-
-
-def check_precision(precision) -> str:
-    """How float32 products meet the GPU's tensor cores (see tilewave.ops.fp32_matmul_precision)."""
-    if precision not in PRECISIONS:
-        raise InputError(f"precision {precision!r} is not one of {', '.join(PRECISIONS)}: 'ieee' is exact float32, "
-                         "'tf32x3' (the default) float32-class error on tensor cores, 'tf32' ~1e-3 relative")
-    return precision
+DEFAULT_PRECISION = fp32_precision.DEFAULT
+check_precision = fp32_precision.check
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
@@ -109,7 +98,7 @@ def load_model(weights: str | None, device: str):
 
 
 def _stage(profile, name: str):
-    return profile.stage(name) if profile is not None else contextlib.nullcontext()
+    return profiling.of(profile).stage(name)
 
 
 class Pending(Iterator[Chunk]):
@@ -195,7 +184,7 @@ class Pipeline:
                 continue
             ids = encode(c.phonemes).to(self.device)
             ref_s = style_for(pack, len(c.phonemes)).to(self.device)
-            with torch.inference_mode(), fp32_matmul_precision(self.precision):
+            with torch.inference_mode(), fp32_precision.scope(self.precision):
                 out = model.forward(ids, ref_s, speed=speed, generator=generator, profile=profile)
             audio = out.audio.detach().float().cpu().numpy().reshape(-1)
             bad = int(np.count_nonzero(~np.isfinite(audio)))
