@@ -62,7 +62,8 @@ def run(inputs_path: str, reps: int, out_json: str | None, precisions: list[str]
     from tilewave.harness.timing import StageProfiler, time_cuda
     from tilewave.models.kokoro import KokoroModel
     from tilewave.models.kokoro import weights as W
-    from tilewave.ops import backend, fp32_matmul_precision, placements, reset_placements
+    from tilewave.ops import backend, placements, reset_placements
+    from tilewave.precision import scope as fp32_matmul_precision
     from tilewave.text.vocab import encode
 
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False

@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from tilewave.models.vocoders.bigvgan import BigVGAN, BigVGANConfig, random_state_dict  # noqa: E402
 from tilewave.models.vocoders.causal_decoder import CausalDecoder, CausalDecoderConfig  # noqa: E402
-from tilewave.ops import fp32_matmul_precision  # noqa: E402
+from tilewave.precision import scope as fp32_matmul_precision  # noqa: E402
 
 BIGVGAN_V2_24K = dict(resblock="1", upsample_rates=[4, 4, 2, 2, 2, 2], upsample_kernel_sizes=[8, 8, 4, 4, 4, 4],
                       upsample_initial_channel=1536, resblock_kernel_sizes=[3, 7, 11],

@@ -99,7 +99,7 @@ def main(filters: list[str]) -> None:
             ours, peer, nbytes = build_row(k, label, dtype)
             src = torch.empty(max(nbytes // 2, 4) // 4, device="cuda")
             dst = torch.empty_like(src)
-            with _peer_precision(k.precision(shape.params, dtype)):
+            with _peer_precision(k.tolerance_row(shape.params, dtype)):
                 fns = {"ours": ours, "peer": peer, "copy": lambda: dst.copy_(src)}
                 for who, fn in fns.items():
                     try:

@@ -69,7 +69,7 @@ def main():
         shape = next(s for s in k.bench if s.label == label)
         for dtype in dtypes:
             ours, peer, _ = diag_timing.build_row(k, label, dtype)
-            with _peer_precision(k.precision(shape.params, dtype)):
+            with _peer_precision(k.tolerance_row(shape.params, dtype)):
                 ref = _as_tuple(peer())[0]
                 t_peer = time_cuda(peer).median_us
                 res = []

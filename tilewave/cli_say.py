@@ -53,7 +53,7 @@ def _add_synthesis_args(p) -> None:
 
 def add_precision_arg(p) -> None:
     from tilewave.engine.pipeline import DEFAULT_PRECISION
-    from tilewave.ops.dispatch import PRECISIONS
+    from tilewave.precision import MODES as PRECISIONS
 
     p.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION,
                    help="float32 products on a GPU: tf32x3 (default: float32-class error on tensor cores), ieee "

@@ -57,7 +57,7 @@ def _outputs(args, batch_sizes: list[int]) -> list[list[Path]]:
 
 def run(args) -> int:
     from tilewave.engine import vocode as V
-    from tilewave.ops import fp32_matmul_precision
+    from tilewave.precision import scope as fp32_matmul_precision
 
     try:
         out = Path(args.output)

@@ -139,7 +139,7 @@ class PrecisionRecorder(FakeKokoro):
     """Records the float32 matmul precision in force while the model runs."""
 
     def forward(self, *args, **kwargs):
-        from tilewave.ops import fp32_matmul
+        from tilewave.precision import current as fp32_matmul
 
         self.calls_precision = getattr(self, "calls_precision", []) + [fp32_matmul()]
         return super().forward(*args, **kwargs)
@@ -150,7 +150,7 @@ def test_precision_is_in_force_while_the_model_runs(precision):
     model = PrecisionRecorder()
     list(Pipeline(device="cpu", model=model, precision=precision)("Hi."))
     assert model.calls_precision == [precision]
-    from tilewave.ops import fp32_matmul
+    from tilewave.precision import current as fp32_matmul
 
     assert fp32_matmul() == "ieee"  # and only then
 

@@ -50,7 +50,7 @@ def _matmul_label(kernel: Kernel, params: dict, dtype: str) -> str:
     """float32 rows name the tensor-core precision they ran at (tf32, tf32x3); others their dtype."""
     if dtype == "float32" and params.get("precision") in ("tf32", "tf32x3"):
         return params["precision"]
-    return kernel.precision(params, dtype)
+    return kernel.tolerance_row(params, dtype)
 
 
 def _peak_flops(peaks: dict[str, float], kernel: Kernel, params: dict, dtype: str) -> float:
@@ -63,10 +63,10 @@ def _peak_flops(peaks: dict[str, float], kernel: Kernel, params: dict, dtype: st
 
 
 @contextlib.contextmanager
-def _peer_precision(precision: str):
-    """The PyTorch peer computes at the same precision as the kernel: TF32 only for tf32 cases."""
+def _peer_precision(row: str):
+    """The PyTorch peer computes at the same precision as the kernel: TF32 only for tf32 cases (tolerance row)."""
     saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = precision == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = row == "tf32"
     try:
         yield
     finally:
@@ -78,10 +78,10 @@ def bench_shape(kernel: Kernel, shape: BenchShape, dtype: str, peaks: dict[str, 
     inputs = kernel.make_inputs(shape.params, dtype_of(dtype), "cuda", gen)
     outs = _as_tuple(kernel.alloc_out(inputs))
     out_arg = outs if len(outs) > 1 else outs[0]
-    precision = kernel.precision(shape.params, dtype)
+    row = kernel.tolerance_row(shape.params, dtype)
     # `precision` is a tilewave launch choice; the peer's arithmetic is set by the backend flags instead
     peer_inputs = {k: v for k, v in inputs.items() if k != "precision"}
-    with _peer_precision(precision):
+    with _peer_precision(row):
         ours = time_cuda(lambda: kernel.launch(**inputs, out=out_arg))
         try:
             peer_out = _as_tuple(kernel.peer(**peer_inputs))

@@ -93,14 +93,14 @@ class Kernel:
     # storage: the 16-bit rate), "float32" = float32 FMAs on the CUDA cores whatever the storage dtype
     arithmetic: str = "matmul"
 
-    def precision(self, params: dict[str, Any], dtype: str) -> str:
+    def tolerance_row(self, params: dict[str, Any], dtype: str) -> str:
         """The tolerance row: a case's matmul precision when it is looser than the storage dtype."""
         if params.get("precision") == "tf32" and dtype == "float32":
             return "tf32"
         return dtype
 
     def tolerance(self, params: dict[str, Any], dtype: str) -> float:
-        return tolerance(self.precision(params, dtype), self.tol_kind)
+        return tolerance(self.tolerance_row(params, dtype), self.tol_kind)
 
 
 class Registry:

@@ -26,12 +26,12 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def tolerance(precision: str, kind: str = "pointwise") -> float:
-    """Bound for a storage dtype name ('float32', 'float16', 'bfloat16') or matmul precision ('tf32')."""
+def tolerance(row: str, kind: str = "pointwise") -> float:
+    """Bound for a row: a storage dtype name ('float32', 'float16', 'bfloat16') or matmul precision ('tf32')."""
     try:
-        return TOLERANCE[precision][kind]
+        return TOLERANCE[row][kind]
     except KeyError:
-        raise KeyError(f"no tolerance for precision={precision!r} kind={kind!r}; "
+        raise KeyError(f"no tolerance for row={row!r} kind={kind!r}; "
                        f"the table has {sorted(TOLERANCE)} x {sorted(TOLERANCE['float32'])}") from None
 
 

@@ -32,7 +32,7 @@ sdpa_decode_sink             one query per (batch, head): o = Σ_j p_j v_j with 
 A query whose keys are all masked (padding, an empty window, an empty cache) outputs 0, not NaN.
 Softmax runs in the log2 domain (scale·log2 e folded into the scores, exp2); accumulation is float32 for
 every storage dtype (float32, float16, bfloat16). tl.dot takes the storage dtype's operands; float32 storage
-passes input_precision explicitly, taken by the ops from dispatch.fp32_matmul(): 'ieee' (exact, FMA units),
+passes input_precision explicitly, taken by the ops from tilewave.precision.current(): 'ieee' (exact, FMA units),
 'tf32x3' (high and low tf32 parts, three tensor-core MMAs: float32-class error) or 'tf32' (~1e-3).
 PyTorch's float32 F.scaled_dot_product_attention on sm_80+ runs the memory-efficient CUTLASS kernel, whose
 float32 GEMMs are 3xTF32 (mem_eff_attention/gemm_kernel_utils.h: DefaultGemmType<sm80+, float> uses
@@ -55,6 +55,7 @@ from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from tilewave.harness.registry import AotVariant, BenchShape, Case, Kernel, register
 from tilewave.kernels._common import hopper_or_newer, randn
+from tilewave.precision import dot_input, tile_class
 
 LOG2E = 1.4426950408889634
 MAX_HEAD_DIM = 128
@@ -530,18 +531,13 @@ def _check_qkv(op: str, q, k, v, expect_dims: int = 4) -> None:
         raise ValueError(f"{op}: q and k head dims differ: {q.shape[-1]} vs {k.shape[-1]}")
 
 
-FP32_PRECISIONS = ("ieee", "tf32x3", "tf32")
-
-
 def _dot_precision(dtype: torch.dtype, precision: str) -> str:
-    if precision not in FP32_PRECISIONS:
-        raise ValueError(f"unknown matmul precision {precision!r}; choose one of {FP32_PRECISIONS}")
     # 16-bit operands always run on the tensor cores; the setting only means something for float32.
-    return precision if dtype == torch.float32 else "tf32"
+    return dot_input(precision, dtype, "tf32")
 
 
 def _dot_form(dtype: torch.dtype, precision: str) -> str:
-    return _dot_precision(dtype, precision) if dtype == torch.float32 else "16bit"
+    return tile_class(precision, dtype)
 
 
 def _pick(table: dict, form: str, block_d: int):

@@ -70,9 +70,9 @@ import triton.language as tl
 from tilewave.harness.registry import AotVariant, BenchShape, Case, Kernel, register
 from tilewave.kernels import activation
 from tilewave.kernels._common import hopper_or_newer, randn, sin
+from tilewave.precision import check as check_precision, dot_input
 
 ACTS = ("none", "leaky_relu", "snake")
-PRECISIONS = ("ieee", "tf32x3", "tf32")
 _DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
@@ -500,11 +500,6 @@ def _tap_class(dtype: torch.dtype, precision: str) -> str:
     return "tf32x3" if dtype == torch.float32 and precision == "tf32x3" else _gemm_class(dtype, precision)
 
 
-def _dot_precision(dtype: torch.dtype, precision: str) -> str:
-    """tl.dot's input_precision: it only means something for float32 operands."""
-    return precision if dtype == torch.float32 else "ieee"
-
-
 def _cdiv(a: int, b: int) -> int:
     # triton.cdiv goes through Triton's constexpr machinery: microseconds per call on the launch path
     return -(-a // b)
@@ -846,8 +841,7 @@ def _check_args(name, x, weight, bias, residual, alpha, beta, act, stride, paddi
                            or (beta is not None and beta.numel() != x.shape[1])):
         raise ValueError(f"{name}: snake needs alpha (and optional beta) with one value per input channel "
                          f"({x.shape[1]}), got alpha {None if alpha is None else tuple(alpha.shape)}")
-    if precision not in PRECISIONS:
-        raise ValueError(f"{name}: precision must be one of {PRECISIONS}, got {precision!r}")
+    check_precision(precision)
 
 
 def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, output_padding, act, slope,
@@ -988,7 +982,7 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
             TRANSPOSED=per_phase, UPCAST=upcast, PERSISTENT=persistent, DEVICE_DESC=device_desc,
             PHASE_PAD=phase_pad, DENSE=phase_pad == stride, ROW_ALIGN=_row_align(y_len, x.element_size()),
             PHASE_MAJOR=phase_major,
-            PRECISION=_dot_precision(torch.float32 if upcast else x.dtype, precision), USE_TMA=mode == "tma",
+            PRECISION=dot_input(precision, torch.float32 if upcast else x.dtype, "ieee"), USE_TMA=mode == "tma",
             BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K,
             num_warps=cfg.num_warps, num_stages=cfg.num_stages, **flags)
         if phase_major:
@@ -1008,7 +1002,7 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
             C_in, L_in, C_out, L_out, groups, C_in_g, C_out_g, C_in_g * U, U, phases,
             in_step, tap_step, base, out_step, float(slope), float(scale),
             TRANSPOSED=transposed, UPCAST=upcast,
-            PRECISION=_dot_precision(torch.float32 if upcast else x.dtype, precision),
+            PRECISION=dot_input(precision, torch.float32 if upcast else x.dtype, "ieee"),
             PREFETCH=x.dtype != torch.float32,
             BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K,
             num_warps=cfg.num_warps, num_stages=cfg.num_stages, **flags)

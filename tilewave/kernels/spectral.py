@@ -42,7 +42,7 @@ Kernel forms:
   float32 scratch, then overlap-adds them in a second gather kernel.
 - Harmonic source: a frame-rate scan (one program per batch row) then one sample-rate pass.
 The DFT runs on float32 operands whatever the storage dtype: phase is ill-conditioned near zero-magnitude bins,
-and a 16-bit basis would move it. For float32 data tf32x3 and tf32 are opt-in (tilewave.ops.fp32_matmul_precision);
+and a 16-bit basis would move it. For float32 data tf32x3 and tf32 are opt-in (tilewave.precision.scope);
 the FFT kernels give 16-bit data tf32 dots when "ieee" is asked for (see _fft_precision). The harmonic phase is
 accumulated in float64: at 10 s the phase reaches ~10^6 rad, where a float32 phase is off by ~0.1 rad.
 Launch invariants: inputs contiguous (the harmonic source's noise may be a transposed view: strides are passed),
@@ -62,6 +62,7 @@ import triton.language as tl
 
 from tilewave.harness.registry import AotVariant, BenchShape, Case, Kernel, register
 from tilewave.kernels._common import rand, randn, tanh
+from tilewave.precision import MODES, check as check_precision
 
 DIRECT_MAX_NFFT = 64
 DIRECT_BLOCK_T = 128
@@ -93,7 +94,6 @@ ISTFT_ROWS_MAX_TAPS = 96
 ISTFT_SMALL_KERNEL = "rows"  # "vectors": the frame-vector kernel for every small inverse transform
 SCAN_BLOCK_L, SOURCE_BLOCK_T = 64, 128
 GEMM_WARPS = 8
-PRECISIONS = ("ieee", "tf32x3", "tf32")
 # four-step FFT kernels (n_fft a power of two >= 1024): (frames per program, warps) per dot precision
 # H200, round 1c: ieee best at 2 frames / 4 warps, tf32x3 at 4 / 4 and 4 / 8 (within 2%; 8 warps leave the
 # registers room for the tables), tf32 at 4 / 4 (8 frames: register-bound)
@@ -983,17 +983,11 @@ def _frames(name: str, N: int, n_fft: int, hop: int, pad: int) -> int:
     return 1 + (N + 2 * pad - n_fft) // hop
 
 
-def _precision(precision: str) -> str:
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-    return precision
-
-
 def _fft_precision(precision: str, dtype: torch.dtype) -> str:
     """The FFT kernels' dot precision: as asked for float32 data; 16-bit data takes tf32 when "ieee" is asked for,
     since tf32's ~1e-3 relative error is far below what 16-bit storage resolves (H200: 1.8x faster than the FMA
     path at the large shapes, within the float16/bfloat16 tolerance rows)."""
-    precision = _precision(precision)
+    precision = check_precision(precision)
     return "tf32" if precision == "ieee" and dtype in (torch.float16, torch.bfloat16) else precision
 
 
@@ -1037,7 +1031,7 @@ def stft(x: torch.Tensor, n_fft: int, hop: int, win_length: int | None = None, p
             bt, bf, bk = STFT_TILE
             grid = (B, triton.cdiv(T, bt), triton.cdiv(NF, bf))
             _stft_gemm_kernel[grid](x, basis["cos"], basis["sin"], mag, phase, N, T, hop, pad, NF, N_FFT=n_fft, POLAR=polar,
-                                    PRECISION=_precision(precision), BLOCK_T=bt, BLOCK_F=bf, BLOCK_K=bk,
+                                    PRECISION=check_precision(precision), BLOCK_T=bt, BLOCK_F=bf, BLOCK_K=bk,
                                     num_warps=GEMM_WARPS)
     return mag, phase
 
@@ -1073,7 +1067,7 @@ def mel_spectrogram(x: torch.Tensor, mel_basis: torch.Tensor, n_fft: int, hop: i
         grid = (B, triton.cdiv(T, bt), triton.cdiv(NM, MEL_BLOCK_M))
         _mel_kernel[grid](x, basis["cos"], basis["sin"], mel_basis, out, N, T, hop, pad, NF, NM,
                           float(mag_eps), float(eps), N_FFT=n_fft, MAGNITUDE=magnitude,
-                          PRECISION=_precision(precision), BLOCK_T=bt, BLOCK_F=bf, BLOCK_K=MEL_BLOCK_K,
+                          PRECISION=check_precision(precision), BLOCK_T=bt, BLOCK_F=bf, BLOCK_K=MEL_BLOCK_K,
                           BLOCK_M=MEL_BLOCK_M, num_warps=GEMM_WARPS)
     return out
 
@@ -1149,7 +1143,7 @@ def _istft_launch(a, c, batch_stride, B, NF, T, n_fft, hop, win_length, exp_sin,
         bt, bn, bf = ISTFT_FRAMES_TILE
         _istft_frames_kernel[(B, triton.cdiv(T, bt), triton.cdiv(n_fft, bn))](
             a, c, basis["icos"], basis["isin"], frames, T, NF, batch_stride, N_FFT=n_fft, EXP_SIN=exp_sin,
-            PRECISION=_precision(precision), BLOCK_T=bt, BLOCK_N=bn, BLOCK_F=bf, num_warps=GEMM_WARPS)
+            PRECISION=check_precision(precision), BLOCK_T=bt, BLOCK_N=bn, BLOCK_F=bf, num_warps=GEMM_WARPS)
     _overlap_add_kernel[(B, triton.cdiv(L_out, OLA_BLOCK_S))](
         frames, basis["wsq"], out, T, L_out, pad, hop, N_FFT=n_fft, OVERLAP=overlap, BLOCK_S=OLA_BLOCK_S,
         num_warps=4)
@@ -1434,7 +1428,7 @@ def _stft_variants():
         for polar in (True, False):
             out.append(AotVariant(f"_stft_direct_kernel[{dt},n_fft=20,polar={polar}]", _stft_direct_kernel, sig,
                                   {"N_FFT": 20, "NF": 11, "POLAR": polar, "BLOCK_T": DIRECT_BLOCK_T, "BLOCK_F": 16}))
-            for prec in PRECISIONS:
+            for prec in MODES:
                 out += _stft_fft_variants(dt, "polar" if polar else "cartesian", prec)
                 out.append(AotVariant(
                     f"_stft_gemm_kernel[{dt},n_fft={GEMM_NFFT},polar={polar},{prec}]", _stft_gemm_kernel,
@@ -1522,7 +1516,7 @@ def _istft_variants(exp_sin: bool):
                               {**spec, "y_ptr": f"*{dt}", "T": "i32", "L_out": "i32", "batch_stride": "i64"},
                               {"N_FFT": 20, "HOP": 5, **small_istft_constants(20, 20, split), "EXP_SIN": exp_sin,
                                "FAST": True, "REDUCE": reduce, "F": f, "R": rows}, num_warps=warps))
-        for prec in PRECISIONS:
+        for prec in MODES:
             bt, warps = FFT_TILES[prec]
             out.append(AotVariant(f"_istft_fft_frames_kernel[{dt},n_fft={FFT_NFFT},exp_sin={exp_sin},{prec}]",
                                   _istft_fft_frames_kernel,
@@ -1631,16 +1625,16 @@ def _mel_variants(magnitude: bool):
                        {"N_FFT": GEMM_NFFT, "MAGNITUDE": magnitude, "PRECISION": prec, "BLOCK_T": bt, "BLOCK_F": bf,
                         "BLOCK_K": MEL_BLOCK_K, "BLOCK_M": MEL_BLOCK_M},
                        num_warps=GEMM_WARPS, expect_mma=prec != "ieee")
-            for dt in ("fp32", "fp16", "bf16") for prec in PRECISIONS
+            for dt in ("fp32", "fp16", "bf16") for prec in MODES
             for bt, bf in (MEL_TILES[:1] if prec == "tf32x3" else MEL_TILES)]
-    fft = [v for dt in ("fp32", "fp16", "bf16") for prec in PRECISIONS
+    fft = [v for dt in ("fp32", "fp16", "bf16") for prec in MODES
            for v in _stft_fft_variants(dt, "magnitude" if magnitude else "power", prec)]
     project = [AotVariant(f"_mel_project_kernel[{dt},{prec},block_t={bt}]", _mel_project_kernel,
                           {"s_ptr": "*fp32", "mel_ptr": "*fp32", "out_ptr": f"*{dt}", "T": "i32", "NF": "i32",
                            "NM": "i32", "log_eps": "fp32"},
                           {"PRECISION": prec, "BLOCK_T": bt, "BLOCK_M": bm, "BLOCK_K": bk}, num_warps=warps,
                           expect_mma=prec != "ieee")
-               for dt in ("fp32", "fp16", "bf16") for prec in PRECISIONS for bt, bm, bk, warps in MEL_PROJECT_TILES]
+               for dt in ("fp32", "fp16", "bf16") for prec in MODES for bt, bm, bk, warps in MEL_PROJECT_TILES]
     return gemm + fft + project
 
 

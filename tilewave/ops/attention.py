@@ -2,16 +2,17 @@
 
 A query with no key to attend (all keys padded, an empty window, an empty cache without a sink) outputs 0
 on both paths. Layouts and the exact formulas: tilewave/kernels/attention.py.
-float32 tensors meet the tensor cores as dispatch.fp32_matmul() says: 'ieee' (the default, exact float32 on
-the FMA units), 'tf32x3' (float32-class error; what PyTorch's own float32 SDPA computes, and faster than it)
+float32 tensors meet the tensor cores as tilewave.precision.current() says: 'ieee' (outside a scope, exact
+float32 on the FMA units), 'tf32x3' (float32-class error; what PyTorch's own float32 SDPA computes, and faster than it)
 or 'tf32'.
 """
 from __future__ import annotations
 
 import torch
 
+from tilewave import precision
 from tilewave.kernels import attention as K
-from tilewave.ops.dispatch import fp32_matmul, use_triton
+from tilewave.ops.dispatch import use_triton
 
 
 def _covered(*tensors: torch.Tensor | None) -> tuple[bool, str]:
@@ -32,7 +33,7 @@ def sdpa_bidirectional(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     """softmax(q k^T * scale) v with keys where key_padding_mask [B, T_k] is False excluded."""
     ok, why = _covered(q, k, v)
     if use_triton("sdpa_bidirectional", q, k, v, key_padding_mask, supported=ok, reason=why):
-        return K.sdpa_bidirectional(q, k, v, key_padding_mask, scale, precision=fp32_matmul())
+        return K.sdpa_bidirectional(q, k, v, key_padding_mask, scale, precision=precision.current())
     return K.sdpa_bidirectional_torch(q, k, v, key_padding_mask, scale)
 
 
@@ -43,7 +44,7 @@ def sdpa_bidirectional_windowed(q: torch.Tensor, k: torch.Tensor, v: torch.Tenso
     ok, why = _covered(q, k, v)
     if use_triton("sdpa_bidirectional_windowed", q, k, v, seg_start, seg_len, supported=ok, reason=why):
         return K.sdpa_bidirectional_windowed(q, k, v, seg_start.to(torch.int32).contiguous(),
-                                             seg_len.to(torch.int32).contiguous(), scale, precision=fp32_matmul())
+                                             seg_len.to(torch.int32).contiguous(), scale, precision=precision.current())
     return K.sdpa_bidirectional_windowed_torch(q, k, v, seg_start, seg_len, scale)
 
 
@@ -58,7 +59,7 @@ def sdpa_rel_pos_conformer(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, re
     ok, why = _covered(q, k, v, rel_emb)
     if use_triton("sdpa_rel_pos_conformer", q, k, v, rel_emb, pos_bias_u, pos_bias_v, supported=ok, reason=why):
         return K.sdpa_rel_pos_conformer(q, k, v, rel_emb, pos_bias_u, pos_bias_v, rel_zero, scale,
-                                        precision=fp32_matmul())
+                                        precision=precision.current())
     return K.sdpa_rel_pos_conformer_torch(q, k, v, rel_emb, pos_bias_u, pos_bias_v, rel_zero, scale)
 
 
@@ -70,5 +71,5 @@ def sdpa_decode_sink(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
     ok, why = _covered(q, k_cache, v_cache)
     if use_triton("sdpa_decode_sink", q, k_cache, v_cache, sinks, cache_lens, supported=ok, reason=why):
         lens = None if cache_lens is None else cache_lens.to(torch.int32)
-        return K.sdpa_decode_sink(q, k_cache, v_cache, sinks, lens, window, scale, precision=fp32_matmul())
+        return K.sdpa_decode_sink(q, k_cache, v_cache, sinks, lens, window, scale, precision=precision.current())
     return K.sdpa_decode_sink_torch(q, k_cache, v_cache, sinks, cache_lens, window, scale)

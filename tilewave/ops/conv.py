@@ -1,7 +1,7 @@
 """Convolution ops (NCL layout; weight OIK for conv, IOK for transposed conv), same arguments as torch.nn.functional.
 
 On CUDA tensors they run the Triton kernels of tilewave.kernels.conv; float32 meets the tensor cores at the
-precision set by tilewave.ops.dispatch.fp32_matmul_precision ('ieee' by default, exact, for parity).
+precision in force (tilewave.precision.current(): 'ieee', exact, outside a scope, for parity).
 `conv1d_fused` adds what the vocoder resblocks do around a conv (an activation on its input, a residual
 add and a scale on its output) in the same pass.
 """
@@ -10,8 +10,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from tilewave import precision
 from tilewave.kernels import conv as K
-from tilewave.ops.dispatch import fp32_matmul, use_triton
+from tilewave.ops.dispatch import use_triton
 
 _KERNEL_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -49,7 +50,7 @@ def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     if use_triton("conv1d", x, weight, bias, supported=args is not None,
                   reason=f"dtype {x.dtype} / padding {padding!r} not covered by the conv kernel"):
         s, p, d, _ = args
-        return K.conv1d(x, weight, bias, s, p, d, groups, precision=fp32_matmul())
+        return K.conv1d(x, weight, bias, s, p, d, groups, precision=precision.current())
     return F.conv1d(x, weight, bias, stride, padding, dilation, groups)
 
 
@@ -60,7 +61,7 @@ def conv1d_transpose(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor |
     if use_triton("conv1d_transpose", x, weight, bias, supported=args is not None,
                   reason=f"dtype {x.dtype} not covered by the transposed conv kernel"):
         s, p, d, op = args
-        return K.conv1d_transpose(x, weight, bias, s, p, op, groups, d, precision=fp32_matmul())
+        return K.conv1d_transpose(x, weight, bias, s, p, op, groups, d, precision=precision.current())
     return F.conv_transpose1d(x, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
@@ -86,7 +87,7 @@ def conv1d_fused(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
         s, p, d, op = args
         return K.conv1d_fused(x, weight, bias, s, p, d, groups, act=act, slope=slope, alpha=alpha, beta=beta,
                               residual=residual, scale=scale, transposed=transposed, output_padding=op,
-                              precision=fp32_matmul())
+                              precision=precision.current())
     return K.conv1d_fused_torch(x, weight, bias, stride, padding, dilation, groups, act=act, slope=slope,
                                 alpha=alpha, beta=beta, residual=residual, scale=scale, transposed=transposed,
                                 output_padding=output_padding)

@@ -17,37 +17,18 @@ import torch
 _BACKENDS = ("auto", "torch", "triton")
 _backend: contextvars.ContextVar[str] = contextvars.ContextVar("tilewave_backend", default="auto")
 _placements: Counter = Counter()
-PRECISIONS = ("ieee", "tf32x3", "tf32")
-_fp32_matmul: contextvars.ContextVar[str] = contextvars.ContextVar("tilewave_fp32_matmul", default="ieee")
 
 
 @contextlib.contextmanager
-def _scoped(var: contextvars.ContextVar[str], name: str, choices: tuple[str, ...], what: str):
-    if name not in choices:
-        raise ValueError(f"unknown {what} {name!r}; choose one of {choices}")
-    token = var.set(name)
+def backend(name: str):
+    """'auto' (Triton on CUDA tensors), 'torch' (PyTorch everywhere) or 'triton' (Triton or an error)."""
+    if name not in _BACKENDS:
+        raise ValueError(f"unknown backend {name!r}; choose one of {_BACKENDS}")
+    token = _backend.set(name)
     try:
         yield
     finally:
-        var.reset(token)
-
-
-def backend(name: str):
-    """'auto' (Triton on CUDA tensors), 'torch' (PyTorch everywhere) or 'triton' (Triton or an error)."""
-    return _scoped(_backend, name, _BACKENDS, "backend")
-
-
-def fp32_matmul_precision(name: str):
-    """How float32 tensors meet the tensor cores in Triton kernels: 'ieee' (exact float32 on the FMA
-    units, the ops' default, what parity tests use), 'tf32x3' (each product split into high and low tf32
-    parts, three tensor-core MMAs: float32-class error at tensor-core speed; the engine's default) or 'tf32'
-    (~1e-3 relative, fastest)."""
-    return _scoped(_fp32_matmul, name, PRECISIONS, "float32 matmul precision")
-
-
-def fp32_matmul() -> str:
-    """The float32 matmul precision in force ('ieee', 'tf32x3' or 'tf32'); kernels with tl.dot pass it on."""
-    return _fp32_matmul.get()
+        _backend.reset(token)
 
 
 def use_triton(op: str, *tensors: torch.Tensor | None, supported: bool = True, reason: str = "") -> bool:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import torch
 
+from tilewave import precision
 from tilewave.kernels import spectral as K
 from tilewave.kernels.spectral import hz_to_mel, mel_to_hz, slaney_mel_filterbank  # noqa: F401 (model-side helpers)
-from tilewave.ops.dispatch import fp32_matmul, use_triton
+from tilewave.ops.dispatch import use_triton
 
 
 def _hann(n: int, like: torch.Tensor) -> torch.Tensor:
@@ -22,7 +23,7 @@ def stft_mag_phase(x: torch.Tensor, n_fft: int, hop: int, win_length: int | None
     win_length = win_length or n_fft
     if use_triton("stft", x, supported=x.dim() == 2 and _kernel_dtype(x) and x.shape[-1] > n_fft // 2,
                   reason="needs a [B, N] float signal longer than n_fft // 2"):
-        return K.stft(x.contiguous(), n_fft, hop, win_length, precision=fp32_matmul())
+        return K.stft(x.contiguous(), n_fft, hop, win_length, precision=precision.current())
     spec = torch.stft(x, n_fft, hop, win_length, window=_hann(win_length, x), center=True,
                       pad_mode="reflect", return_complex=True)
     return spec.abs(), spec.angle()
@@ -35,7 +36,7 @@ def istft_mag_phase(magnitude: torch.Tensor, phase: torch.Tensor, n_fft: int, ho
     if use_triton("istft", magnitude, phase, supported=magnitude.dim() == 3 and hop <= n_fft
                   and magnitude.shape == phase.shape and _kernel_dtype(magnitude, phase),
                   reason="needs [B, F, T] float magnitude and phase of one shape, hop <= n_fft"):
-        return K.istft(magnitude.contiguous(), phase.contiguous(), n_fft, hop, win_length, fp32_matmul())
+        return K.istft(magnitude.contiguous(), phase.contiguous(), n_fft, hop, win_length, precision.current())
     spec = torch.polar(magnitude, phase)
     return torch.istft(spec, n_fft, hop, win_length, window=_hann(win_length, magnitude), center=True)
 
@@ -45,7 +46,7 @@ def istft_exp_sin(x: torch.Tensor, n_fft: int, hop: int) -> torch.Tensor:
     F_ = n_fft // 2 + 1
     if use_triton("istft_exp_sin", x, supported=x.dim() == 3 and x.shape[1] == 2 * F_ and hop <= n_fft
                   and _kernel_dtype(x), reason="needs x [B, 2·(n_fft//2 + 1), T] float, hop <= n_fft"):
-        return K.istft_exp_sin(x.contiguous(), n_fft, hop, fp32_matmul())
+        return K.istft_exp_sin(x.contiguous(), n_fft, hop, precision.current())
     return istft_mag_phase(torch.exp(x[:, :F_]), torch.sin(x[:, F_:]), n_fft, hop)
 
 
@@ -64,7 +65,7 @@ def mel_spectrogram(x: torch.Tensor, mel_basis: torch.Tensor, n_fft: int, hop: i
                   supported=x.dim() == 2 and _kernel_dtype(x, mel_basis) and x.shape[-1] > pad,
                   reason="needs a [B, N] float signal longer than the padding"):
         return K.mel_spectrogram(x.contiguous(), mel_basis.float().contiguous(), n_fft, hop, win_length, pad,
-                                 magnitude, magnitude_eps, eps, fp32_matmul())
+                                 magnitude, magnitude_eps, eps, precision.current())
     xp = torch.nn.functional.pad(x[:, None], (pad, pad), mode="reflect")[:, 0] if pad else x
     spec = torch.stft(xp, n_fft, hop, win_length, window=_hann(win_length, x), center=False, return_complex=True)
     s = spec.real ** 2 + spec.imag ** 2

@@ -1,0 +1,56 @@
+"""The one precision module: its modes, its check, and the mode in force inside and outside a scope."""
+import threading
+
+import pytest
+import torch
+
+from tilewave import precision
+from tilewave.errors import InputError
+
+
+def test_outside_any_scope_the_mode_is_exact():
+    assert precision.current() == precision.OUTSIDE_SCOPE == "ieee"
+
+
+def test_a_scope_sets_the_mode_and_restores_the_outer_one_even_on_error():
+    with precision.scope("tf32"):
+        assert precision.current() == "tf32"
+        with pytest.raises(RuntimeError), precision.scope("tf32x3"):
+            assert precision.current() == "tf32x3"
+            raise RuntimeError("inside")
+        assert precision.current() == "tf32"
+    assert precision.current() == "ieee"
+
+
+def test_a_scope_is_private_to_its_thread():
+    seen = []
+    with precision.scope("tf32"):
+        worker = threading.Thread(target=lambda: seen.append(precision.current()))
+        worker.start()
+        worker.join()
+    assert seen == ["ieee"]
+
+
+@pytest.mark.parametrize("bad", ["fp16", "", None, "IEEE", 3])
+def test_an_unknown_mode_is_refused_naming_the_value_and_the_choices(bad):
+    with pytest.raises(InputError, match=r"precision .* is not one of ieee, tf32x3, tf32"):
+        precision.check(bad)
+    with pytest.raises(InputError):
+        with precision.scope(bad):
+            pass
+    assert precision.current() == "ieee"
+
+
+def test_the_default_is_one_of_the_modes():
+    assert precision.DEFAULT in precision.MODES == ("ieee", "tf32x3", "tf32")
+
+
+def test_16bit_operands_keep_their_familys_dot_form_and_float32_takes_the_mode():
+    for mode in precision.MODES:
+        assert precision.tile_class(mode, torch.float32) == mode
+        assert precision.dot_input(mode, torch.float32, "ieee") == mode
+        for dt in (torch.float16, torch.bfloat16):
+            assert precision.tile_class(mode, dt) == "16bit"
+            assert precision.dot_input(mode, dt, "tf32") == "tf32"
+    with pytest.raises(InputError):
+        precision.dot_input("fast", torch.float16, "tf32")

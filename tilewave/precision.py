@@ -1,0 +1,73 @@
+"""How float32 products meet a GPU's tensor cores: the modes, the engine's default, the one check, the mode in force.
+
+A mode only changes products of float32 operands (tl.dot in the conv, attention and spectral kernels);
+16-bit storage runs on the tensor cores whatever the mode, and accumulation is float32 always.
+
+    'ieee'    exact float32 on the FMA units
+    'tf32x3'  each product split into high and low tf32 parts, three tensor-core MMAs: float32-class error
+    'tf32'    one tensor-core MMA per product, ~1e-3 relative, fastest
+
+The mode in force is set for a block of work with `scope(mode)` and read by the ops with `current()`; outside any
+scope it is exact ('ieee'), so a model or kernel test that sets nothing compares exact float32 with its reference.
+The engine runs its models inside `scope(DEFAULT)` unless told otherwise.
+(A kernel's tolerance row, `spec.Kernel.tolerance_row`, and the vocoder's storage dtype are other things.)
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from typing import Iterator
+
+import torch
+
+from tilewave.errors import InputError
+
+MODES = ("ieee", "tf32x3", "tf32")
+# The engine's default for float32 products on a GPU: three TF32 MMAs per product (float32-class error, what
+# PyTorch's own float32 SDPA computes). Measured on the H200 (benchmarks/RESULTS.md, session 2): Kokoro's durations
+# identical to the official model's and its audio as close as the exact path's, up to 1.6x faster; BigVGAN within
+# 2.1e-6 of the official package, 2x faster. The models' parity tests run the exact 'ieee' path.
+DEFAULT = "tf32x3"
+OUTSIDE_SCOPE = "ieee"  # what current() is outside any scope: exact
+
+_in_force: contextvars.ContextVar[str] = contextvars.ContextVar("tilewave_precision", default=OUTSIDE_SCOPE)
+
+
+def check(mode) -> str:
+    """`mode` if it is one of MODES, else an InputError naming it and the choices."""
+    if not isinstance(mode, str) or mode not in MODES:
+        raise InputError(f"precision {mode!r} is not one of {', '.join(MODES)}: 'ieee' is exact float32, "
+                         "'tf32x3' (the default) float32-class error on tensor cores, 'tf32' ~1e-3 relative")
+    return mode
+
+
+@contextlib.contextmanager
+def scope(mode: str) -> Iterator[str]:
+    """Run the block with `mode` in force (checked first); the previous mode returns after it."""
+    token = _in_force.set(check(mode))
+    try:
+        yield mode
+    finally:
+        _in_force.reset(token)
+
+
+def current() -> str:
+    """The mode in force: the innermost scope's, or OUTSIDE_SCOPE ('ieee', exact) outside any scope."""
+    return _in_force.get()
+
+
+def is_float32(dtype: torch.dtype) -> bool:
+    return dtype == torch.float32
+
+
+def tile_class(mode: str, dtype: torch.dtype) -> str:
+    """A float32 product's mode, or '16bit' for 16-bit operands: what the kernels' tile tables are keyed by."""
+    mode = check(mode)
+    return mode if is_float32(dtype) else "16bit"
+
+
+def dot_input(mode: str, dtype: torch.dtype, sixteen_bit: str) -> str:
+    """tl.dot's input_precision for operands of `dtype`: the mode for float32; for 16-bit operands the value each
+    family's compiled forms were recorded with (`sixteen_bit`; a constexpr, so it names the form in launches.json)."""
+    mode = check(mode)
+    return mode if is_float32(dtype) else sixteen_bit
