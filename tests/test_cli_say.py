@@ -9,7 +9,7 @@ import soundfile
 
 from tests.engine.fake_model import STAGES, FakeKokoro
 from tilewave import cli_say
-from tilewave.engine import pipeline as engine_pipeline
+from tilewave.engine import session as engine_session
 
 
 def say(*argv) -> int:
@@ -22,7 +22,7 @@ def say(*argv) -> int:
 @pytest.fixture
 def fake_model(monkeypatch):
     model = FakeKokoro()
-    monkeypatch.setattr(engine_pipeline, "load_model", lambda weights, device: model)
+    monkeypatch.setattr(engine_session, "load_model", lambda weights, device: model)
     return model
 
 
@@ -105,7 +105,7 @@ def test_unreadable_weights(tmp_path, capsys):
 
 
 def test_nan_audio_never_reaches_a_file(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(engine_pipeline, "load_model", lambda weights, device: FakeKokoro(nan=True))
+    monkeypatch.setattr(engine_session, "load_model", lambda weights, device: FakeKokoro(nan=True))
     assert say("Hello.", "-o", str(tmp_path / "out.wav")) == 1
     assert "NaN" in capsys.readouterr().err and list(tmp_path.iterdir()) == []
 
@@ -139,7 +139,7 @@ def test_precision_flag_reaches_the_model(tmp_path, monkeypatch):
     from tests.engine.test_pipeline import PrecisionRecorder
 
     model = PrecisionRecorder()
-    monkeypatch.setattr(engine_pipeline, "load_model", lambda weights, device: model)
+    monkeypatch.setattr(engine_session, "load_model", lambda weights, device: model)
     assert say("Hello.", "--precision", "tf32x3", "-o", str(tmp_path / "p.wav"), "--device", "cpu") == 0
     assert model.calls_precision == ["tf32x3"]
     with pytest.raises(SystemExit):  # argparse: an unknown choice is a usage error

@@ -65,10 +65,10 @@ def test_missing_input_is_rejected_by_the_schema(client):
 def test_serve_command_hands_the_app_to_uvicorn(monkeypatch, capsys):
     import uvicorn
 
-    from tilewave.engine import pipeline as engine_pipeline
+    from tilewave.engine import session as engine_session
 
     served = {}
-    monkeypatch.setattr(engine_pipeline, "load_model", lambda weights, device: FakeKokoro())
+    monkeypatch.setattr(engine_session, "load_model", lambda weights, device: FakeKokoro())
     monkeypatch.setattr(uvicorn, "run", lambda app, host, port: served.update(app=app, host=host, port=port))
     parser = argparse.ArgumentParser(prog="tilewave")
     cli_serve.add_parser(parser.add_subparsers(dest="command", required=True))

@@ -4,19 +4,17 @@
                            "response_format": "wav" (default), "flac", "mp3", "opus" (Ogg) or "pcm" (16-bit LE)
     GET  /voices                                                                  -> {"voices": [...], "default": ...}
 
-The model is loaded once, when the app is made (bad weights stop the server from starting); requests are served one at a time on it (one model
-call already uses every core of a CPU, and the whole GPU). A bad request is a 400 with the message.
+The model is loaded once, when the app is made (bad weights stop the server from starting); requests go
+through the engine session's scheduler, which batches the chunks of concurrent requests on one worker. A bad
+request is a 400 with the message.
 """
 from __future__ import annotations
-
-import threading
 
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict
 
-from tilewave.engine.pipeline import DEFAULT_PRECISION, SAMPLE_RATE, Pipeline, join_chunks
-from tilewave.engine.voices import DEFAULT_VOICE, builtin_voices
+from tilewave.engine import DEFAULT_PRECISION, DEFAULT_VOICE, Session, builtin_voices
 from tilewave.engine.wav import encode_audio
 from tilewave.errors import InputError, TilewaveError
 
@@ -38,11 +36,11 @@ class SpeechRequest(BaseModel):
 
 
 def create_app(lang: str = "en-us", device: str | None = None, weights: str | None = None, model=None,
-               precision: str = DEFAULT_PRECISION) -> FastAPI:
-    pipeline = Pipeline(lang=lang, voice=DEFAULT_VOICE, device=device, model=model, weights=weights,
-                        precision=precision)
-    pipeline.model  # load now: a weights error belongs to startup, not to the first caller
-    lock = threading.Lock()
+               precision: str = DEFAULT_PRECISION, session: Session | None = None) -> FastAPI:
+    """The app over `session`, or over a new one made from the other arguments."""
+    if session is None:
+        session = Session(device=device, precision=precision, lang=lang, weights=weights, model=model)
+    session.load()  # now: a weights error belongs to startup, not to the first caller
     app = FastAPI(title="tilewave", description="Kokoro-82M text to speech on Triton kernels")
 
     @app.exception_handler(InputError)
@@ -63,9 +61,7 @@ def create_app(lang: str = "en-us", device: str | None = None, weights: str | No
             raise InputError(f"response_format {req.response_format!r} is not served; ask for one of "
                              f"{', '.join(repr(f) for f in RESPONSE_FORMATS)}")
         fmt, subtype, media = RESPONSE_FORMATS[req.response_format]
-        with lock:
-            chunks = list(pipeline(req.input, speed=req.speed, seed=req.seed, voice=req.voice))
-        return Response(encode_audio(join_chunks([c.audio for c in chunks]), SAMPLE_RATE, fmt, subtype),
-                        media_type=media)
+        audio, rate = session.speak(req.input, voice=req.voice, speed=req.speed, seed=req.seed)
+        return Response(encode_audio(audio, rate, fmt, subtype), media_type=media)
 
     return app
