@@ -5,7 +5,7 @@ It says each token as a 600-sample-per-frame tone whose length follows the token
 1/speed), adds noise drawn from the generator, and records what it was given. forward_batch runs the items
 in index order (each drawing from its own generator, as the real batched pass promises), records each batch,
 calls `on_batch(batch_record)` first when set, holds `bytes_per_frame` x the batch's padded frames in memory
-while it runs (touched, so it is resident), and raises for an item whose phonemes contain `fail_on`.
+while it runs (touched, so it is resident), and raises at an item whose token ids contain `fail_on`.
 """
 from __future__ import annotations
 
@@ -34,12 +34,13 @@ class FakeKokoro:
         self.batches.append(record)
         if self.on_batch is not None:
             self.on_batch(record)
-        if self.fail_on is not None and any(self.fail_on in ids for ids in record):
-            raise RuntimeError(f"the fake model fails on token {self.fail_on}")
         frames = max(int(ids.numel()) for ids in input_ids) * 3 / min(speeds) * len(input_ids)
         held = torch.ones(int(frames * self.bytes_per_frame) // 4) if self.bytes_per_frame else None
-        outs = [self.forward(ids[None], ref_s[i:i + 1], speeds[i], generators[i], profile)
-                for i, ids in enumerate(input_ids)]
+        outs = []
+        for i, ids in enumerate(input_ids):  # a failing item raises after the items before it drew their noise
+            if self.fail_on in record[i]:
+                raise RuntimeError(f"the fake model fails on token {self.fail_on}")
+            outs.append(self.forward(ids[None], ref_s[i:i + 1], speeds[i], generators[i], profile))
         del held
         return outs
 
