@@ -132,10 +132,10 @@ class Scheduler:
 
     def __init__(self, model, device: str | torch.device = "cpu", *, frame_budget: int = DEFAULT_FRAME_BUDGET, max_batch: int = DEFAULT_MAX_BATCH,
                  max_requests: int = DEFAULT_MAX_REQUESTS, context: Callable = contextlib.nullcontext,
-                 profile=None, on_batch: Callable[[list[tuple[Request, int]]], None] | None = None) -> None:
+                 profile=None) -> None:
         self.device = torch.device(device)
         self.model, self.frame_budget, self.max_batch, self.max_requests = model, frame_budget, max_batch, max_requests
-        self._context, self.profile, self._on_batch = context, profile, on_batch
+        self._context, self.profile = context, profile
         self._active: deque[Request] = deque()  # admitted and not finished, in order of arrival
         self._cond = threading.Condition()
         self._closed = False
@@ -223,12 +223,10 @@ class Scheduler:
                 if self._closed:
                     return
                 batch = self._take_batch()
-            if self._on_batch is not None:
-                self._on_batch(batch)
             try:
                 results = self._run(batch)
             except BaseException as exc:  # never leave a caller waiting on a dead worker
-                results = [exc] * len(batch)
+                results = [_result(request.jobs[i], exc) for request, i in batch]
             with self._cond:
                 for (request, i), result in zip(batch, results):
                     if request.finished:
@@ -248,27 +246,29 @@ class Scheduler:
             try:
                 outputs = self._forward(batch)
             except Exception as exc:
-                if len(batch) == 1:
-                    return [exc]
-                log.warning("a batch of %d failed (%s); running its items one by one", len(batch), exc)
-                for k, g in generators.items():
-                    g.set_state(saved[k])
-                outputs, failed = [], set()
-                for request, i in batch:
-                    if id(request) in failed:
-                        outputs.append(None)
-                        continue
-                    try:
-                        outputs += self._forward([(request, i)])
-                    except Exception as item_exc:
-                        failed.add(id(request))
-                        outputs.append(item_exc)
-        results = [out if isinstance(out, BaseException) or out is None else _chunk(request.jobs[i], out)
-                   for (request, i), out in zip(batch, outputs)]
+                outputs = [exc] if len(batch) == 1 else self._one_by_one(batch, exc, generators, saved)
+        results = [_result(request.jobs[i], out) for (request, i), out in zip(batch, outputs)]
         longest = max(request.jobs[i].frames for request, i in batch)
         made = sum(int(r.durations.sum()) for r in results if isinstance(r, Chunk))
         self.batches.append(BatchStats(len(batch), len(batch) * longest, made, memory.bytes()))
         return results
+
+    def _one_by_one(self, batch, exc, generators, saved) -> list:
+        """A failed batch again, item by item from the generators' states before it: each failure is its own."""
+        log.warning("a batch of %d failed (%s); running its items one by one", len(batch), exc)
+        for k, g in generators.items():
+            g.set_state(saved[k])
+        outputs, failed = [], set()
+        for request, i in batch:
+            if id(request) in failed:
+                outputs.append(None)
+                continue
+            try:
+                outputs += self._forward([(request, i)])
+            except Exception as item_exc:
+                failed.add(id(request))
+                outputs.append(item_exc)
+        return outputs
 
     def _memory(self) -> PeakMemory:
         if self._peak is None:
@@ -286,7 +286,15 @@ class Scheduler:
                                         [request.generator for request, _ in batch], profile=self.profile)
 
 
-def _chunk(job: Job, out):
+def _result(job: Job, out):
+    """The Chunk made for `job`, or the error to end its request with (None: its request already failed)."""
+    if out is None or isinstance(out, TilewaveError):
+        return out
+    if isinstance(out, Exception):
+        error = TilewaveError(f"the model failed on {job.text or job.phonemes!r:.80} on {job.ids.device}: "
+                              f"{type(out).__name__}: {out}")
+        error.__cause__ = out
+        return error
     audio = out.audio.detach().float().cpu().numpy().reshape(-1)
     bad = int(np.count_nonzero(~np.isfinite(audio)))
     if bad or audio.size == 0:
