@@ -143,6 +143,33 @@ class KokoroModel(nn.Module):
         keep = dict(f, har=har, spectrum=spec) if keep_intermediates else {}
         return KokoroOutput(audio=audio[0], durations=f["durations"], intermediates=keep)
 
+    def _check_batch(self, input_ids, ref_s, speeds, generators):
+        B = len(input_ids) if isinstance(input_ids, (list, tuple)) else -1
+        if B < 1:
+            raise InputError(f"input_ids must be a non-empty list of LongTensors [N_i + 2], got {type(input_ids)}")
+        if not isinstance(ref_s, torch.Tensor) or tuple(ref_s.shape) != (B, 2 * self.cfg.style_dim):
+            raise InputError(f"ref_s must be a float tensor [{B}, {2 * self.cfg.style_dim}] (one voice-pack row "
+                             f"per item), got {tuple(getattr(ref_s, 'shape', ()))}")
+        for name, seq in (("speeds", speeds), ("generators", generators)):
+            if len(seq) != B:
+                raise InputError(f"{name} must have one entry per item ({B}), got {len(seq)}")
+        for i, ids in enumerate(input_ids):
+            if not isinstance(ids, torch.Tensor) or ids.dim() != 1:
+                raise InputError(f"input_ids[{i}] must be a 1-D LongTensor [N + 2], got "
+                                 f"{tuple(getattr(ids, 'shape', ()))}")
+            self._check_inputs(ids[None], ref_s[i:i + 1], speeds[i])
+
+    @torch.no_grad()
+    def forward_batch(self, input_ids: list[torch.Tensor], ref_s: torch.Tensor, speeds, generators,
+                      profile=None) -> list[KokoroOutput]:
+        """B utterances of any lengths: input_ids[i] [N_i + 2] (wrapped with 0s), ref_s [B, 256] (row i the
+        voice pack's style for item i), speeds and generators one per item (a generator may repeat).
+        Item i draws from generators[i], items in index order, with the shapes its solo forward draws,
+        so a request's consecutive chunks in one batch get exactly their solo audio."""
+        self._check_batch(input_ids, ref_s, speeds, generators)
+        return [self.forward(ids[None], ref_s[i:i + 1], float(speeds[i]), generators[i], profile)
+                for i, ids in enumerate(input_ids)]
+
 
 def _stages(profile):
     return profile.stage if profile is not None else (lambda name: contextlib.nullcontext())

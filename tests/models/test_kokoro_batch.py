@@ -1,0 +1,65 @@
+"""KokoroModel.forward_batch: every item of a batch gives its solo forward's durations and audio."""
+import pytest
+import torch
+
+from tests.models.kokoro_reference import random_token_ids, voice_style
+from tilewave.errors import InputError
+from tilewave.harness.tolerance import scaled_max_error, tolerance
+
+# (phonemes, voice, speed, seed): very different lengths, voices, speeds and seeds
+ITEMS = [(1, "jf_alpha", 1.0, 11), (23, "jm_kumo", 1.3, 12), (4, "jf_nezumi", 0.8, 13), (9, "jf_alpha", 1.0, 14)]
+
+
+def _batch(items):
+    ids = [random_token_ids(n, 100 + k)[0] for k, (n, _, _, _) in enumerate(items)]
+    ref_s = torch.cat([voice_style(n, v) for n, v, _, _ in items])
+    return ids, ref_s, [s for _, _, s, _ in items]
+
+
+def _assert_matches_solo(out, solo):
+    assert torch.equal(out.durations, solo.durations)
+    assert out.audio.shape == solo.audio.shape
+    assert torch.isfinite(out.audio).all()
+    assert scaled_max_error(out.audio, solo.audio) <= tolerance("float32", "reduction")
+
+
+def test_each_item_of_a_batch_is_its_solo_run(kokoro_cpu):
+    ids, ref_s, speeds = _batch(ITEMS)
+    gens = [torch.Generator().manual_seed(seed) for *_, seed in ITEMS]
+    outs = kokoro_cpu.forward_batch(ids, ref_s, speeds, gens)
+    assert len(outs) == len(ITEMS)
+    for i, (out, (_, _, speed, seed)) in enumerate(zip(outs, ITEMS)):
+        solo = kokoro_cpu(ids[i][None], ref_s[i:i + 1], speed, torch.Generator().manual_seed(seed))
+        assert out.durations.shape == ids[i].shape
+        _assert_matches_solo(out, solo)
+
+
+def test_items_sharing_a_generator_draw_in_index_order(kokoro_cpu):
+    # one request's consecutive chunks in one batch: the same generator object, twice
+    ids, ref_s, speeds = _batch(ITEMS[1:3])
+    outs = kokoro_cpu.forward_batch(ids, ref_s, speeds, [torch.Generator().manual_seed(5)] * 2)
+    g = torch.Generator().manual_seed(5)
+    for i, out in enumerate(outs):
+        _assert_matches_solo(out, kokoro_cpu(ids[i][None], ref_s[i:i + 1], speeds[i], g))
+
+
+def test_a_batch_of_one_is_bit_identical_to_forward(kokoro_cpu):
+    ids, ref_s, speeds = _batch(ITEMS[1:2])
+    out, = kokoro_cpu.forward_batch(ids, ref_s, speeds, [torch.Generator().manual_seed(3)])
+    solo = kokoro_cpu(ids[0][None], ref_s, speeds[0], torch.Generator().manual_seed(3))
+    assert torch.equal(out.durations, solo.durations) and torch.equal(out.audio, solo.audio)
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda a: dict(a, ref_s=a["ref_s"][:1]), "ref_s must be"),
+    (lambda a: dict(a, speeds=a["speeds"][:1]), "speeds must have"),
+    (lambda a: dict(a, generators=[None]), "generators must have"),
+    (lambda a: dict(a, input_ids=[a["input_ids"][0][None], a["input_ids"][1]]), r"input_ids\[0\]"),
+    (lambda a: dict(a, input_ids=[]), "non-empty list"),
+    (lambda a: dict(a, speeds=[1.0, 0.0]), "speed must be"),
+])
+def test_bad_batches_are_refused_with_the_value(kokoro_cpu, change, match):
+    ids, ref_s, speeds = _batch(ITEMS[:2])
+    args = {"input_ids": ids, "ref_s": ref_s, "speeds": speeds, "generators": [None, None]}
+    with pytest.raises(InputError, match=match):
+        kokoro_cpu.forward_batch(**change(args))
