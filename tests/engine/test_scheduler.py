@@ -186,7 +186,7 @@ def test_a_budget_that_fits_one_item_runs_batch_by_batch_under_it(monkeypatch):
     # The double holds 40 kB per padded frame while it runs, and its audio temporaries take ~15-25 kB more;
     # the session is told 70 kB, as it is told what Kokoro takes.
     monkeypatch.setattr(engine_session, "BYTES_PER_FRAME", 70_000)
-    texts = ["ðɪs " * 120 + "ðɪs.", "hˈɛlO " * 80 + "wˈɜɹld.", "ɡˈʊd " * 100 + "nˈIt."]  # one chunk of ~500 each
+    texts = ["ðɪs " * 120 + "ðɪs.", "hˈɛlO " * 80 + "wˈɜɹld.", "ɡˈʊd " * 100 + "nˈIt."]  # a chunk of ~500 each
 
     def run(budget):
         model = FakeKokoro(bytes_per_frame=40_000)

@@ -7,6 +7,6 @@ from tilewave.engine.voices import DEFAULT_VOICE, builtin_voices, load_voice, st
 from tilewave.precision import DEFAULT as DEFAULT_PRECISION, MODES as PRECISIONS
 from tilewave.text import LANGUAGES
 
-__all__ = ["DEFAULT_PRECISION", "DEFAULT_VOICE", "LANGUAGES", "PRECISIONS", "SAMPLE_RATE", "Cancelled", "Chunk", "Joiner",
-           "Pipeline", "QueueFull", "Session", "builtin_voices", "join_chunks", "load_voice", "speak", "speak_many",
+__all__ = ["DEFAULT_PRECISION", "DEFAULT_VOICE", "LANGUAGES", "PRECISIONS", "SAMPLE_RATE", "Cancelled", "Chunk",
+           "Joiner", "Pipeline", "QueueFull", "Session", "builtin_voices", "join_chunks", "load_voice", "speak", "speak_many",
            "stream", "style_for"]

@@ -130,9 +130,9 @@ class Scheduler:
     batch on the worker thread (the session's precision scope and inference mode live in thread-local or
     context state, so they must be set where the model runs)."""
 
-    def __init__(self, model, device: str | torch.device = "cpu", *, frame_budget: int = DEFAULT_FRAME_BUDGET, max_batch: int = DEFAULT_MAX_BATCH,
-                 max_requests: int = DEFAULT_MAX_REQUESTS, context: Callable = contextlib.nullcontext,
-                 profile=None) -> None:
+    def __init__(self, model, device: str | torch.device = "cpu", *, frame_budget: int = DEFAULT_FRAME_BUDGET,
+                 max_batch: int = DEFAULT_MAX_BATCH, max_requests: int = DEFAULT_MAX_REQUESTS,
+                 context: Callable = contextlib.nullcontext, profile=None) -> None:
         self.device = torch.device(device)
         self.model, self.frame_budget, self.max_batch, self.max_requests = model, frame_budget, max_batch, max_requests
         self._context, self.profile = context, profile
@@ -299,8 +299,8 @@ def _result(job: Job, out):
     bad = int(np.count_nonzero(~np.isfinite(audio)))
     if bad or audio.size == 0:
         return TilewaveError(f"the model gave {'no audio' if not audio.size else f'{bad} NaN/infinite samples'} for "
-                             f"{job.text or job.phonemes!r} on {job.ids.device}; the weights or the device's kernels are "
-                             "faulty: try device='cpu' and check the weights file")
+                             f"{job.text or job.phonemes!r} on {job.ids.device}; the weights or the device's kernels "
+                             "are faulty: try device='cpu' and check the weights file")
     return Chunk(job.text, job.phonemes, out.durations.detach().cpu(), audio)
 
 

@@ -1,7 +1,7 @@
 """The engine session: one object that owns the device, the precision, the profiler, the placement report and
 the model, and runs every request through the scheduler. `say`, `profile`, `vocode` and `serve` each make one.
 
-    with Session(device="cpu", seed=None) as session:
+    with Session(device="cpu", memory_budget="2GB") as session:
         audio, rate = session.speak("Hello there.", voice="jf_alpha", seed=0)
         for chunk in session.stream(long_text):      # Chunks as they are made; the first one early
             ...
@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import threading
 from functools import lru_cache
 from typing import AsyncIterator, Iterator, Sequence
 
@@ -92,6 +93,7 @@ class Session:
         self.max_requests = max_requests
         self._model, self._weights = model, None if weights is None else os.fspath(weights)
         self._scheduler: Scheduler | None = None
+        self._starting = threading.Lock()  # the first requests of several threads make one scheduler
 
     @staticmethod
     def _frames_for(budget: int) -> int:
@@ -111,10 +113,11 @@ class Session:
 
     @property
     def scheduler(self) -> Scheduler:
-        if self._scheduler is None:
-            self._scheduler = Scheduler(self.model, self.device, frame_budget=self.frame_budget,
-                                        max_requests=self.max_requests, context=self._batch_context,
-                                        profile=self.profiler)
+        with self._starting:
+            if self._scheduler is None:
+                self._scheduler = Scheduler(self.model, self.device, frame_budget=self.frame_budget,
+                                            max_requests=self.max_requests, context=self._batch_context,
+                                            profile=self.profiler)
         return self._scheduler
 
     @contextlib.contextmanager
