@@ -61,7 +61,7 @@ def test_phonemes_voice_blend_lang_speed(tmp_path, fake_model):
 def test_profile_prints_stages_and_placements(tmp_path, fake_model, monkeypatch, capsys):
     assert say("Hello.", "--profile", "-o", str(tmp_path / "p.wav")) == 0
     out = capsys.readouterr().out
-    assert all(name in out for name in ("phonemize", *STAGES)) and "ran on" in out
+    assert all(name in out for name in ("phonemize", *STAGES)) and "ran on" in out and "peak memory: " in out
 
 
 BAD_INPUTS = [
