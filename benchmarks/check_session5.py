@@ -14,7 +14,8 @@ import triton
 import triton.language as tl
 
 from tilewave.harness.bench import _as_tuple
-from tilewave.harness.registry import dtype_of, load_all_kernels
+from tilewave.spec import dtype_of
+from tilewave.harness.catalogue import load_all_kernels
 from tilewave.harness.timing import time_cuda
 from tilewave.kernels import conv2d
 

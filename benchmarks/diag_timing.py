@@ -19,7 +19,8 @@ import sys
 import torch
 
 from tilewave.harness.bench import _peer_precision
-from tilewave.harness.registry import dtype_of, load_all_kernels
+from tilewave.spec import dtype_of
+from tilewave.harness.catalogue import load_all_kernels
 from tilewave.harness.runner import _as_tuple
 
 ROWS = [

@@ -17,7 +17,7 @@ import torch
 import triton
 
 from tilewave.harness.timing import time_cuda
-from tilewave.harness.tolerance import dtype_name, scaled_max_error, tolerance
+from tilewave.spec.tolerance import dtype_name, scaled_max_error, tolerance
 from tilewave.kernels import antialias as A
 
 COPY_GBS = 4252.0

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from tilewave.harness.timing import time_cuda
-from tilewave.harness.tolerance import tolerance
+from tilewave.spec.tolerance import tolerance
 from tilewave.kernels import attention as A
 
 COPY_GBPS = 4252.0  # measured device copy bandwidth (benchmarks/RESULTS.md)

@@ -35,7 +35,7 @@ import time
 import torch
 
 from tilewave.harness.timing import time_cuda
-from tilewave.harness.tolerance import tolerance
+from tilewave.spec.tolerance import tolerance
 from tilewave.kernels import attention as A
 
 COPY_GBPS = 4279.0  # measured device copy bandwidth (session 3)

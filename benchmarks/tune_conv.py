@@ -223,7 +223,7 @@ def _init():
 
 
 def tol_for(dtype_name, prec):
-    from tilewave.harness.tolerance import tolerance
+    from tilewave.spec.tolerance import tolerance
     if dtype_name == "float32":
         return tolerance("tf32" if prec == "tf32" else "float32", "reduction")
     return tolerance(dtype_name, "reduction")

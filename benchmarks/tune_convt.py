@@ -126,7 +126,7 @@ def candidate_fn(cand, prec, p, x, w, b):
 
 
 def tol_for(dtype_name, prec):
-    from tilewave.harness.tolerance import tolerance
+    from tilewave.spec.tolerance import tolerance
     return tolerance("float32" if dtype_name == "float32" else dtype_name, "reduction")
 
 

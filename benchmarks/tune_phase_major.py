@@ -11,10 +11,10 @@ import math
 import torch
 
 from tilewave.harness.bench import _peer_precision
-from tilewave.harness.registry import load_all_kernels
+from tilewave.harness.catalogue import load_all_kernels
 from tilewave.harness.runner import _as_tuple
 from tilewave.harness.timing import time_cuda
-from tilewave.harness.tolerance import scaled_max_error
+from tilewave.spec.tolerance import scaled_max_error
 from tilewave.kernels import conv as K
 
 import diag_timing  # noqa: E402  (benchmarks/ is on sys.path when run as a script)

@@ -23,7 +23,7 @@ import torch
 import triton
 
 from tilewave.harness.timing import time_cuda
-from tilewave.harness.tolerance import scaled_max_error, tolerance
+from tilewave.spec.tolerance import scaled_max_error, tolerance
 from tilewave.kernels import spectral as K
 
 COPY_GBS = 4252.0

@@ -30,7 +30,7 @@ import time
 import torch
 import triton
 
-from tilewave.harness.tolerance import scaled_max_error, tolerance
+from tilewave.spec.tolerance import scaled_max_error, tolerance
 from tilewave.kernels import spectral as K
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

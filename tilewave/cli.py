@@ -8,7 +8,7 @@ import sys
 
 
 def _kernel_registry():
-    from tilewave.harness.registry import load_all_kernels
+    from tilewave.harness.catalogue import load_all_kernels
 
     return load_all_kernels()
 

@@ -7,7 +7,7 @@ import tilewave
 from tests.engine.fake_model import FakeKokoro
 from tilewave.engine import Session
 from tilewave.errors import InputError
-from tilewave.harness.tolerance import tolerance
+from tilewave.spec.tolerance import tolerance
 
 
 def test_speak_many_equals_speak_per_item_with_seeds():

@@ -10,7 +10,7 @@ import torch
 from tilewave import cli_vocode
 from tilewave.engine.vocode import vocode_file, vocode_mel, wav_to_mel
 from tilewave.errors import InputError
-from tilewave.harness.tolerance import tolerance
+from tilewave.spec.tolerance import tolerance
 from tilewave.models.vocoders.bigvgan import BigVGAN, BigVGANConfig, random_state_dict
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])

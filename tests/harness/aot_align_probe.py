@@ -5,7 +5,7 @@ import triton
 import triton.language as tl
 
 from tilewave.harness.build import compile_variant
-from tilewave.harness.registry import AotVariant
+from tilewave.spec import AotVariant
 
 
 @triton.jit

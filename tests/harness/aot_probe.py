@@ -6,7 +6,7 @@ import triton
 import triton.language as tl
 
 from tilewave.harness.build import run_build
-from tilewave.harness.registry import AotVariant, BenchShape, Case, Kernel, Registry
+from tilewave.spec import AotVariant, BenchShape, Case, Kernel, Registry
 
 
 @triton.jit

@@ -27,7 +27,7 @@ def test_invalid_dot_variant_fails_the_gate():
 
 def test_build_refuses_interpreter_mode():
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
-    code = "from tilewave.harness.build import run_build; from tilewave.harness.registry import REGISTRY; run_build(REGISTRY, None)"
+    code = "from tilewave.harness.build import run_build; from tilewave.spec import REGISTRY; run_build(REGISTRY, None)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode != 0 and "unset TRITON_INTERPRET" in proc.stderr
 

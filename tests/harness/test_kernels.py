@@ -2,7 +2,8 @@
 import pytest
 
 from tests.conftest import KERNEL_DEVICE
-from tilewave.harness.registry import REGISTRY, load_all_kernels
+from tilewave.harness.catalogue import load_all_kernels
+from tilewave.spec import REGISTRY
 from tilewave.harness.runner import default_seed, iter_cases, run_case
 
 load_all_kernels()

@@ -8,7 +8,7 @@ from triton.runtime.jit import JITFunction
 
 from tilewave.harness.launches import (LaunchSpec, _arg_names, launch_record, load_manifest, specs_for,
                                       undeclared_launches)
-from tilewave.harness.registry import AotVariant
+from tilewave.spec import AotVariant
 
 
 def _probe(x_ptr, y_ptr, n, stride, one, scale, BLOCK: tl.constexpr, FLAG: tl.constexpr = False):

@@ -5,9 +5,10 @@ import triton
 import triton.language as tl
 
 from tests.conftest import KERNEL_DEVICE
-from tilewave.harness.registry import REGISTRY, Case, Kernel, Registry, load_all_kernels
+from tilewave.harness.catalogue import load_all_kernels
 from tilewave.harness.runner import run_tests
 from tilewave.kernels import activation as A
+from tilewave.spec import REGISTRY, Case, Kernel, Registry
 
 load_all_kernels()
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from tests.conftest import KERNEL_DEVICE
-from tilewave.harness.tolerance import scaled_max_error, tolerance
+from tilewave.spec.tolerance import scaled_max_error, tolerance
 from tilewave.kernels import antialias as K
 
 TOL = tolerance("float32", "pointwise")

@@ -6,7 +6,7 @@ import torch.nn.functional as F
 
 from tests.conftest import KERNEL_DEVICE
 from tilewave import ops
-from tilewave.harness.tolerance import scaled_max_error, tolerance
+from tilewave.spec.tolerance import scaled_max_error, tolerance
 from tilewave.kernels import attention as K
 from tilewave.ops import attention as A
 

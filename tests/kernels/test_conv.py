@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from tests.conftest import KERNEL_DEVICE
-from tilewave.harness.tolerance import scaled_max_error
+from tilewave.spec.tolerance import scaled_max_error
 from tilewave.kernels import conv as K
 from tilewave.ops import conv as ops
 from tilewave.ops.dispatch import placements, reset_placements
@@ -73,7 +73,8 @@ def test_tile_choice_for_model_layers():
 
 
 def test_every_registered_variant_is_a_config_the_launcher_has():
-    from tilewave.harness.registry import REGISTRY, load_all_kernels
+    from tilewave.harness.catalogue import load_all_kernels
+    from tilewave.spec import REGISTRY
     load_all_kernels()
     tiles = {(c.BLOCK_M, c.BLOCK_N, c.BLOCK_K) for table in (K.GEMM_CONFIGS, K.TAP_CONFIGS, K.INTERLEAVED_CONFIGS)
              for cs in table.values() for c in cs}

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from tests.conftest import KERNEL_DEVICE
-from tilewave.harness.tolerance import scaled_max_error, tolerance
+from tilewave.spec.tolerance import scaled_max_error, tolerance
 from tilewave.kernels import norm as K
 from tilewave.ops import norm as ops
 from tilewave.ops.dispatch import placements, reset_placements

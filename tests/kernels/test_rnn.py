@@ -9,7 +9,7 @@ import torch
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from tests.conftest import KERNEL_DEVICE
-from tilewave.harness.tolerance import scaled_max_error, tolerance
+from tilewave.spec.tolerance import scaled_max_error, tolerance
 from tilewave.kernels import activation as A
 from tilewave.kernels import norm as N
 from tilewave.kernels import rnn as K

@@ -17,7 +17,7 @@ import triton.language as tl
 
 from tests.conftest import KERNEL_DEVICE
 from tilewave import ops
-from tilewave.harness.tolerance import scaled_max_error, tolerance
+from tilewave.spec.tolerance import scaled_max_error, tolerance
 from tilewave.kernels import spectral as K
 from tilewave.ops import spectral as S
 

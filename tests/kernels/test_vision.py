@@ -12,7 +12,7 @@ import torch
 
 from tests.conftest import KERNEL_DEVICE
 from tilewave import ops
-from tilewave.harness.tolerance import scaled_max_error, tolerance
+from tilewave.spec.tolerance import scaled_max_error, tolerance
 from tilewave.kernels import conv2d as KC
 from tilewave.kernels import vision as KV
 from tilewave.ops import vision as OV

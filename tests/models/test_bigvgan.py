@@ -8,7 +8,7 @@ import torch
 
 from tests.models.bigvgan_reference import load as load_reference
 from tilewave.errors import InputError, WeightsError
-from tilewave.harness.tolerance import tolerance
+from tilewave.spec.tolerance import tolerance
 from tilewave.models.vocoders.bigvgan import BigVGAN, BigVGANConfig, load_config, random_state_dict
 from tilewave.models.vocoders.layers import fold_weight_norm
 from tilewave.ops import resample

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from tilewave.errors import WeightsError
-from tilewave.harness.tolerance import tolerance
+from tilewave.spec.tolerance import tolerance
 from tilewave.models.vocoders.causal_decoder import CausalDecoder, CausalDecoderConfig, random_state_dict
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])

@@ -7,7 +7,7 @@ from transformers.audio_utils import mel_filter_bank
 
 from tests.models.bigvgan_reference import load as load_reference
 from tilewave.errors import InputError
-from tilewave.harness.tolerance import tolerance
+from tilewave.spec.tolerance import tolerance
 from tilewave.models.vocoders.mel import hz_to_mel, log_mel, mel_to_hz, slaney_mel_filterbank
 
 _, MELDATASET, _ = load_reference()

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from tilewave import precision as fp32_precision
+from tilewave import profiling
 from tilewave.engine.pipeline import SAMPLE_RATE, Chunk, Pipeline, check_seed, check_speed, join_chunks, resolve_device
 from tilewave.engine.scheduler import DEFAULT_FRAME_BUDGET, DEFAULT_MAX_REQUESTS, Job, Request, Scheduler
 from tilewave.engine.voices import DEFAULT_VOICE, load_voice, style_for
@@ -86,9 +87,7 @@ class Session:
         self.memory_budget = parse_memory(memory_budget)
         self.frame_budget = DEFAULT_FRAME_BUDGET if self.memory_budget is None else self._frames_for(self.memory_budget)
         if profile is True:
-            from tilewave.harness.timing import StageProfiler
-
-            profile = StageProfiler(self.device)
+            profile = profiling.StageProfiler(self.device)
         self.profiler = profile or None
         self.max_requests = max_requests
         self._model, self._weights = model, None if weights is None else os.fspath(weights)
@@ -147,8 +146,7 @@ class Session:
         """Check a request and cut it into jobs for the scheduler: (jobs, seed)."""
         speed, seed = check_speed(speed), check_seed(seed)
         pack = self.voice if voice is None else load_voice(voice)
-        stage = self.profiler.stage("phonemize") if self.profiler is not None else contextlib.nullcontext()
-        with stage:
+        with profiling.of(self.profiler).stage("phonemize"):
             chunks = self.pipeline.chunks(text, phonemes, first_limit)
         return [Job(encode(c.phonemes)[0].to(self.device), style_for(pack, len(c.phonemes)).to(self.device), speed,
                     c.text, c.phonemes) for c in chunks], seed

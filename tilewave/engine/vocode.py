@@ -15,8 +15,8 @@ import torch
 
 from tilewave.errors import InputError
 from tilewave.models.vocoders.bigvgan import BigVGAN
-from tilewave.models.vocoders.layers import Profiler
 from tilewave.models.vocoders.mel import log_mel
+from tilewave.profiling import Profiler
 
 DEFAULT_CHUNK_FRAMES = 512  # ~5.5 s at 24 kHz / hop 256; peak memory scales with chunk + 2 x context
 CHECKPOINT_HELP = (

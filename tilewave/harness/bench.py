@@ -11,10 +11,11 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from .registry import BenchShape, Kernel, Registry, dtype_of
+from tilewave.spec import BenchShape, Kernel, Registry, dtype_of
+from tilewave.spec.tolerance import scaled_max_error
+
 from .runner import _as_tuple
 from .timing import time_cuda
-from .tolerance import scaled_max_error
 
 MEMORY_BOUND = 0.60
 COMPUTE_BOUND = 0.50

@@ -20,8 +20,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from tilewave.spec import AotVariant, Kernel, Registry
+
 from .launches import LaunchSpec, load_manifest, specs_for, undeclared_launches
-from .registry import AotVariant, Kernel, Registry
 
 TARGETS = {"sm_90": 90, "sm_80": 80, "sm_89": 89}
 

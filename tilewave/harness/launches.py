@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .registry import AotVariant, Registry
+from tilewave.spec import AotVariant, Registry
 
 MANIFEST = Path(__file__).with_name("launches.json")
 _RUN_DEFAULTS = {"num_warps": 4, "num_stages": 3}  # Triton's NVIDIA defaults when a launch names neither
@@ -108,7 +108,7 @@ def record_launches(registry: Registry, pattern: str | None = None, echo=print) 
     import triton
 
     from .bench import _as_tuple
-    from .registry import dtype_of
+    from tilewave.spec import dtype_of
 
     entries: dict[str, dict] = {}
     failed = []
@@ -189,7 +189,7 @@ def undeclared_launches(variants: list[AotVariant], launches: list[dict]) -> lis
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .registry import load_all_kernels
+    from tilewave.harness.catalogue import load_all_kernels
 
     if (sys.argv[1:] if argv is None else argv):
         raise SystemExit("usage: python -m tilewave.harness.launches   (records every registry kernel)")

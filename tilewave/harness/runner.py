@@ -14,8 +14,8 @@ from typing import Any
 
 import torch
 
-from .registry import Kernel, Registry, dtype_of
-from .tolerance import scaled_max_error
+from tilewave.spec import Kernel, Registry, dtype_of
+from tilewave.spec.tolerance import scaled_max_error
 
 
 @dataclass

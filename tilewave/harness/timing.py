@@ -1,13 +1,10 @@
-"""The one timing function (kernel benchmarks) and the stage profiler (engine profiles).
-
-Both read the device clock: CUDA events on a GPU, perf_counter on the CPU.
-"""
+"""The one timing function of the kernel benchmarks: CUDA events around each run (the engine's stage profiler,
+which reads the same clocks, is tilewave.profiling)."""
 from __future__ import annotations
 
-import contextlib
 import statistics
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
@@ -74,65 +71,3 @@ def time_cuda(fn, warmup: int = 10, reps: int = 100, flush_l2: bool = True) -> T
     torch.cuda.synchronize()
     times = [s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends)]
     return Timing(statistics.median(times), min(times), max(times), reps)
-
-
-@dataclass
-class _Stage:
-    name: str
-    depth: int
-    ms: float = 0.0
-    calls: int = 0
-    pending: list = field(default_factory=list)
-
-
-class StageProfiler:
-    """Time named stages of one run (nested stages allowed; a stage entered again accumulates).
-
-    with prof.stage("generator"): ...      then prof.report() -> [(name, depth, ms, share_of_total)]
-    On CUDA the stages are bracketed by events and read once at report time, so profiling adds no
-    synchronisation inside the run; the total is the sum of the top-level stages.
-    """
-
-    def __init__(self, device: str | torch.device = "cpu") -> None:
-        self.cuda = torch.device(device).type == "cuda"
-        self._stages: dict[str, _Stage] = {}
-        self._depth = 0
-
-    @contextlib.contextmanager
-    def stage(self, name: str):
-        st = self._stages.setdefault(name, _Stage(name, self._depth))
-        self._depth += 1
-        if self.cuda:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-        else:
-            t0 = time.perf_counter()
-        try:
-            yield
-        finally:
-            self._depth -= 1
-            st.calls += 1
-            if self.cuda:
-                end.record()
-                st.pending.append((start, end))
-            else:
-                st.ms += (time.perf_counter() - t0) * 1e3
-
-    def report(self) -> list[tuple[str, int, float, float]]:
-        if self.cuda:
-            torch.cuda.synchronize()
-            for st in self._stages.values():
-                st.ms += sum(s.elapsed_time(e) for s, e in st.pending)
-                st.pending.clear()
-        total = sum(st.ms for st in self._stages.values() if st.depth == 0) or 1.0
-        return [(st.name, st.depth, st.ms, st.ms / total) for st in self._stages.values()]
-
-    def format(self, title: str = "stage") -> str:
-        rows = self.report()
-        width = max([len(title)] + [len(n) + 2 * d for n, d, _, _ in rows])
-        lines = [f"{title:<{width}}  {'ms':>9}  {'share':>6}"]
-        for name, depth, ms, share in rows:
-            lines.append(f"{'  ' * depth + name:<{width}}  {ms:9.2f}  {share:6.1%}")
-        top = sum(ms for _, d, ms, _ in rows if d == 0)
-        lines.append(f"{'total':<{width}}  {top:9.2f}")
-        return "\n".join(lines)

@@ -1,5 +1,5 @@
-"""Triton kernels, one module per family; each module registers its kernels in the harness registry.
+"""Triton kernels, one module (or package) per family; each registers its kernels in tilewave.spec's registry.
 
-Importing this package imports nothing heavy; `tilewave.harness.registry.load_all_kernels()` imports
+Importing this package imports nothing heavy; `tilewave.harness.catalogue.load_all_kernels()` imports
 every module here (so a new family module is picked up without editing a list).
 """

@@ -46,7 +46,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from tilewave.harness.registry import AotVariant, BenchShape, Case, Kernel, register
+from tilewave.spec import AotVariant, BenchShape, Case, Kernel, register
 from tilewave.kernels._common import check_channel_params, sin
 from tilewave.kernels.activation import _snake_inputs, snake_torch
 

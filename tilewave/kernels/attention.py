@@ -53,7 +53,7 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
-from tilewave.harness.registry import AotVariant, BenchShape, Case, Kernel, register
+from tilewave.spec import AotVariant, BenchShape, Case, Kernel, register
 from tilewave.kernels._common import hopper_or_newer, randn
 from tilewave.precision import dot_input, tile_class
 

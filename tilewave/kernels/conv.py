@@ -67,7 +67,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from tilewave.harness.registry import AotVariant, BenchShape, Case, Kernel, register
+from tilewave.spec import AotVariant, BenchShape, Case, Kernel, register
 from tilewave.kernels import activation
 from tilewave.kernels._common import hopper_or_newer, randn, sin
 from tilewave.precision import check as check_precision, dot_input

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from tilewave.harness.registry import AotVariant, BenchShape, Case, Kernel, register
+from tilewave.spec import AotVariant, BenchShape, Case, Kernel, register
 from tilewave.kernels._common import randn
 
 # elements of the [BLOCK_W, BLOCK_C] tile: 8 fp32 accumulators (two 16-byte vectors) per thread at 4 warps;

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from tilewave.harness.registry import AotVariant, BenchShape, Case, Kernel, register
+from tilewave.spec import AotVariant, BenchShape, Case, Kernel, register
 from tilewave.kernels._common import block_size, randn
 
 ADAIN_BLOCK = 8192   # 32 elements (eight 16-byte loads in fp32) per thread at 8 warps: enough bytes in

@@ -61,7 +61,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tilewave.harness.registry import AotVariant, BenchShape, Case, Kernel, register
+from tilewave.spec import AotVariant, BenchShape, Case, Kernel, register
 from tilewave.kernels._common import rand, randn
 
 RESIDENT_WEIGHTS = 16384  # float32 W_hh elements per resident program: 64 KB, 64 registers/thread at 8 warps

@@ -60,7 +60,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from tilewave.harness.registry import AotVariant, BenchShape, Case, Kernel, register
+from tilewave.spec import AotVariant, BenchShape, Case, Kernel, register
 from tilewave.kernels._common import rand, randn, tanh
 from tilewave.precision import MODES, check as check_precision
 

@@ -40,7 +40,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from tilewave.harness.registry import AotVariant, BenchShape, Case, Kernel, register
+from tilewave.spec import AotVariant, BenchShape, Case, Kernel, register
 from tilewave.kernels._common import rand, randn
 from tilewave.kernels.conv2d import DTYPES_TL, as_pair, same_dtype, window2d_nhwc, window_out_size, window_variants
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 
 from tilewave.kernels import antialias as K
+from tilewave.kernels.antialias import TAPS, resample_filter  # noqa: F401 (the models build their filters here)
 from tilewave.ops.dispatch import use_triton
 
 

@@ -6,13 +6,13 @@ the `generator` argument, in the order and shapes the official model draws them 
 """
 from __future__ import annotations
 
-import contextlib
 import os
 from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
+from tilewave import profiling
 from tilewave.errors import InputError
 from tilewave.models.kokoro import weights as W
 from tilewave.models.kokoro.config import CONFIG, KokoroConfig
@@ -172,4 +172,4 @@ class KokoroModel(nn.Module):
 
 
 def _stages(profile):
-    return profile.stage if profile is not None else (lambda name: contextlib.nullcontext())
+    return profiling.of(profile).stage

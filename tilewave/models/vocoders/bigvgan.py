@@ -21,11 +21,11 @@ from typing import Any, Iterator
 import torch
 
 from tilewave.errors import InputError, WeightsError
-from tilewave.kernels.antialias import TAPS, resample_filter
-from tilewave.models.vocoders.layers import Profiler, read_checkpoint, reject_unused, take, take_weight, timed
+from tilewave.models.vocoders.layers import read_checkpoint, reject_unused, take, take_weight, timed
 from tilewave.ops.activation import clamp_scalar
 from tilewave.ops.conv import conv1d, conv1d_transpose
-from tilewave.ops.resample import act1d
+from tilewave.ops.resample import TAPS, act1d, resample_filter
+from tilewave.profiling import Profiler
 
 ACT1D_REACH = 6  # y[p] of act1d depends on x[p - 6 .. p + 6] (12-tap up and down filters)
 

@@ -23,9 +23,10 @@ from typing import Iterator
 
 import torch
 
-from tilewave.models.vocoders.layers import Profiler, reject_unused, take, take_weight, timed
+from tilewave.models.vocoders.layers import reject_unused, take, take_weight, timed
 from tilewave.ops.activation import snake
 from tilewave.ops.conv import conv1d, conv1d_transpose
+from tilewave.profiling import Profiler
 
 
 @dataclass(frozen=True)

@@ -5,22 +5,18 @@ import contextlib
 import pickle
 import zipfile
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 
+from tilewave import profiling
 from tilewave.errors import WeightsError
-
-
-class Profiler(Protocol):
-    """What the models need of tilewave.harness.timing.StageProfiler: one timed context per name."""
-
-    def stage(self, name: str) -> contextlib.AbstractContextManager: ...
+from tilewave.profiling import Profiler
 
 
 def timed(profiler: Profiler | None, stage: str, op: str) -> contextlib.AbstractContextManager:
     """Time one op under 'stage/op' (op is 'conv', 'conv_transpose' or 'act'); nothing when not profiling."""
-    return contextlib.nullcontext() if profiler is None else profiler.stage(f"{stage}/{op}")
+    return profiling.of(profiler).stage(f"{stage}/{op}")
 
 
 def read_checkpoint(path: str | Path) -> dict[str, Any]:

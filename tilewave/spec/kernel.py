@@ -1,22 +1,21 @@
-"""The one kernel registry.
+"""What a kernel declares, and the one registry that holds the declarations.
 
 Each kernel module registers its kernels here once, with everything needed to check and time them:
 the Triton launch function, a readable float64 oracle, the stock PyTorch peer, an input generator,
-the test cases, the benchmark shapes (FLOPs and minimal bytes declared) and the compile variants that
-the AOT gate builds. The test runner, the pytest bridge, the bench runner and `tilewave build` all read
-this registry and nothing else, so a kernel that is registered is checked everywhere.
+the test cases, the benchmark shapes (FLOPs and minimal bytes declared), the compile variants that
+the AOT gate builds and the models that use it. The tools above the kernels (tilewave.harness: the test
+runner, the pytest bridge, the bench runner and `tilewave build`) read this registry and nothing else, so a
+kernel that is registered is checked everywhere. This package sits below the kernels and imports none.
 """
 from __future__ import annotations
 
 import fnmatch
-import importlib
-import pkgutil
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 import torch
 
-from .tolerance import dtype_name, tolerance
+from tilewave.spec.tolerance import dtype_name, tolerance
 
 Tensors = torch.Tensor | tuple[torch.Tensor, ...]
 
@@ -139,18 +138,8 @@ REGISTRY = Registry()
 register = REGISTRY.register
 
 
-def load_all_kernels() -> Registry:
-    """Import every module of tilewave.kernels so that each registers its kernels."""
-    import tilewave.kernels as pkg
-
-    for mod in pkgutil.iter_modules(pkg.__path__):
-        importlib.import_module(f"{pkg.__name__}.{mod.name}")
-    return REGISTRY
-
-
 def dtype_of(name: str) -> torch.dtype:
     return getattr(torch, name)
 
 
-__all__ = ["AotVariant", "BenchShape", "Case", "Kernel", "REGISTRY", "Registry", "dtype_name",
-           "dtype_of", "load_all_kernels", "register"]
+__all__ = ["AotVariant", "BenchShape", "Case", "Kernel", "REGISTRY", "Registry", "dtype_name", "dtype_of", "register"]
