@@ -16,6 +16,7 @@ import contextlib
 import os
 import re
 import threading
+import weakref
 from functools import lru_cache
 from typing import AsyncIterator, Iterator, Sequence
 
@@ -89,6 +90,8 @@ class Session:
         if profile is True:
             profile = profiling.StageProfiler(self.device)
         self.profiler = profile or None
+        if isinstance(max_requests, bool) or not isinstance(max_requests, int) or max_requests < 1:
+            raise InputError(f"max_requests must be a whole number of at least 1, got {max_requests!r}")
         self.max_requests = max_requests
         self._model, self._weights = model, None if weights is None else os.fspath(weights)
         self._scheduler: Scheduler | None = None
@@ -211,11 +214,11 @@ class Session:
                 phonemes: bool = False) -> None:
         """Run `text` once outside the profile: on a GPU, Triton compiles each kernel at its first call."""
         scheduler, profiler = self.scheduler, self.profiler
-        scheduler.profile = None
+        scheduler.profile = self.profiler = None
         try:
             list(self.submit(text, voice, speed, seed, phonemes))
         finally:
-            scheduler.profile = profiler
+            scheduler.profile = self.profiler = profiler
 
     @staticmethod
     def placements() -> list[tuple[str, str, str, int]]:
@@ -278,8 +281,9 @@ def stream(text: str, voice=DEFAULT_VOICE, speed: float = 1.0, seed: int | None 
            weights: str | None = None, model=None) -> Iterator[Chunk]:
     """The Chunks of `text` as they are made, the first one early (see Session.stream)."""
     session = Session(device, precision, lang, voice, weights, model)
-    request = session.stream(text, speed=speed, seed=seed, phonemes=phonemes)
-    return _closing(session, request)
+    chunks = _closing(session, session.stream(text, speed=speed, seed=seed, phonemes=phonemes))
+    weakref.finalize(chunks, session.close)  # an iterator dropped before its first chunk still frees the worker
+    return chunks
 
 
 def _closing(session: Session, request: Request) -> Iterator[Chunk]:
