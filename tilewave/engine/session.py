@@ -74,17 +74,19 @@ def load_model(weights: str | None, device: str):
 
 
 class Session:
-    """Device, precision, profiler, placements and model for a run of requests. `profile`: True for a new
-    stage profiler (its report: `profiler.format()`), or any object with `.stage(name)`. `memory_budget`
-    ('2GB', or bytes) bounds each batch's size x frames; `max_requests` the requests held at once."""
+    """Device, precision, profiler, placements and model for a run of requests. `voice`: the voice of requests
+    that name none (default DEFAULT_VOICE). `profile`: True for a new stage profiler (its report:
+    `profiler.format()`), or any object with `.stage(name)`. `memory_budget` ('2GB', or bytes): the memory a
+    batch may take above the loaded model, which bounds its size x frames; `max_requests`: the requests held
+    at once (more wait, or get QueueFull)."""
 
     def __init__(self, device: str | torch.device | None = None, precision: str = fp32_precision.DEFAULT,
-                 lang: str = "en-us", voice=DEFAULT_VOICE, weights: str | os.PathLike | None = None, model=None,
+                 lang: str = "en-us", voice=None, weights: str | os.PathLike | None = None, model=None,
                  memory_budget=None, profile=False, max_requests: int = DEFAULT_MAX_REQUESTS) -> None:
         self.device = resolve_device(device)
         self.precision = fp32_precision.check(precision)
         self.pipeline = Pipeline(lang)
-        self.voice = load_voice(DEFAULT_VOICE if voice is None else voice)
+        self._voice = None if voice is None else load_voice(voice)  # the default pack is read on first use
         self.memory_budget = parse_memory(memory_budget)
         self.frame_budget = DEFAULT_FRAME_BUDGET if self.memory_budget is None else self._frames_for(self.memory_budget)
         if profile is True:
@@ -107,6 +109,13 @@ class Session:
         return budget // BYTES_PER_FRAME
 
     # -- the model and its worker -------------------------------------------------------------------
+    @property
+    def voice(self):
+        """The voice pack of requests that name none (DEFAULT_VOICE unless the session was given one)."""
+        if self._voice is None:
+            self._voice = load_voice(DEFAULT_VOICE)
+        return self._voice
+
     @property
     def model(self):
         if self._model is None:
