@@ -8,6 +8,7 @@ from tilewave.harness.runner import default_seed, iter_cases, run_case
 
 load_all_kernels()
 SEED = default_seed()
+MODELS = {"kokoro", "bigvgan", "causal_decoder"}
 CASES = list(iter_cases(REGISTRY.select(None), KERNEL_DEVICE))
 
 
@@ -22,6 +23,8 @@ def test_kernel_is_fully_declared(kernel):
     assert any("cpu" in c.devices for c in kernel.cases), f"{kernel.name} has no interpreter case"
     assert any("cuda" in c.devices for c in kernel.cases), f"{kernel.name} has no GPU case"
     assert kernel.variants is not None, f"{kernel.name} declares no AOT compile variants"
+    assert kernel.used_by is not None, f"{kernel.name} does not say which models use it (used_by=() if none)"
+    assert set(kernel.used_by) <= MODELS, f"{kernel.name}: used_by names {set(kernel.used_by) - MODELS}, not a model"
     for b in kernel.bench:
         assert b.bytes(b.params, 4) > 0, f"{kernel.name}/{b.label}: bytes moved must be declared"
 

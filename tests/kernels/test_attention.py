@@ -111,37 +111,37 @@ def test_decode_fused_and_separate_combine_agree_and_the_counters_rearm():
     sinks = _randn(8, seed=3)
     lens = torch.tensor([70, 45], dtype=torch.int32, device=KERNEL_DEVICE)
     ref = K.sdpa_decode_sink_oracle(*_f64(q, kc, vc, sinks), cache_lens=lens.cpu())
-    outs = [K._launch_decode(q, kc, vc, sinks, lens, None, None, "ieee", 3, None, fused_combine=fused)
+    outs = [K.decode._launch_decode(q, kc, vc, sinks, lens, None, None, "ieee", 3, None, fused_combine=fused)
             for fused in (True, True, False)]
     for out in outs:
         assert scaled_max_error(out, ref) <= TOL
-    assert (K._arrival_counters_for(q.device, 4)[:4] == 0).all()
+    assert (K.decode._arrival_counters_for(q.device, 4)[:4] == 0).all()
 
 
 def test_decode_separate_combine_over_several_steps():
     # more splits than one combine step (COMBINE_BLOCK_S): the running max must carry across steps. Head 0 has
     # no sink, batch 1 an empty cache, batch 0's keys grow large late in the cache (the max moves in a later step).
-    splits = 2 * K.COMBINE_BLOCK_S + 5
+    splits = 2 * K.plan.COMBINE_BLOCK_S + 5
     q, kc, vc = _randn(2, 4, 32), _randn(2, 2, 16 * splits, 32, seed=1), _randn(2, 2, 16 * splits, 32, seed=2)
     kc[0, :, -40:] *= 4.0
     sinks = _randn(4, seed=3)
     sinks[0] = float("-inf")
     lens = torch.tensor([16 * splits, 0], dtype=torch.int32, device=KERNEL_DEVICE)
     ref = K.sdpa_decode_sink_oracle(*_f64(q, kc, vc, sinks), cache_lens=lens.cpu())
-    out = K._launch_decode(q, kc, vc, sinks, lens, None, None, "ieee", splits, None, fused_combine=False)
+    out = K.decode._launch_decode(q, kc, vc, sinks, lens, None, None, "ieee", splits, None, fused_combine=False)
     assert scaled_max_error(out, ref) <= TOL
     assert out[1].abs().max().item() == 0.0  # nothing cached: the sink alone contributes no value
 
 
 @pytest.mark.parametrize("merge", [None, (8, 1024, 8), (8, 512, 16)])
 @pytest.mark.parametrize("q_in_loop", [True, False])
-def test_decode_fused_merge_forms_over_several_steps(merge, q_in_loop, monkeypatch):
+def test_decode_fused_merge_forms_over_several_steps(merge, q_in_loop):
     # head dim 64: 2 splits a merge step (16 rows by default; 1 split for (8, 512, 16)); 3 splits, so the last
     # step is half masked. A GQA group of 12: the second 8-row head slice holds 4 heads and 4 padding rows.
-    monkeypatch.setattr(K, "DECODE_Q_IN_LOOP", q_in_loop)
     q, kc, vc = _randn(1, 24, 64), _randn(1, 2, 90, 64, seed=1), _randn(1, 2, 90, 64, seed=2)
     sinks = _randn(24, seed=3)
-    out = K._launch_decode(q, kc, vc, sinks, None, None, None, "ieee", 5, None, fused_combine=True, merge=merge)
+    out = K.decode._launch_decode(q, kc, vc, sinks, None, None, None, "ieee", 5, None, fused_combine=True,
+                                  merge=merge, q_in_loop=q_in_loop)
     assert scaled_max_error(out, K.sdpa_decode_sink_oracle(*_f64(q, kc, vc, sinks))) <= TOL
 
 

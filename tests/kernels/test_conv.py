@@ -10,6 +10,7 @@ import torch.nn.functional as F
 
 from tests.conftest import KERNEL_DEVICE
 from tilewave.spec.tolerance import scaled_max_error
+from tilewave.kernels import activation
 from tilewave.kernels import conv as K
 from tilewave.ops import conv as ops
 from tilewave.ops.dispatch import placements, reset_placements
@@ -86,9 +87,9 @@ def test_every_registered_variant_is_a_config_the_launcher_has():
             if "BLOCK_K" in ce:
                 assert (ce["BLOCK_M"], ce["BLOCK_N"], ce["BLOCK_K"]) in tiles
                 assert v.expect_mma == (ce["PRECISION"] != "ieee" or v.signature["x_ptr"] != "*fp32"), v.name
-            elif v.fn is K._time_major_pad_kernel:
+            elif v.fn is K.tap._time_major_pad_kernel:
                 assert (ce["BLOCK_C"], ce["BLOCK_T"]) == K.TIME_MAJOR_PAD_BLOCK
-            elif v.fn is K._interleave_phases_kernel:
+            elif v.fn is K.transpose._interleave_phases_kernel:
                 assert ce["BLOCK_J"] == K.interleave_block(ce["S"]), v.name
             else:
                 assert (ce["BLOCK_C"], ce["BLOCK_T"]) in K.DIRECT_CONFIGS
@@ -125,7 +126,7 @@ def test_tap_major_weight_holds_each_phase_tap_and_channel(transposed, stride, d
     gen = torch.Generator().manual_seed(6)
     shape = (C_in, C_out // groups, K_) if transposed else (C_out, C_in // groups, K_)
     w = torch.randn(*shape, generator=gen)
-    packed, bases, U, C_in_pad = K._packed_tap_weight(w, transposed, groups, stride, pad, dilation, bk)
+    packed, bases, U, C_in_pad = K.pack._packed_tap_weight(w, transposed, groups, stride, pad, dilation, bk)
     C_in_g, C_out_g = C_in // groups, C_out // groups
     assert C_in_pad % bk == 0 and C_in_pad >= C_in_g
     phases = stride if transposed else 1
@@ -148,7 +149,7 @@ def test_tap_major_weight_holds_each_phase_tap_and_channel(transposed, stride, d
                     assert int(bases[phase]) == entry[1]
                 else:
                     assert torch.equal(got, w[g * C_out_g:(g + 1) * C_out_g, :, k])
-    assert K._packed_tap_weight(w, transposed, groups, stride, pad, dilation, bk)[0] is packed  # cached
+    assert K.pack._packed_tap_weight(w, transposed, groups, stride, pad, dilation, bk)[0] is packed  # cached
 
 
 def test_transposed_form_and_tile_choice_for_model_layers():
@@ -176,7 +177,7 @@ def test_interleaved_weight_puts_each_phase_tap_at_its_input_shift(stride, K_, p
     C_in, C_out_g, bk = 40, 12, 16
     w = torch.randn(C_in, C_out_g, K_, generator=torch.Generator().manual_seed(5))
     phase_pad = triton_next_pow2(stride)
-    packed, lowest, U, C_in_pad = K._packed_interleaved_weight(w, groups, stride, pad, dilation, bk, phase_pad)
+    packed, lowest, U, C_in_pad = K.pack._packed_interleaved_weight(w, groups, stride, pad, dilation, bk, phase_pad)
     C_in_g = C_in // groups
     p5 = packed.reshape(groups, C_out_g, phase_pad, U, C_in_pad)
     expect = torch.zeros_like(p5)
@@ -203,11 +204,11 @@ def test_transposed_conv_per_phase_and_interleaved_match_pytorch(monkeypatch, fo
                                                                  out_pad, dilation, groups, act):
     # every form of the tap kernel on every stride class (dense 2/4, padded 3/10), whichever the launcher picks
     strides = frozenset(range(2, 17)) if form == "interleaved" else frozenset()
-    monkeypatch.setattr(K, "INTERLEAVED_STRIDES", {cls: strides for cls in K.INTERLEAVED_STRIDES})
+    monkeypatch.setattr(K.plan, "INTERLEAVED_STRIDES", {cls: strides for cls in K.INTERLEAVED_STRIDES})
     if form == "per phase, strided stores":
-        monkeypatch.setattr(K, "PHASE_MAJOR_CLASSES", frozenset())
-    monkeypatch.setattr(K, "INTERLEAVED_MAX_EXTRA_MACS", math.inf)
-    monkeypatch.setattr(K, "tap_mode", lambda x: mode)
+        monkeypatch.setattr(K.plan, "PHASE_MAJOR_CLASSES", frozenset())
+    monkeypatch.setattr(K.plan, "INTERLEAVED_MAX_EXTRA_MACS", math.inf)
+    monkeypatch.setattr(K.plan, "tap_mode", lambda x: mode)
     gen = torch.Generator().manual_seed(11)
     x = _rand(2, 32, 9, gen=gen) * torch.tensor([1.0, 100.0], device=KERNEL_DEVICE)[:, None, None]
     w = _rand(32, 32 // groups, K_, gen=gen) / (32 * K_ / stride) ** 0.5
@@ -222,7 +223,7 @@ def test_transposed_conv_per_phase_and_interleaved_match_pytorch(monkeypatch, fo
 def test_time_major_copy_is_the_transposed_input_between_zero_rows():
     gen = torch.Generator().manual_seed(9)
     x = _rand(2, 5, 70, gen=gen)  # 5 channels: rows padded to a 16-byte pitch of 8
-    xt, left = K._x_time_major(x, -3, 81)
+    xt, left = K.tap._x_time_major(x, -3, 81)
     assert left == 3 and tuple(xt.shape) == (2, 3 + 70 + 11, 8)
     ref = torch.zeros(2, 84, 8, device=KERNEL_DEVICE)
     ref[:, 3:73, :5] = x.transpose(1, 2)
@@ -238,13 +239,12 @@ def test_time_major_descriptor_path_keeps_padding_and_batches_apart(monkeypatch,
     # The interpreter follows descriptor loads whose last-dim offset is 16-byte aligned, which the time-major
     # copy's channel offsets are: the TMA path runs here as on sm_90. Batch 1 is 100x larger, so a
     # box reaching across the batch boundary instead of into the zero rows would show.
-    monkeypatch.setattr(K, "tap_mode", lambda x: "tma")
-    monkeypatch.setattr(K, "DEVICE_DESCRIPTORS", device_descriptors)
+    monkeypatch.setattr(K.plan, "tap_mode", lambda x: "tma")
     gen = torch.Generator().manual_seed(7)
     x = (_rand(2, 32, 23, gen=gen) * torch.tensor([1.0, 100.0], device=KERNEL_DEVICE)[:, None, None]).to(dtype)
     w = (_rand(*((32, 16, K_) if transposed else (16, 32, K_)), gen=gen) / (32 * K_) ** 0.5).to(dtype)
     y = K.conv1d_fused(x, w, None, stride, padding, dilation, transposed=transposed, output_padding=output_padding,
-                       precision="tf32x3")
+                       precision="tf32x3", device_descriptors=device_descriptors)
     x64, w64 = x.cpu().double(), w.cpu().double()
     ref = (F.conv_transpose1d(x64, w64, None, stride, padding, output_padding, 1, dilation) if transposed
            else F.conv1d(x64, w64, None, stride, padding, dilation))
@@ -255,16 +255,17 @@ def test_time_major_descriptor_path_keeps_padding_and_batches_apart(monkeypatch,
 def test_persistent_tap_launch_walks_every_tile(monkeypatch, transposed):
     # three programs for 16-32 tiles: each program takes every third tile, in one flattened loop (a per-phase
     # transposed conv is persistent only with its phases stored strided, not through the phase-major scratch)
-    monkeypatch.setattr(K, "TAP_PERSISTENT", {"16bit": 1, "tf32": 1, "tf32x3": 1})
-    monkeypatch.setattr(K, "PHASE_MAJOR_CLASSES", frozenset())
-    monkeypatch.setattr(K, "_sm_count", lambda device: 3)
+    monkeypatch.setattr(K.plan, "PHASE_MAJOR_CLASSES", frozenset())
+    monkeypatch.setattr(K.plan, "_sm_count", lambda device: 3)
     gen = torch.Generator().manual_seed(8)
     x = _rand(2, 32, 150, gen=gen).half()
     w = (_rand(*((32, 24, 4) if transposed else (48, 32, 3)), gen=gen) / 10).half()
+    every_tile = {"16bit": 1, "tf32": 1, "tf32x3": 1}
+    y = K.conv1d_fused(x, w, None, 2 if transposed else 1, 1, transposed=transposed, tap_persistent=every_tile)
     if transposed:
-        y, ref = K.conv1d_transpose(x, w, None, 2, 1), F.conv_transpose1d(x.cpu().double(), w.cpu().double(), None, 2, 1)
+        ref = F.conv_transpose1d(x.cpu().double(), w.cpu().double(), None, 2, 1)
     else:
-        y, ref = K.conv1d(x, w, None, 1, 1), F.conv1d(x.cpu().double(), w.cpu().double(), None, 1, 1)
+        ref = F.conv1d(x.cpu().double(), w.cpu().double(), None, 1, 1)
     assert scaled_max_error(y, ref) < 2e-3
 
 
@@ -275,10 +276,10 @@ def _rand(*shape, gen):
 def test_transposed_weight_is_repacked_once_and_again_after_an_update():
     gen = torch.Generator().manual_seed(0)
     w = _rand(32, 16, 4, gen=gen)
-    first = K._packed_transpose_weight(w, 1, 2, 1, 1)
-    assert K._packed_transpose_weight(w, 1, 2, 1, 1) is first
+    first = K.pack._packed_transpose_weight(w, 1, 2, 1, 1)
+    assert K.pack._packed_transpose_weight(w, 1, 2, 1, 1) is first
     w.mul_(2.0)  # an in-place update bumps the version: the cache must not serve stale weights
-    again = K._packed_transpose_weight(w, 1, 2, 1, 1)
+    again = K.pack._packed_transpose_weight(w, 1, 2, 1, 1)
     assert again is not first
     assert torch.equal(again[0], first[0] * 2.0)
     x = _rand(1, 32, 9, gen=gen)
@@ -396,8 +397,8 @@ def test_ops_pass_pytorchs_arguments_to_the_kernels_in_order(monkeypatch):
 
 def test_snake_is_fused_only_while_few_loads_repeat_it(monkeypatch):
     calls = []
-    real_snake = K.activation.snake
-    monkeypatch.setattr(K.activation, "snake", lambda *a, **k: calls.append(1) or real_snake(*a, **k))
+    real_snake = activation.snake
+    monkeypatch.setattr(activation, "snake", lambda *a, **k: calls.append(1) or real_snake(*a, **k))
     gen = torch.Generator().manual_seed(7)
     x, alpha = _rand(1, 16, 20, gen=gen), torch.rand(16, generator=gen).add_(0.1).to(KERNEL_DEVICE)
     snake = x + torch.sin(alpha[:, None] * x) ** 2 / (alpha[:, None] + 1e-9)

@@ -18,6 +18,7 @@ import triton.language as tl
 from tests.conftest import KERNEL_DEVICE
 from tilewave import ops
 from tilewave.spec.tolerance import scaled_max_error, tolerance
+from tilewave.kernels import source as KS
 from tilewave.kernels import spectral as K
 from tilewave.ops import spectral as S
 
@@ -106,9 +107,9 @@ def test_istft_exp_sin_matches_torch_istft():
 def test_small_istft_output_modes_across_tile_edges(monkeypatch, mode, n_fft, hop, frames):
     # 16-frame tiles: the halo frames and the row shifts cross several program boundaries; hop 3 leaves
     # padding columns in the joined tile and taps past n_fft in the last shift.
-    monkeypatch.setattr(K, "ISTFT_SMALL_KERNEL", "vectors")
-    monkeypatch.setattr(K, "ISTFT_OLA_FRAMES", 16)
-    monkeypatch.setattr(K, "ISTFT_OLA_MODE", mode)
+    monkeypatch.setattr(K.inverse, "ISTFT_SMALL_KERNEL", "vectors")
+    monkeypatch.setattr(K.inverse, "ISTFT_OLA_FRAMES", 16)
+    monkeypatch.setattr(K.inverse, "ISTFT_OLA_MODE", mode)
     g = torch.Generator().manual_seed(9)
     shape = (2, n_fft // 2 + 1, frames)
     mag, phase = torch.rand(shape, generator=g) * 2, (torch.rand(shape, generator=g) * 2 - 1) * math.pi
@@ -122,8 +123,8 @@ def test_small_istft_rows_across_tile_edges(monkeypatch, n_fft, hop, frames, win
     # 4-row tiles: every program starts with a halo row, carries cross rows and programs, and the first and last
     # programs take the masked path; hop 3 pads the stored tile (5 frames x 3 = 15 of 16 columns), an odd window
     # length leaves the window asymmetric (taps n and n_fft − n multiplied separately).
-    monkeypatch.setattr(K, "ISTFT_SMALL_KERNEL", "rows")
-    monkeypatch.setattr(K, "ISTFT_ROWS_TILE", 4)
+    monkeypatch.setattr(K.inverse, "ISTFT_SMALL_KERNEL", "rows")
+    monkeypatch.setattr(K.inverse, "ISTFT_ROWS_TILE", 4)
     g = torch.Generator().manual_seed(11)
     NF = n_fft // 2 + 1
     if exp_sin:
@@ -257,8 +258,8 @@ def test_harmonic_source_kernel_matches_torch_path_on_short_signals():
     w, b = _source_params()
     rand_ini, noise = S.draw_source_noise(1, f0.shape[1], 9, torch.Generator().manual_seed(9), "cpu")
     kw = dict(sample_rate=24000, upsample_scale=300)
-    ref = K.harmonic_source_torch(f0, w, b, rand_ini, noise, **kw)
-    out = K.harmonic_source(*(t.to(DEV) for t in (f0, w, b, rand_ini)), noise.to(DEV), **kw)
+    ref = KS.harmonic_source_torch(f0, w, b, rand_ini, noise, **kw)
+    out = KS.harmonic_source(*(t.to(DEV) for t in (f0, w, b, rand_ini)), noise.to(DEV), **kw)
     assert out.shape == ref.shape == (1, 1800, 1)
     assert scaled_max_error(out, ref) <= F32
 
@@ -269,17 +270,17 @@ def test_harmonic_source_float64_phase_beats_float32_over_long_signals():
     w, b = _source_params()
     rand_ini, noise = S.draw_source_noise(1, f0.shape[1], 9, torch.Generator().manual_seed(11), "cpu")
     kw = dict(sample_rate=24000, upsample_scale=300)
-    oracle = K.harmonic_source_oracle(f0.double(), w.double(), b.double(), rand_ini.double(), noise.double(), **kw)
-    out = K.harmonic_source(*(t.to(DEV) for t in (f0, w, b, rand_ini)), noise.to(DEV), **kw)
+    oracle = KS.harmonic_source_oracle(f0.double(), w.double(), b.double(), rand_ini.double(), noise.double(), **kw)
+    out = KS.harmonic_source(*(t.to(DEV) for t in (f0, w, b, rand_ini)), noise.to(DEV), **kw)
     assert scaled_max_error(out, oracle) <= tolerance("float32", "pointwise")
-    assert scaled_max_error(out, oracle) < scaled_max_error(K.harmonic_source_torch(f0, w, b, rand_ini, noise, **kw),
+    assert scaled_max_error(out, oracle) < scaled_max_error(KS.harmonic_source_torch(f0, w, b, rand_ini, noise, **kw),
                                                             oracle)
 
 
 def test_harmonic_source_rejects_a_length_off_the_frame_grid():
     f0 = torch.full((1, 301, 1), 100.0, device=DEV)
     with pytest.raises(ValueError, match="multiple of upsample_scale"):
-        K.harmonic_source(f0, torch.ones(1, 9, device=DEV), torch.zeros(1, device=DEV),
+        KS.harmonic_source(f0, torch.ones(1, 9, device=DEV), torch.zeros(1, device=DEV),
                           torch.zeros(1, 9, device=DEV), torch.zeros(1, 301, 9, device=DEV),
                           sample_rate=24000, upsample_scale=300)
 
@@ -346,6 +347,6 @@ def test_oracle_resampling_is_torch_linear_interpolation(U):
     x = torch.randn(2, 3, 5 * U, generator=torch.Generator().manual_seed(U), dtype=torch.float64)
     down = F.interpolate(x, scale_factor=1 / U, mode="linear")
     up = F.interpolate(down, scale_factor=U, mode="linear")
-    ours_down = K._linear_resample(x.numpy(), U, x.shape[-1] // U)
+    ours_down = KS._linear_resample(x.numpy(), U, x.shape[-1] // U)
     assert np.abs(ours_down - down.numpy()).max() <= 1e-12
-    assert np.abs(K._linear_resample(down.numpy(), 1 / U, x.shape[-1]) - up.numpy()).max() <= 1e-12
+    assert np.abs(KS._linear_resample(down.numpy(), 1 / U, x.shape[-1]) - up.numpy()).max() <= 1e-12

@@ -293,14 +293,14 @@ _SLOPES = (0.2, 0.1, 0.01)  # all three occur in Kokoro alone
 
 register(Kernel(
     arithmetic="float32",  # 16-bit storage is computed in float32
-    name="snake1d", family="activation", doc="y = x + sin(a_c x)^2 / (a_c + 1e-9)",
+    name="snake1d", family="activation", used_by=("kokoro",), doc="y = x + sin(a_c x)^2 / (a_c + 1e-9)",
     make_inputs=_snake_inputs, alloc_out=_like_x, launch=snake1d, oracle=snake_oracle, peer=snake_torch,
     cases=_EW_CASES, bench=_bench(6), variants=_snake_variants,
 ))
 
 register(Kernel(
     arithmetic="float32",  # 16-bit storage is computed in float32
-    name="snakebeta", family="activation",
+    name="snakebeta", family="activation", used_by=("causal_decoder",),
     doc="y = x + sin(a_c x)^2 / (b_c + 1e-9); a = exp(alpha), b = exp(beta) when log_scale",
     make_inputs=lambda p, dt, dev, g: _snake_inputs(p, dt, dev, g, beta=True, log_scale=p["log_scale"]),
     alloc_out=_like_x, launch=snakebeta, oracle=snake_oracle, peer=snake_torch,
@@ -310,7 +310,7 @@ register(Kernel(
 
 register(Kernel(
     arithmetic="float32",  # 16-bit storage is computed in float32
-    name="leaky_relu", family="activation", doc="y = x > 0 ? x : slope x (slope a runtime scalar)",
+    name="leaky_relu", family="activation", used_by=("kokoro",), doc="y = x > 0 ? x : slope x (slope a runtime scalar)",
     make_inputs=lambda p, dt, dev, g: {**_shape_inputs(p, dt, dev, g), "slope": p["slope"]},
     alloc_out=_like_x, launch=leaky_relu, oracle=lambda x, slope: torch.where(x > 0, x, slope * x),
     peer=lambda x, slope: F.leaky_relu(x, slope),
@@ -321,7 +321,7 @@ register(Kernel(
 
 register(Kernel(
     arithmetic="float32",  # 16-bit storage is computed in float32
-    name="gelu_erf", family="activation", doc="y = 0.5 x (1 + erf(x / sqrt 2))",
+    name="gelu_erf", family="activation", used_by=(), doc="y = 0.5 x (1 + erf(x / sqrt 2))",
     make_inputs=_shape_inputs, alloc_out=_like_x, launch=gelu_erf, oracle=gelu_erf_oracle,
     peer=lambda x: F.gelu(x, approximate="none"),
     cases=_EW_CASES, bench=_bench(10),
@@ -330,7 +330,8 @@ register(Kernel(
 
 register(Kernel(
     arithmetic="float32",  # 16-bit storage is computed in float32
-    name="gelu_tanh", family="activation", doc="y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))",
+    name="gelu_tanh", family="activation", used_by=("kokoro",),
+    doc="y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))",
     make_inputs=_shape_inputs, alloc_out=_like_x, launch=gelu_tanh, oracle=gelu_tanh_oracle,
     peer=lambda x: F.gelu(x, approximate="tanh"),
     cases=_EW_CASES, bench=_bench(14),
@@ -339,7 +340,8 @@ register(Kernel(
 
 register(Kernel(
     arithmetic="float32",  # 16-bit storage is computed in float32
-    name="clamp_scalar", family="activation", doc="y = min(max(x, lo), hi) (lo, hi runtime scalars)",
+    name="clamp_scalar", family="activation", used_by=("bigvgan",),
+    doc="y = min(max(x, lo), hi) (lo, hi runtime scalars)",
     make_inputs=lambda p, dt, dev, g: {**_shape_inputs(p, dt, dev, g), "lo": p["lo"], "hi": p["hi"]},
     alloc_out=_like_x, launch=clamp_scalar, oracle=lambda x, lo, hi: x.clamp(lo, hi),
     peer=lambda x, lo, hi: torch.clamp(x, lo, hi),
@@ -355,7 +357,7 @@ def _upsample_bytes(p, itemsize):
 
 
 register(Kernel(
-    name="upsample_nearest1d", family="resample", doc="out[..., t] = x[..., t // factor]",
+    name="upsample_nearest1d", family="resample", used_by=("kokoro",), doc="out[..., t] = x[..., t // factor]",
     make_inputs=lambda p, dt, dev, g: {**_shape_inputs(p, dt, dev, g), "factor": p["factor"]},
     alloc_out=lambda i: i["x"].new_empty(*i["x"].shape[:-1], i["x"].shape[-1] * i["factor"]),
     launch=upsample_nearest1d,

@@ -482,7 +482,7 @@ def _act1d_variants():
 
 register(Kernel(
     arithmetic="float32",  # 16-bit storage is computed in float32
-    name="act1d", family="resample",
+    name="act1d", family="resample", used_by=("bigvgan",),
     doc="y = lowpass_stride2(snake(upsample2(x))): BigVGAN's anti-aliased activation in one pass",
     make_inputs=_act1d_inputs, alloc_out=lambda i: torch.empty_like(i["x"]), launch=act1d,
     oracle=act1d_oracle, peer=act1d_torch, cases=_ACT1D_CASES,

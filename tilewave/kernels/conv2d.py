@@ -288,7 +288,7 @@ def window_variants(average: bool) -> list[AotVariant]:
 
 
 register(Kernel(
-    name="depthwise_conv2d_nhwc", family="conv",
+    name="depthwise_conv2d_nhwc", family="conv", used_by=(),
     doc="out[n,oh,ow,c] = bias[c] + sum_ij x[n, oh*sh-ph+i, ow*sw-pw+j, c] w[c,i,j]; NHWC, weight [C, kh, kw]",
     make_inputs=_depthwise_inputs,
     alloc_out=lambda i: _window_out(i, tuple(i["weight"].shape[1:])),
@@ -334,7 +334,7 @@ def _im2col_out(i):
 
 
 register(Kernel(
-    name="im2col_patch", family="conv",
+    name="im2col_patch", family="conv", used_by=(),
     doc="out[n, gy*gw+gx, (c*p+py)*p+px] = x[n, c, gy*p+py, gx*p+px]; NCHW in, one row per p x p patch",
     make_inputs=_im2col_inputs, alloc_out=_im2col_out,
     launch=im2col_patch, oracle=im2col_patch_oracle, peer=im2col_patch_torch,

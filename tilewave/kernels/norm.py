@@ -213,7 +213,7 @@ def _adain_bytes(p, itemsize):
 
 register(Kernel(
     arithmetic="float32",  # 16-bit storage is computed in float32
-    name="adain1d", family="norm",
+    name="adain1d", family="norm", used_by=("kokoro",),
     doc="per row r over time: gamma_r (x - mu_r) rsqrt(max(var_r, 0) + eps) + beta_r, biased variance",
     make_inputs=_adain_inputs, alloc_out=lambda i: torch.empty_like(i["x"]), launch=adain1d,
     oracle=adain1d_oracle, peer=adain1d_torch, tol_kind="reduction",
@@ -271,7 +271,8 @@ _LN_BENCH = (("Kokoro text encoder LN [1, 512, 512]", (1, 512, 512)),
 
 register(Kernel(
     arithmetic="float32",  # 16-bit storage is computed in float32
-    name="layer_norm", family="norm", doc="LayerNorm over the last axis, optional affine weight/bias [C]",
+    name="layer_norm", family="norm", used_by=("kokoro",),
+    doc="LayerNorm over the last axis, optional affine weight/bias [C]",
     make_inputs=_ln_inputs, alloc_out=lambda i: torch.empty_like(i["x"]), launch=layer_norm,
     oracle=layer_norm_oracle, peer=lambda x, weight, bias, eps: F.layer_norm(x, (x.shape[-1],), weight, bias, eps),
     tol_kind="reduction",
@@ -286,7 +287,8 @@ register(Kernel(
 
 register(Kernel(
     arithmetic="float32",  # 16-bit storage is computed in float32
-    name="ada_layer_norm", family="norm", doc="x [B, T, C], gamma/beta [B, C]: gamma_b LN(x) + beta_b",
+    name="ada_layer_norm", family="norm", used_by=("kokoro",),
+    doc="x [B, T, C], gamma/beta [B, C]: gamma_b LN(x) + beta_b",
     make_inputs=_ln_inputs, alloc_out=lambda i: torch.empty_like(i["x"]), launch=ada_layer_norm,
     oracle=ada_layer_norm_oracle, peer=ada_layer_norm_torch, tol_kind="reduction",
     cases=[Case({"shape": (2, 7, 33), "ada": True}), Case({"shape": (3, 13, 512), "ada": True}),

@@ -484,7 +484,7 @@ def _lstm_case(B, T, I, H, D, devices=("cpu", "cuda"), **extra):
 
 
 register(Kernel(
-    name="lstm", family="rnn",
+    name="lstm", family="rnn", used_by=("kokoro",),
     doc="whole-sequence LSTM (i, f, g, o), forward/backward/bidirectional, optional lengths, one launch",
     make_inputs=_lstm_inputs, alloc_out=lambda i: i["x"].new_empty(
         i["x"].shape[0], i["x"].shape[1], i["w_ih"].shape[0] * i["w_hh"].shape[2]),
@@ -531,7 +531,7 @@ def _cell_bytes(p, itemsize):
 
 
 register(Kernel(
-    name="lstm_cell", family="rnn", doc="one LSTM step for a batch: (h', c') = cell(x, h, c)",
+    name="lstm_cell", family="rnn", used_by=(), doc="one LSTM step for a batch: (h', c') = cell(x, h, c)",
     make_inputs=_cell_inputs, alloc_out=lambda i: (torch.empty_like(i["h"]), torch.empty_like(i["c"])),
     launch=lstm_cell, oracle=lstm_cell_oracle, peer=lstm_cell_torch, dtypes=("float32",),
     tol_kind="recurrence",

@@ -427,7 +427,7 @@ def _row_variants(fn, pointers, ints, rows_name, num_warps=4):
 
 
 register(Kernel(
-    name="transpose_th", family="vision", doc="out[h, t, :] = x[t, h, :]; [T, H, D] -> [H, T, D], exact",
+    name="transpose_th", family="vision", used_by=(), doc="out[h, t, :] = x[t, h, :]; [T, H, D] -> [H, T, D], exact",
     make_inputs=lambda p, dt, dev, g: {"x": randn(p["shape"], dt, dev, g)},
     alloc_out=lambda i: i["x"].new_empty(i["x"].shape[1], i["x"].shape[0], i["x"].shape[2]),
     launch=transpose_th, oracle=transpose_th_oracle, peer=transpose_th_torch,
@@ -476,7 +476,7 @@ def _resize_bytes(p, itemsize):
 
 # shape = (B, H, W): B = 0 means an unbatched [H, W, 3] image
 register(Kernel(
-    name="resize_normalize", family="vision",
+    name="resize_normalize", family="vision", used_by=(),
     doc="[(B,) H, W, 3] in [0,1] -> bilinear/bicubic resize (align_corners=False) -> (v - mean_c)/std_c "
         "-> [(B,) 3, h, w]",
     make_inputs=_resize_inputs, alloc_out=_resize_out,
@@ -528,7 +528,7 @@ def _pool_sizes(p):
 
 
 register(Kernel(
-    name="avg_pool2d_nhwc", family="vision",
+    name="avg_pool2d_nhwc", family="vision", used_by=(),
     doc="out[n,oh,ow,c] = mean of the in-bounds x[n, oh*sh-ph+i, ow*sw-pw+j, c] (count_include_pad=False)",
     make_inputs=_pool_inputs, alloc_out=_pool_out,
     launch=avg_pool2d_nhwc, oracle=avg_pool2d_nhwc_oracle, peer=avg_pool2d_nhwc_torch,
@@ -568,7 +568,8 @@ def _pos_bytes(p, itemsize):
 
 # shape = (B, grid rows, grid columns, D): B = 0 means unbatched [P, D] tokens
 register(Kernel(
-    name="pos_emb_2d_add", family="vision", doc="out[p, d] = tok[p, d] + pos_x[p % W, d] + pos_y[p // W, d]",
+    name="pos_emb_2d_add", family="vision", used_by=(),
+    doc="out[p, d] = tok[p, d] + pos_x[p % W, d] + pos_y[p // W, d]",
     make_inputs=_pos_inputs, alloc_out=lambda i: torch.empty_like(i["tok"]),
     launch=pos_emb_2d_add, oracle=pos_emb_2d_add_oracle, peer=pos_emb_2d_add_torch,
     cases=[Case({"shape": (0, 3, 5, 40)}), Case({"shape": (2, 4, 3, 130)}), Case({"shape": (0, 7, 2, 9)}),
@@ -608,7 +609,7 @@ def _frames_elems(p):
 
 # shape = (B, H, W): B = 0 means one pair of unbatched [H, W, 3] frames
 register(Kernel(
-    name="frame_diff_luma", family="vision",
+    name="frame_diff_luma", family="vision", used_by=(),
     doc="out[i, j] = |cell mean of luma(f0) - cell mean of luma(f1)|, luma = 0.299 R + 0.587 G + 0.114 B",
     make_inputs=_frames_inputs, alloc_out=_frames_out,
     launch=frame_diff_luma, oracle=frame_diff_luma_oracle, peer=frame_diff_luma_torch, tol_kind="reduction",

@@ -1,10 +1,11 @@
 """Spectral ops: STFT/iSTFT with a periodic Hann window, center=True reflect padding, mel front-ends and the
-harmonic source. Triton kernels in tilewave/kernels/spectral.py; PyTorch elsewhere."""
+harmonic source. Triton kernels in tilewave/kernels/spectral/ and kernels/source.py; PyTorch elsewhere."""
 from __future__ import annotations
 
 import torch
 
 from tilewave import precision
+from tilewave.kernels import source as KS
 from tilewave.kernels import spectral as K
 from tilewave.kernels.spectral import hz_to_mel, mel_to_hz, slaney_mel_filterbank  # noqa: F401 (model-side helpers)
 from tilewave.ops.dispatch import use_triton
@@ -107,5 +108,5 @@ def harmonic_source(f0: torch.Tensor, merge_weight: torch.Tensor, merge_bias: to
     if use_triton("harmonic_source", f0, merge_weight, merge_bias, rand_ini, noise,
                   supported=f0.dtype == torch.float32 and f0.shape[1] % upsample_scale == 0,
                   reason="needs float32 f0 whose length is a multiple of upsample_scale"):
-        return K.harmonic_source(f0.contiguous(), merge_weight, merge_bias, rand_ini.contiguous(), noise, **kw)
-    return K.harmonic_source_torch(f0, merge_weight, merge_bias, rand_ini, noise, **kw)
+        return KS.harmonic_source(f0.contiguous(), merge_weight, merge_bias, rand_ini.contiguous(), noise, **kw)
+    return KS.harmonic_source_torch(f0, merge_weight, merge_bias, rand_ini, noise, **kw)

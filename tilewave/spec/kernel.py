@@ -91,6 +91,9 @@ class Kernel:
     # the unit whose rate is the kernel's FLOP roofline: "matmul" = the tensor cores at its precision (16-bit
     # storage: the 16-bit rate), "float32" = float32 FMAs on the CUDA cores whatever the storage dtype
     arithmetic: str = "matmul"
+    # the models whose ops run this kernel ("kokoro", "bigvgan", "causal_decoder"); () for a catalogue kernel that
+    # no model of ours calls yet. None (undeclared) fails test_kernel_is_fully_declared.
+    used_by: tuple[str, ...] | None = None
 
     def tolerance_row(self, params: dict[str, Any], dtype: str) -> str:
         """The tolerance row: a case's matmul precision when it is looser than the storage dtype."""
