@@ -141,3 +141,21 @@ def test_model_errors_reach_the_caller_as_tilewave_errors():
     with Session(device="cpu", model=FakeKokoro(on_batch=hook)) as session:
         with pytest.raises(TilewaveError, match="the model failed on 'Hello there.'.*out of memory"):
             session.speak("Hello there.")
+
+
+def test_a_stream_dropped_unread_stops_its_worker():
+    import gc
+
+    def workers():
+        return sum(t.name == "tilewave-scheduler" and t.is_alive() for t in threading.enumerate())
+
+    before = workers()
+    chunks = tilewave.stream(LONG, model=FakeKokoro(), device="cpu")
+    assert workers() == before + 1
+    del chunks
+    gc.collect()
+    for _ in range(WAIT * 100):
+        if workers() == before:
+            break
+        threading.Event().wait(0.01)
+    assert workers() == before
