@@ -35,13 +35,14 @@ from tilewave.errors import InputError, TilewaveError
 log = logging.getLogger("tilewave.engine")
 
 # Frames (600 samples, 25 ms) of a chunk, for sizing batches before the durations are known: per token at speed
-# 1.0, plus the pauses at its ends. Measured on Kokoro (jf_alpha): 11 phonemes -> 67 frames, 90 -> 251,
-# 383 -> 936 (benchmarks/RESULTS.md); the estimate stays above each.
+# 1.0, plus the pauses at its ends. Kokoro with jf_alpha made 67 frames of 11 phonemes and 251 of 90 (CPU,
+# 2026-12-01), and 936 of 383 (H200, issue 17's figure); the estimate stays above each.
 FRAMES_PER_TOKEN = 3.0
 PAUSE_FRAMES = 30
 DEFAULT_MAX_REQUESTS = 64
 DEFAULT_MAX_BATCH = 64
-# Padded frames per batch when no memory budget is given: ~100 s of speech, two full 510-phoneme chunks at once.
+# Padded frames per batch when no memory budget is given: ~100 s of speech, two full 510-phoneme chunks at once
+# (~2.5 GB at session.BYTES_PER_FRAME).
 DEFAULT_FRAME_BUDGET = 4_096
 
 
@@ -161,8 +162,9 @@ class Scheduler:
             if self._closed:
                 raise Cancelled("the scheduler is closed; start a new session")
             if len(self._active) >= self.max_requests:
-                raise QueueFull(f"the engine already holds {self.max_requests} requests (max_requests); wait for "
-                                "one to finish, or submit with block=True to wait for room")
+                then = f"no room came within {timeout} s" if block else "submit with block=True to wait for room"
+                raise QueueFull(f"the engine already holds {self.max_requests} requests (max_requests); {then}, "
+                                "or try again later")
             self._active.append(request)
             self._cond.notify_all()
         return request
@@ -288,8 +290,9 @@ class Scheduler:
 
 def _result(job: Job, out):
     """The Chunk made for `job`, or the error to end its request with (None: its request already failed)."""
-    if out is None or isinstance(out, TilewaveError):
-        return out
+    interrupt = isinstance(out, BaseException) and not isinstance(out, Exception)
+    if out is None or interrupt or isinstance(out, TilewaveError):
+        return out  # nothing, an interrupt, or a message already for the user: passed on as it is
     if isinstance(out, Exception):
         error = TilewaveError(f"the model failed on {job.text or job.phonemes!r:.80} on {job.ids.device}: "
                               f"{type(out).__name__}: {out}")
