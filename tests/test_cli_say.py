@@ -56,6 +56,7 @@ def test_phonemes_voice_blend_lang_speed(tmp_path, fake_model):
     assert say("hˈɛlO wˈɜɹld.", "--phonemes", "--voice", "jf_alpha:0.6,jm_kumo:0.4", "--speed", "1.5", "-o", out) == 0
     assert say("Hello world.", "--lang", "en-gb", "--voice", "jf_tebukuro", "-o", out) == 0
     assert fake_model.calls[0]["speed"] == 1.5
+    assert say("Hello world.", "--memory-budget", "2GB", "-o", out) == 0
 
 
 def test_profile_prints_stages_and_placements(tmp_path, fake_model, monkeypatch, capsys):
@@ -82,6 +83,8 @@ BAD_INPUTS = [
     (["Hi.", "-o", "{tmp}/x.aac"], ".aac is not an audio format we write; name it .wav, .flac, .ogg, .mp3"),
     (["Hi.", "-o", "{tmp}/x"], "no file suffix"),
     (["Hi.", "--seed", "-3", "-o", "{out}"], "seed"),
+    (["Hi.", "--memory-budget", "1GB", "-o", "{out}"], "below what one full chunk"),
+    (["Hi.", "--memory-budget", "lots", "-o", "{out}"], "not a size"),
 ]
 
 

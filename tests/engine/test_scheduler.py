@@ -183,25 +183,25 @@ def test_closing_never_hangs_and_ends_every_request():
 
 
 def test_a_budget_that_fits_one_item_runs_batch_by_batch_under_it(monkeypatch):
-    # The double holds 40 kB per padded frame while it runs, and its audio temporaries take ~15-25 kB more;
-    # the session is told 70 kB, as it is told what Kokoro takes.
-    monkeypatch.setattr(engine_session, "BYTES_PER_FRAME", 70_000)
+    # The double holds 15 kB per padded frame while it runs, and its audio temporaries ~35 kB more; the
+    # session is told 60 kB, as it is told what Kokoro takes.
+    monkeypatch.setattr(engine_session, "BYTES_PER_FRAME", 60_000)
     texts = ["ðɪs " * 120 + "ðɪs.", "hˈɛlO " * 80 + "wˈɜɹld.", "ɡˈʊd " * 100 + "nˈIt."]  # a chunk of ~500 each
 
     def run(budget):
-        model = FakeKokoro(bytes_per_frame=40_000)
+        model = FakeKokoro(bytes_per_frame=15_000)
         with Session(device="cpu", model=model, memory_budget=budget) as session:
-            audio = session.speak_many(texts, seed=4, phonemes=True)
+            audio = session.speak_many(texts, speed=0.5, seed=4, phonemes=True)
             return audio, [len(b) for b in model.batches], session.peak_memory()
 
-    one, sizes, peak = run("130MB")  # ~1,540 estimated frames a chunk: one fits, two do not
+    one, sizes, peak_one = run("250MB")  # ~3,080 estimated frames a chunk at speed 0.5: one fits, two do not
     assert sizes == [1, 1, 1]
-    assert 61e6 < peak < 130e6, peak  # the double's 61 MB held is seen, and the whole stays under the budget
-    together, sizes, peak = run("350MB")
-    assert sizes == [3] and peak > 183e6, peak
+    assert 45e6 < peak_one < 250e6, peak_one  # the double's 45 MB held is seen, and the whole stays under
+    together, sizes, peak = run("600MB")
+    assert sizes == [3] and peak > peak_one + 45e6, (peak, peak_one)
     for (a, _), (b, _) in zip(one, together, strict=True):
         np.testing.assert_array_equal(a, b)
     with pytest.raises(InputError, match="below what one full chunk"):
-        Session(device="cpu", model=FakeKokoro(), memory_budget="10MB")
+        Session(device="cpu", model=FakeKokoro(), memory_budget="150MB")
     with pytest.raises(InputError, match="not a size"):
         Session(device="cpu", model=FakeKokoro(), memory_budget="lots")

@@ -25,7 +25,8 @@ import torch
 
 from tilewave import precision as fp32_precision
 from tilewave import profiling
-from tilewave.engine.pipeline import SAMPLE_RATE, Chunk, Pipeline, check_seed, check_speed, join_chunks, resolve_device
+from tilewave.engine.pipeline import (SAMPLE_RATE, SPEED_RANGE, Chunk, Pipeline, check_seed, check_speed, join_chunks,
+                                      resolve_device)
 from tilewave.engine.scheduler import DEFAULT_FRAME_BUDGET, DEFAULT_MAX_REQUESTS, Job, Request, Scheduler
 from tilewave.engine.voices import DEFAULT_VOICE, load_voice, style_for
 from tilewave.errors import InputError, WeightsError
@@ -101,10 +102,13 @@ class Session:
 
     @staticmethod
     def _frames_for(budget: int) -> int:
-        longest = Job(torch.zeros(512, dtype=torch.long), torch.zeros(1, 256), 1.0, "", "x" * 510).frames
+        """Padded frames a batch may hold under `budget`; refused when even the longest chunk (510 phonemes at
+        the slowest speed, which always runs, alone if need be) would not fit."""
+        slowest = SPEED_RANGE[0]
+        longest = Job(torch.zeros(512, dtype=torch.long), torch.zeros(1, 256), slowest, "", "x" * 510).frames
         if budget < longest * BYTES_PER_FRAME:
-            raise InputError(f"memory budget {budget / 1e6:.0f} MB is below what one full chunk (510 phonemes) "
-                             f"needs, ~{longest * BYTES_PER_FRAME / 1e6:.0f} MB; give at least "
+            raise InputError(f"memory budget {budget / 1e6:.0f} MB is below what one full chunk (510 phonemes at "
+                             f"speed {slowest}) needs, ~{longest * BYTES_PER_FRAME / 1e6:.0f} MB; give at least "
                              f"{-(-longest * BYTES_PER_FRAME // 10**8) / 10:.1f}GB")
         return budget // BYTES_PER_FRAME
 
