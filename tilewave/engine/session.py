@@ -35,9 +35,10 @@ from tilewave.text import encode
 # The first chunk of a stream: its first sentence or clause, at most this many phonemes (~2-3 s of speech), so
 # that its audio is out after one short model call; later chunks are the usual up to 510.
 FIRST_CHUNK_PHONEMES = 64
-# Memory one frame of a batch takes while Kokoro makes it, for turning a memory budget into frames. Measured
-# on the CPU (float32, peak resident set above the loaded model): 34 MB for a 67-frame chunk, 138 MB for 251
-# frames; 0.6 MB/frame keeps above both.
+# Memory one estimated frame of a batch takes while Kokoro makes it, for turning a memory budget into frames.
+# Measured on the CPU (float32, peak resident set above the loaded model, 2026-12-01): 620 MB for a 440-phoneme
+# chunk (955 frames made, 1,353 estimated: 0.65 MB per frame made, 0.46 per estimated frame), 104 MB for 90
+# phonemes (251 made, 306 estimated). The estimate runs above the frames made, so 0.6 MB per estimated frame.
 BYTES_PER_FRAME = 600_000
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30}
 VOCODER_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
