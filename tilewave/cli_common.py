@@ -1,7 +1,8 @@
 """Arguments several commands share (say, profile, serve, vocode), so that each is spelled and explained once."""
 from __future__ import annotations
 
-from tilewave.engine import DEFAULT_PRECISION, LANGUAGES, PRECISIONS
+from tilewave.engine import DEFAULT_PRECISION, PRECISIONS
+from tilewave.text.languages import LANGUAGE_CHOICES
 
 
 def add_device_arg(p) -> None:
@@ -16,7 +17,8 @@ def add_precision_arg(p) -> None:
 
 def add_kokoro_args(p) -> None:
     """The options of a Kokoro session: language, device, weights, precision, memory budget."""
-    p.add_argument("--lang", default="en-us", choices=LANGUAGES, help="English accent of the phonemizer")
+    p.add_argument("--lang", default="en-us", choices=LANGUAGE_CHOICES, metavar="LANG",
+                   help="en-us (default), en-gb, es, fr, hi, it, pt-br, ja, zh, or the one-letter codes a b e f h i p j z")
     add_device_arg(p)
     p.add_argument("--weights", metavar="PATH", help="Kokoro weights (.onnx or .pth; default: the installed int8 ONNX)")
     add_precision_arg(p)

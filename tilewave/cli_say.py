@@ -13,7 +13,6 @@ import sys
 import time
 
 from tilewave.cli_common import add_kokoro_args
-from tilewave.engine import DEFAULT_VOICE
 from tilewave.errors import InputError, TilewaveError
 
 
@@ -39,8 +38,9 @@ def add_profile_parser(subparsers) -> None:
 def _add_synthesis_args(p) -> None:
     p.add_argument("text", nargs="?", metavar="TEXT", help='the words to say; "-" reads them from stdin')
     p.add_argument("--file", metavar="PATH", help="read the text from a UTF-8 file instead")
-    p.add_argument("--voice", default=DEFAULT_VOICE, metavar="NAME|PATH|BLEND",
-                   help=f"a shipped voice (default {DEFAULT_VOICE}), a .npz/.pt pack, or a blend 'a:0.7,b:0.3'")
+    p.add_argument("--voice", metavar="NAME|PATH|BLEND",
+                   help="a stock voice (`tilewave voices`; default: the language's, af_heart for en-us), an OpenAI "
+                        "name, a .npz/.pt/.bin pack, or a blend 'a:0.7,b:0.3' / 'a(2)+b(1)'")
     p.add_argument("--speed", type=float, default=1.0, help="0.5 (slow) to 2.0 (fast), default 1.0")
     p.add_argument("--seed", type=int, help="seed of the voice source's random phase and noise (repeatable audio)")
     p.add_argument("--phonemes", action="store_true", help="TEXT is Kokoro phonemes, not English")

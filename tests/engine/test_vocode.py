@@ -133,3 +133,41 @@ def test_cli_errors(tmp_path, checkpoint, capsys):
     soundfile.write(wav, np.zeros(800, np.float32), 8000)
     assert cli_vocode.run(parse(str(wav), "-o", str(tmp_path / "o.wav"), "--checkpoint", str(checkpoint))) == 1
     assert "corrupt" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------------
+# recordings at another rate, with several channels
+# ---------------------------------------------------------------------------------------------------
+def test_a_stereo_recording_at_another_rate_is_mixed_and_resampled(tmp_path, model, caplog):
+    rate_in, seconds = 22_050, 0.6  # the rate of espeak-ng and many datasets; the small checkpoint works at 8000 Hz
+    t = np.arange(int(rate_in * seconds)) / rate_in
+    gen = np.random.default_rng(5)
+    left = 0.5 * np.sin(2 * np.pi * 440 * t) + 0.05 * gen.standard_normal(t.size)
+    right = 0.5 * np.sin(2 * np.pi * 660 * t) + 0.05 * gen.standard_normal(t.size)
+    wav = tmp_path / "stereo.wav"
+    soundfile.write(wav, np.stack([left, right], axis=1).astype(np.float32), rate_in, subtype="FLOAT")
+    with caplog.at_level("WARNING", logger="tilewave.vocode"):
+        audio = vocode_file(model, wav)
+    assert "mixed 2 channels to mono" in caplog.text and "from 22050 Hz to 8000 Hz" in caplog.text
+    hop = model.config.hop_size
+    assert audio.shape[0] == 1 and abs(audio.shape[1] - seconds * 8000) < hop  # same duration, whole frames
+    assert torch.isfinite(audio).all() and audio.abs().max() > 1e-3
+    # the mono mix and the rate change are what the mel is made from: a mix of the right spectrum
+    from tilewave.engine.vocode import conform_wav
+
+    mono = conform_wav(np.stack([left, right], axis=1).astype(np.float32), rate_in, 8000).numpy()
+    spectrum = np.abs(np.fft.rfft(mono))
+    freqs = np.fft.rfftfreq(mono.size, 1 / 8000)
+    peaks = sorted(freqs[np.argsort(spectrum)[-2:]])
+    assert abs(peaks[0] - 440) < 5 and abs(peaks[1] - 660) < 5
+
+
+def test_a_recording_at_the_checkpoints_rate_is_left_alone(tmp_path, model, caplog):
+    wav = tmp_path / "mono.wav"
+    samples = (np.random.default_rng(6).random(32 * 40) - 0.5).astype(np.float32)
+    soundfile.write(wav, samples, 8000, subtype="FLOAT")
+    with caplog.at_level("WARNING", logger="tilewave.vocode"):
+        audio = vocode_file(model, wav)
+    assert caplog.text == "" and audio.shape == (1, 32 * 40)
+    expected = vocode_mel(model, wav_to_mel(model, torch.from_numpy(samples), 8000))
+    assert torch.equal(audio, expected)

@@ -46,7 +46,7 @@ def test_pcm_is_the_wav_samples_without_a_header(client):
 def test_voices(client):
     r = client.get("/voices")
     assert r.status_code == 200 and r.json() == {"voices": ["jf_alpha", "jf_gongitsune", "jf_nezumi",
-                                                            "jf_tebukuro", "jm_kumo"], "default": "jf_alpha"}
+                                                            "jf_tebukuro", "jm_kumo"], "default": "af_heart"}
 
 
 @pytest.mark.parametrize("body, message", [

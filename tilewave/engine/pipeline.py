@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from tilewave.errors import InputError
-from tilewave.text import EspeakPhonemizer, TextChunk, check_language, chunk_phonemes, chunk_text, has_phones, unknown_symbols
+from tilewave.text import TextChunk, check_language, chunk_phonemes, chunk_text, has_phones, phonemizer_for, unknown_symbols
 from tilewave.text.vocab import describe_symbols
 
 SAMPLE_RATE = 24_000
@@ -73,13 +73,13 @@ class Pipeline:
 
     def __init__(self, lang: str = "en-us") -> None:
         self.lang = check_language(lang)
-        self._phonemizer = None  # espeak starts on the first English text: phoneme input never needs it
+        self._phonemizer = None  # the G2P starts on the first text: phoneme input never needs it
         self._lock = threading.Lock()  # one espeak for the callers of every thread
 
     @property
-    def phonemizer(self) -> EspeakPhonemizer:
+    def phonemizer(self):
         if self._phonemizer is None:
-            self._phonemizer = EspeakPhonemizer(self.lang)
+            self._phonemizer = phonemizer_for(self.lang)
         return self._phonemizer
 
     def chunks(self, text: str, phonemes: bool = False, first_limit: int | None = None) -> list[TextChunk]:

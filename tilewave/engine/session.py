@@ -28,7 +28,7 @@ from tilewave import profiling
 from tilewave.engine.pipeline import (SAMPLE_RATE, SPEED_RANGE, Chunk, Pipeline, check_seed, check_speed, join_chunks,
                                       resolve_device)
 from tilewave.engine.scheduler import DEFAULT_FRAME_BUDGET, DEFAULT_MAX_REQUESTS, Job, Request, Scheduler
-from tilewave.engine.voices import DEFAULT_VOICE, load_voice, style_for
+from tilewave.engine.voices import default_voice, load_voice, style_for
 from tilewave.errors import InputError, WeightsError
 from tilewave.text import encode
 
@@ -77,7 +77,7 @@ def load_model(weights: str | None, device: str):
 
 class Session:
     """Device, precision, profiler, placements and model for a run of requests. `voice`: the voice of requests
-    that name none (default DEFAULT_VOICE). `profile`: True for a new stage profiler (its report:
+    that name none (default: the language's, see voices.default_voice). `profile`: True for a new stage profiler (its report:
     `profiler.format()`), or any object with `.stage(name)`. `memory_budget` ('2GB', or bytes): the memory a
     batch may take above the loaded model, which bounds its size x frames; `max_requests`: the requests held
     at once (more wait, or get QueueFull)."""
@@ -116,9 +116,9 @@ class Session:
     # -- the model and its worker -------------------------------------------------------------------
     @property
     def voice(self):
-        """The voice pack of requests that name none (DEFAULT_VOICE unless the session was given one)."""
+        """The voice pack of requests that name none (the language's default unless the session was given one)."""
         if self._voice is None:
-            self._voice = load_voice(DEFAULT_VOICE)
+            self._voice = load_voice(default_voice(self.pipeline.lang))
         return self._voice
 
     @property
@@ -272,7 +272,7 @@ class Session:
             return [vocode_file(vocoder, path, chunk_frames, self.profiler) for path in paths]
 
 
-def speak(text: str, voice=DEFAULT_VOICE, speed: float = 1.0, device: str | None = None, seed: int | None = None,
+def speak(text: str, voice=None, speed: float = 1.0, device: str | None = None, seed: int | None = None,
           lang: str = "en-us", phonemes: bool = False, weights: str | None = None, model=None, profile=None,
           precision: str = fp32_precision.DEFAULT) -> tuple[np.ndarray, int]:
     """Say `text`: (audio float32 [samples], 24000). `precision`: how float32 products run on a GPU's tensor
@@ -281,7 +281,7 @@ def speak(text: str, voice=DEFAULT_VOICE, speed: float = 1.0, device: str | None
         return session.speak(text, seed=seed, speed=speed, phonemes=phonemes)
 
 
-def speak_many(items: Sequence, voice=DEFAULT_VOICE, speed: float = 1.0, seed: int | None = None,
+def speak_many(items: Sequence, voice=None, speed: float = 1.0, seed: int | None = None,
                device: str | None = None, precision: str = fp32_precision.DEFAULT, lang: str = "en-us",
                weights: str | None = None, model=None, memory_budget=None) -> list[tuple[np.ndarray, int]]:
     """One (audio, 24000) per item (a text, or a dict with "text" and optional "voice", "speed", "seed"), in
@@ -290,7 +290,7 @@ def speak_many(items: Sequence, voice=DEFAULT_VOICE, speed: float = 1.0, seed: i
         return session.speak_many(items, speed=speed, seed=seed)
 
 
-def stream(text: str, voice=DEFAULT_VOICE, speed: float = 1.0, seed: int | None = None, device: str | None = None,
+def stream(text: str, voice=None, speed: float = 1.0, seed: int | None = None, device: str | None = None,
            precision: str = fp32_precision.DEFAULT, lang: str = "en-us", phonemes: bool = False,
            weights: str | None = None, model=None) -> Iterator[Chunk]:
     """The Chunks of `text` as they are made, the first one early (see Session.stream)."""

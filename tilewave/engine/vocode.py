@@ -5,9 +5,15 @@ Long inputs run in chunks of `chunk_frames` mel frames, each extended by the gen
 then sees exactly the mel frames it sees in one unchunked pass (the layers are shift-invariant at frame
 granularity and the padding at a chunk's cut lies outside the receptive field of the samples kept), so the
 chunks join without seams: chunked and unchunked output agree to float rounding.
+
+A recording given for copy-synthesis is taken as it comes: several channels are averaged to one, and a
+rate other than the checkpoint's is converted with soxr (its "HQ" setting: 20-bit precision, linear
+phase). What was done is logged on the `tilewave.vocode` logger at WARNING level, which reaches stderr
+without any set-up.
 """
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +24,7 @@ from tilewave.models.vocoders.bigvgan import BigVGAN
 from tilewave.models.vocoders.mel import log_mel
 from tilewave.profiling import Profiler
 
+log = logging.getLogger("tilewave.vocode")
 DEFAULT_CHUNK_FRAMES = 512  # ~5.5 s at 24 kHz / hop 256; peak memory scales with chunk + 2 x context
 CHECKPOINT_HELP = (
     "BigVGAN weights cannot be downloaded by tilewave. Get an official checkpoint folder holding config.json "
@@ -59,7 +66,7 @@ def wav_to_mel(model: BigVGAN, wav: torch.Tensor, sample_rate: int) -> torch.Ten
     h = model.config
     if sample_rate != h.sampling_rate:
         raise InputError(f"the audio is at {sample_rate} Hz but this BigVGAN works at {h.sampling_rate} Hz; "
-                         f"resample it first (e.g. `sox in.wav -r {h.sampling_rate} out.wav`)")
+                         "resample it first with conform_wav (vocode_file and `tilewave vocode` do that for a file)")
     n = wav.shape[-1] // h.hop_size * h.hop_size  # whole frames, so that the output has the input's length
     if n == 0:
         raise InputError(f"the audio has {wav.shape[-1]} samples, fewer than one hop ({h.hop_size})")
@@ -67,8 +74,8 @@ def wav_to_mel(model: BigVGAN, wav: torch.Tensor, sample_rate: int) -> torch.Ten
                    hop_size=h.hop_size, win_size=h.win_size, fmin=h.fmin, fmax=h.fmax)
 
 
-def read_input(path: str | Path) -> tuple[str, torch.Tensor, int | None]:
-    """('wav', samples [N] mono float32, rate) or ('mel', [B, num_mels, T] float32, None) from a file."""
+def read_input(path: str | Path) -> tuple[str, np.ndarray | torch.Tensor, int | None]:
+    """('wav', samples [N, channels] float32, rate) or ('mel', [B, num_mels, T] float32, None) from a file."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"input {str(path)!r} does not exist")
@@ -88,12 +95,33 @@ def read_input(path: str | Path) -> tuple[str, torch.Tensor, int | None]:
         samples, rate = soundfile.read(str(path), dtype="float32", always_2d=True)
     except RuntimeError as exc:
         raise InputError(f"cannot read audio {str(path)!r}: {exc}; give a WAV/FLAC file or a mel .npy") from None
-    return "wav", torch.from_numpy(samples.mean(axis=1)), rate  # channels averaged to mono
+    return "wav", samples, rate
+
+
+def conform_wav(samples: np.ndarray, rate: int, target_rate: int, name: str = "the audio") -> torch.Tensor:
+    """samples [N, channels] at `rate` -> mono float32 [~N * target_rate / rate] at `target_rate`, saying on
+    the log what was changed."""
+    done = []
+    if samples.shape[1] > 1:
+        done.append(f"mixed {samples.shape[1]} channels to mono")
+    mono = samples.mean(axis=1, dtype=np.float32)
+    if rate != target_rate:
+        import soxr
+
+        mono = soxr.resample(mono, rate, target_rate, quality="HQ").astype(np.float32, copy=False)
+        done.append(f"resampled from {rate} Hz to {target_rate} Hz (soxr HQ)")
+    if done:
+        log.warning("%s: %s for this vocoder", name, " and ".join(done))
+    return torch.from_numpy(np.ascontiguousarray(mono))
 
 
 def vocode_file(model: BigVGAN, path: str | Path, chunk_frames: int = DEFAULT_CHUNK_FRAMES,
                 profiler: Profiler | None = None) -> torch.Tensor:
     """A wav (copy-synthesis) or a mel .npy -> audio [B, N] float32."""
     kind, data, rate = read_input(path)
-    mel = wav_to_mel(model, data, rate) if kind == "wav" else data
+    if kind == "wav":
+        rate_here = model.config.sampling_rate
+        mel = wav_to_mel(model, conform_wav(data, rate, rate_here, str(path)), rate_here)
+    else:
+        mel = data
     return vocode_mel(model, mel, chunk_frames, profiler)

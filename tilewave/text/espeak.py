@@ -1,4 +1,4 @@
-"""English text -> Kokoro phonemes, through espeak-ng.
+"""Text -> Kokoro phonemes through espeak-ng: English, and Spanish, French, Hindi, Italian, Brazilian Portuguese.
 
 espeak-ng comes from the `espeakng-loader` wheel (the library and its data, no system install) and is
 driven by `phonemizer-fork`. Its IPA is rewritten into Kokoro's symbols with the table of misaki's
@@ -13,6 +13,12 @@ Where this differs from misaki, and why:
 - Before espeak: «» become “”, brackets become parentheses, ¡ and ¿ are dropped (all outside the
   vocabulary), and a decimal point between digits is spelt out ("3.50" -> "3 point 5 0"), because
   phonemizer would otherwise cut the number at the full stop.
+The other languages follow the official pipeline's espeak path for them (misaki's `EspeakG2P`, which
+`KPipeline` uses for lang_code e, f, h, i, p): espeak voices es, fr-fr, hi, it, pt-br; the tied diphthongs
+and affricates become Kokoro's one-letter symbols (aɪ -> I, aʊ -> W, eɪ -> A, oʊ -> O, əʊ -> Q, ɔɪ -> Y,
+dz -> ʣ, dʒ -> ʤ, ts -> ʦ, tʃ -> ʧ, ss -> S); every other symbol is kept as espeak writes it (nasal
+vowels keep their combining tilde, long vowels their ː), and hyphens are deleted. The English-only
+rewrite of decimals is not applied to them.
 Symbols espeak still produces outside the vocabulary are dropped with a warning naming them (the text
 was fine; the user cannot fix espeak), whereas raw phoneme input with such symbols is an InputError.
 """
@@ -22,9 +28,11 @@ import logging
 import re
 
 from tilewave.errors import InputError, TilewaveError
+from tilewave.text.languages import LANGUAGES, check_language  # LANGUAGES: for importers older than languages.py
 from tilewave.text.vocab import describe_symbols, unknown_symbols
 
-LANGUAGES = ("en-us", "en-gb")
+ESPEAK_VOICES = {"en-us": "en-us", "en-gb": "en-gb", "es": "es", "fr": "fr-fr", "hi": "hi", "it": "it",
+                 "pt-br": "pt-br"}
 log = logging.getLogger("tilewave.text")
 
 # misaki EspeakFallback.E2M: longest first so that a digraph wins over its first letter.
@@ -44,6 +52,11 @@ _ESPEAK_TO_KOKORO = sorted({
     "ɬ": "l",
     "\u0303": "",
 }.items(), key=lambda kv: -len(kv[0]))
+# misaki EspeakG2P.e2m (its version-1.0 table: Kokoro v1.0's training phonemes)
+_ESPEAK_TO_KOKORO_OTHER = sorted({
+    "a^ɪ": "I", "a^ʊ": "W", "d^z": "ʣ", "d^ʒ": "ʤ", "e^ɪ": "A", "o^ʊ": "O", "ə^ʊ": "Q", "s^s": "S",
+    "t^s": "ʦ", "t^ʃ": "ʧ", "ɔ^ɪ": "Y",
+}.items())
 _SYLLABIC = re.compile("(\\S)\u0329")
 _BEFORE_ESPEAK = str.maketrans({"«": "“", "»": "”", "[": "(", "]": ")", "{": "(", "}": ")", "¡": None, "¿": None})
 _DECIMAL = re.compile(r"(\d)\.(\d+)")
@@ -54,15 +67,17 @@ def _configure_espeak() -> None:
         import espeakng_loader
         from phonemizer.backend.espeak.wrapper import EspeakWrapper
     except ImportError as exc:
-        raise TilewaveError(f"English phonemization needs espeak-ng ({exc}); "
+        raise TilewaveError(f"phonemization needs espeak-ng ({exc}); "
                             "install it with `pip install espeakng-loader phonemizer-fork`") from exc
     EspeakWrapper.set_library(espeakng_loader.get_library_path())
     EspeakWrapper.set_data_path(espeakng_loader.get_data_path())
 
 
-def prepare_text(text: str) -> str:
+def prepare_text(text: str, english: bool = True) -> str:
     """What espeak is given: one line, symbols it would mangle rewritten (see the module doc)."""
-    text = _DECIMAL.sub(lambda m: f"{m[1]} point {' '.join(m[2])}", text.translate(_BEFORE_ESPEAK))
+    text = text.translate(_BEFORE_ESPEAK)
+    if english:
+        text = _DECIMAL.sub(lambda m: f"{m[1]} point {' '.join(m[2])}", text)
     return " ".join(text.split())
 
 
@@ -81,31 +96,38 @@ def espeak_to_kokoro(ps: str, british: bool) -> str:
     return ps.replace("o", "ɔ").replace("^", "")
 
 
-def check_language(lang: str) -> str:
-    """The normalised language code ('en-us', 'en-gb'), or InputError."""
-    code = str(lang).lower().replace("_", "-")
-    if code not in LANGUAGES:
-        raise InputError(f"unknown language {lang!r}; choose one of {', '.join(LANGUAGES)}")
-    return code
+def espeak_to_kokoro_other(ps: str) -> str:
+    """The same for the non-English espeak languages (misaki's EspeakG2P rewrite)."""
+    ps = ps.strip()
+    for old, new in _ESPEAK_TO_KOKORO_OTHER:
+        ps = ps.replace(old, new)
+    return ps.replace("^", "").replace("-", "")
 
 
 class EspeakPhonemizer:
-    """Phonemize English sentences for Kokoro: `EspeakPhonemizer("en-us")(["Hello there."])`."""
+    """Phonemize sentences for Kokoro: `EspeakPhonemizer("en-us")(["Hello there."])`; any language of ESPEAK_VOICES."""
 
     def __init__(self, lang: str = "en-us") -> None:
         lang = check_language(lang)
+        if lang not in ESPEAK_VOICES:
+            raise InputError(f"espeak-ng does not phonemize {lang!r} for Kokoro here; it does "
+                             f"{', '.join(ESPEAK_VOICES)} (use tilewave.text.phonemizer_for for every language)")
         self.lang = lang
         self.british = lang == "en-gb"
+        self.english = lang.startswith("en-")
         _configure_espeak()
         from phonemizer.backend import EspeakBackend
         from phonemizer.logger import get_logger
 
-        self._backend = EspeakBackend(language=lang, preserve_punctuation=True, with_stress=True, tie="^",
-                                      language_switch="remove-flags", logger=get_logger("quiet"))
+        self._backend = EspeakBackend(language=ESPEAK_VOICES[lang], preserve_punctuation=True, with_stress=True,
+                                      tie="^", language_switch="remove-flags", logger=get_logger("quiet"))
+
+    def to_kokoro(self, ps: str) -> str:
+        return espeak_to_kokoro(ps, self.british) if self.english else espeak_to_kokoro_other(ps)
 
     def __call__(self, texts: list[str]) -> list[str]:
         """Kokoro phonemes of each text (one espeak call for the batch); out-of-vocabulary symbols dropped."""
-        prepared = [prepare_text(t) for t in texts]
+        prepared = [prepare_text(t, self.english) for t in texts]
         # phonemizer drops empty lines from its output and merges neighbouring lines made only of
         # punctuation, which would shift every later text: send no empty line, and when the count
         # still does not match, phonemize the texts one by one.
@@ -115,7 +137,7 @@ class EspeakPhonemizer:
             raw = ["".join(self._backend.phonemize([prepared[i]], strip=True)) for i in sent]
         out = [""] * len(texts)
         for i, ps in zip(sent, raw):
-            ps = espeak_to_kokoro(ps, self.british)
+            ps = self.to_kokoro(ps)
             unknown = unknown_symbols(ps)
             if unknown:
                 log.warning("espeak gave symbols outside Kokoro's vocabulary for %r; dropped: %s",

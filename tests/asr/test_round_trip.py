@@ -1,0 +1,65 @@
+"""Speech-recognition round trip: what Kokoro says with the stock English voices, Whisper tiny.en hears.
+
+The bound: Whisper tiny.en's own WER on clean read speech (LibriSpeech test-clean) is about 5.6% (Whisper
+paper, table 2). Measured here (seed 0, CPU, 2026-12-01): af_heart 0 / 0 / 0.1 on the three sentences (it
+dropped the leading "I" of the third), bf_emma 0 on each; pooled, 0.03 and 0. WER_BOUND = 0.15 leaves
+room for another platform's float rounding while failing what is not English speech: the same sentence
+through the Spanish phonemizer scored 0.44, Spanish speech 1.0, noise 1.0 (Whisper heard nothing).
+"""
+import numpy as np
+import pytest
+
+from tests.asr.asr import transcribe, word_error_rate
+from tilewave.engine import Pipeline
+from tilewave.engine.pipeline import SAMPLE_RATE, join_chunks
+
+WER_BOUND = 0.15
+SENTENCES = [
+    "The quick brown fox jumps over the lazy dog.",
+    "Please call Stella and ask her to bring these things from the store.",
+    "I would like a cup of coffee with milk, please.",
+]
+
+
+@pytest.fixture(scope="module")
+def model():
+    from tilewave.engine.pipeline import load_model
+
+    return load_model(None, "cpu")
+
+
+def say(model, text, lang, voice):
+    pipeline = Pipeline(lang=lang, voice=voice, device="cpu", model=model)
+    return join_chunks([c.audio for c in pipeline(text, seed=0)])
+
+
+@pytest.fixture(scope="module")
+def heard(model):
+    """Transcripts of af_heart saying every sentence."""
+    return [transcribe(say(model, s, "en-us", "af_heart"), SAMPLE_RATE) for s in SENTENCES]
+
+
+def test_af_heart_is_understood(heard):
+    assert word_error_rate(" ".join(SENTENCES), " ".join(heard)) <= WER_BOUND, heard
+    assert all(word_error_rate(s, h) <= 0.25 for s, h in zip(SENTENCES, heard)), heard  # no sentence lost
+
+
+def test_a_british_voice_is_understood(model):
+    heard = transcribe(say(model, SENTENCES[1], "en-gb", "bf_emma"), SAMPLE_RATE)
+    assert word_error_rate(SENTENCES[1], heard) <= WER_BOUND, heard
+
+
+def test_the_score_fails_what_is_not_the_sentence(model, heard):
+    noise = np.random.default_rng(0).standard_normal(3 * SAMPLE_RATE).astype(np.float32) * 0.1
+    assert word_error_rate(SENTENCES[0], transcribe(noise, SAMPLE_RATE)) >= 0.9
+    assert word_error_rate(SENTENCES[1], heard[0]) >= 0.8  # another sentence's audio
+    # English words read by the Spanish phonemizer: a wrong language is heard, and scored, as wrong
+    spanish_g2p = transcribe(say(model, SENTENCES[0], "es", "ef_dora"), SAMPLE_RATE)
+    assert word_error_rate(SENTENCES[0], spanish_g2p) > 2 * WER_BOUND, spanish_g2p
+
+
+def test_transcribe_refuses_audio_that_is_not_finite():
+    with pytest.raises(ValueError, match="NaN"):
+        transcribe(np.array([0.0, np.nan], np.float32), SAMPLE_RATE)
+    with pytest.raises(ValueError, match="no words"):
+        word_error_rate("hmm, uh", "hello")  # only fillers, which the normalizer removes
