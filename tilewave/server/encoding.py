@@ -12,12 +12,12 @@ read a FLAC whose header says "unknown".
 """
 from __future__ import annotations
 
+import io
 import struct
 
 import numpy as np
 
 from tilewave.engine.pipeline import CROSSFADE_SAMPLES
-from tilewave.engine.wav import encode_audio
 
 # OpenAI's response_format names -> media type (OpenAI's own: audio/mpeg for mp3, audio/opus for Ogg Opus)
 MEDIA_TYPES = {"mp3": "audio/mpeg", "opus": "audio/opus", "aac": "audio/aac", "flac": "audio/flac",
@@ -56,7 +56,6 @@ class EagerJoiner:
 
 
 def _int16(audio: np.ndarray) -> np.ndarray:
-    # libsndfile's rounding of float to 16 bits (what engine/wav.encode_audio writes), clipped first
     return np.round(np.clip(audio, -1.0, 1.0) * 32767).astype("<i2")
 
 
@@ -95,8 +94,12 @@ class _Flac(_Pcm):
         return b""
 
     def finish(self) -> bytes:
+        import soundfile
+
         audio = np.concatenate(self._blocks) if self._blocks else np.zeros(0, dtype=np.float32)
-        return encode_audio(audio, self.rate, "FLAC", "PCM_16")
+        buf = io.BytesIO()
+        soundfile.write(buf, _int16(audio), self.rate, format="FLAC", subtype="PCM_16")  # the other formats' rounding
+        return buf.getvalue()
 
 
 class _Sink:
