@@ -46,6 +46,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tilewave.engine import SAMPLE_RATE, Cancelled, QueueFull, Session
+from tilewave.engine.session import FIRST_CHUNK_PHONEMES
 from tilewave.engine.voice_catalog import CATALOG, OPENAI_VOICES
 from tilewave.engine.voices import installed_voices, load_voice
 from tilewave.errors import InputError, TilewaveError
@@ -226,7 +227,8 @@ def create_app(session: Session | None = None, *, api_key: str | None = None, ma
         ready()
         pack = await _voice_pack(req.voice, packs)
         try:
-            job = await asyncio.to_thread(session.stream, req.input, pack, kokoro_speed(req.speed), req.seed)
+            job = await asyncio.to_thread(session.submit, req.input, pack, kokoro_speed(req.speed), req.seed,
+                                          first_limit=FIRST_CHUNK_PHONEMES, block=False)  # full: 503, not a wait
         except QueueFull:
             raise OpenAIError(503, f"the server is busy: it already holds {session.max_requests} requests; retry "
                               f"after {RETRY_AFTER_S} s", code="queue_full", type="server_error",
