@@ -2,6 +2,7 @@
 the last chunk is begun (event order from hooks, not a timer); a client that disconnects frees its slot and
 its chunks are not made; a bounded load of concurrent clients gets every response, none mixed up, 503 only
 from a full queue and a retry that then succeeds; SIGTERM ends a server that is streaming within seconds."""
+import json
 import os
 import signal
 import socket
@@ -13,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx2 as httpx
 import numpy as np
+import pytest
 
 from tests.engine.fake_model import FakeKokoro
 from tests.server.serving import serve
@@ -165,3 +167,24 @@ def test_sigterm_stops_a_streaming_server_within_seconds():
     # uvicorn shuts down, then raises the signal it caught again, so the process ends as SIGTERM says
     assert proc.returncode in (0, -signal.SIGTERM) and "Application shutdown complete" in out, out
     assert took < 6
+
+
+def test_a_model_failure_mid_stream_cuts_the_audio_and_ends_an_sse_stream_with_an_error():
+    def fail_after_the_first(batch):
+        if len(model.batches) > 1:
+            raise RuntimeError("the device fell over")
+
+    model = FakeKokoro(on_batch=fail_after_the_first)
+    session = one_chunk_batches(Session(device="cpu", model=model))
+    with session, serve(create_app(session)) as url:
+        with httpx.stream("POST", url + SPEECH, json={"input": LONG, "response_format": "pcm"}, timeout=WAIT) as r:
+            assert r.status_code == 200
+            with pytest.raises(httpx.RemoteProtocolError):  # cut: no final chunk, so no client takes it as whole
+                for _ in r.iter_raw():
+                    pass
+        model.batches.clear()
+        r = httpx.post(url + SPEECH, json={"input": LONG, "response_format": "pcm", "stream_format": "sse"},
+                       timeout=WAIT)
+        events = [json.loads(block[len("data: "):]) for block in r.text.strip().split("\n\n")]
+    assert [e["type"] for e in events] == ["speech.audio.delta", "error"]
+    assert "the device fell over" in events[-1]["error"]["message"]

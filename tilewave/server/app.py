@@ -31,6 +31,7 @@ import asyncio
 import base64
 import concurrent.futures
 import contextlib
+import functools
 import hmac
 import json
 import logging
@@ -115,7 +116,8 @@ def create_app(session: Session | None = None, *, api_key: str | None = None, ma
         session = Session(**session_args)
     state = {"ready": False, "error": None}
     metrics = Metrics(session, lambda: state["ready"])
-    packs: dict[str, object] = {}  # voice spec -> pack: a blend is averaged once
+    # voice spec -> pack (510 x 256 floats, 0.5 MB): a blend is averaged once; bounded, as specs are the clients'
+    pack_of = functools.lru_cache(maxsize=64)(lambda spec: load_voice(spec, allow_paths=False))
 
     async def load() -> None:
         try:
@@ -165,12 +167,7 @@ def create_app(session: Session | None = None, *, api_key: str | None = None, ma
         log.exception("unexpected failure on %s", request.url.path)
         return OpenAIError(500, f"the server failed: {type(exc).__name__}: {exc}", type="server_error").response()
 
-    @app.middleware("http")
-    async def count(request: Request, call_next):
-        response = await call_next(request)
-        route = request.scope.get("route")
-        metrics.requests.labels(route.path if route is not None else "other", str(response.status_code)).inc()
-        return response
+    app.add_middleware(_CountRequests, metrics=metrics)
 
     def authorize(request: Request) -> None:
         if api_key is None:
@@ -225,7 +222,7 @@ def create_app(session: Session | None = None, *, api_key: str | None = None, ma
         req = _speech_request(await _json_body(request, max_body_bytes))
         _check(req, max_input_chars)
         ready()
-        pack = await _voice_pack(req.voice, packs)
+        pack = await _voice_pack(req.voice, pack_of)
         try:
             job = await asyncio.to_thread(session.submit, req.input, pack, kokoro_speed(req.speed), req.seed,
                                           first_limit=FIRST_CHUNK_PHONEMES, block=False)  # full: 503, not a wait
@@ -237,9 +234,8 @@ def create_app(session: Session | None = None, *, api_key: str | None = None, ma
             raise OpenAIError(503, "the server is shutting down", code="shutting_down", type="server_error") from None
         except InputError as exc:
             raise OpenAIError(400, str(exc), param="input", code="invalid_input") from None
-        speech = _Speech(arrived)
         sse = req.stream_format == "sse"
-        body = _stream(job, req.response_format, sse, speech, metrics, on_first_audio)
+        body = _stream(job, req.response_format, sse, _Speech(arrived), metrics, on_first_audio)
         media = "text/event-stream" if sse else MEDIA_TYPES[req.response_format]
         return StreamingResponse(body, media_type=media, headers={"Cache-Control": "no-store"})
 
@@ -248,6 +244,27 @@ def create_app(session: Session | None = None, *, api_key: str | None = None, ma
         return FileResponse(PAGE / "index.html", media_type="text/html")
 
     return app
+
+
+class _CountRequests:
+    """Counts each HTTP request by route and status, as the status line is sent (plain ASGI: a streamed body
+    passes through untouched, errors included)."""
+
+    def __init__(self, app, metrics: Metrics) -> None:
+        self.app, self.metrics = app, metrics
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def counted(message):
+            if message["type"] == "http.response.start":
+                route = scope.get("route")
+                endpoint = route.path if route is not None else "other"
+                self.metrics.requests.labels(endpoint, str(message["status"])).inc()
+            await send(message)
+
+        await self.app(scope, receive, counted)
 
 
 # -- reading a speech request ---------------------------------------------------------------------------
@@ -319,17 +336,15 @@ def _check(req: SpeechRequest, max_input_chars: int) -> None:
                           code="invalid_value")
 
 
-async def _voice_pack(spec: str | None, packs: dict):
+async def _voice_pack(spec: str | None, pack_of):
     """The pack for a voice spec; names and blends only (load_voice with allow_paths=False opens no file
     a request names, so its error says nothing of the file system)."""
     if spec is None:
         return None  # the session's default voice
-    if spec not in packs:
-        try:
-            packs[spec] = await asyncio.to_thread(load_voice, spec, False)
-        except InputError as exc:
-            raise OpenAIError(400, str(exc), param="voice", code="invalid_voice") from None
-    return packs[spec]
+    try:
+        return await asyncio.to_thread(pack_of, spec)
+    except InputError as exc:
+        raise OpenAIError(400, str(exc), param="voice", code="invalid_voice") from None
 
 
 # -- the response ----------------------------------------------------------------------------------------
@@ -361,18 +376,19 @@ async def _stream(job, fmt: str, sse: bool, speech: _Speech, metrics: Metrics, o
         data = enc.encode(tail) + enc.finish()
         if data:
             yield frame(data)
-        seconds = speech.samples / SAMPLE_RATE
-        metrics.real_time_factor.observe((time.perf_counter() - speech.arrived) / seconds)
+        if speech.samples:
+            metrics.real_time_factor.observe((time.perf_counter() - speech.arrived) * SAMPLE_RATE / speech.samples)
         if sse:
             frames = speech.samples // 600
             usage = {"input_tokens": phonemes, "output_tokens": frames, "total_tokens": phonemes + frames}
             yield f"data: {json.dumps({'type': 'speech.audio.done', 'usage': usage})}\n\n".encode()
     except TilewaveError as exc:  # the status line is sent: the error can only end the stream
         log.warning("a speech stream ended early: %s", exc)
-        if sse:
-            error = {"type": "error", "error": {"message": str(exc), "type": "server_error", "param": None,
-                                                "code": "cancelled" if isinstance(exc, Cancelled) else None}}
-            yield f"data: {json.dumps(error)}\n\n".encode()
+        if not sse:
+            raise  # the connection is dropped without chunked encoding's last chunk: the client sees it cut
+        error = {"type": "error", "error": {"message": str(exc), "type": "server_error", "param": None,
+                                            "code": "cancelled" if isinstance(exc, Cancelled) else None}}
+        yield f"data: {json.dumps(error)}\n\n".encode()
     finally:
         job.cancel()  # a client gone mid-stream frees its place (a no-op once the request is finished)
         enc.close()
