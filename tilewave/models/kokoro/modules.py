@@ -5,10 +5,11 @@ Layouts: channels-first [B, C, T] between convs, batch-first [B, T, C] around LS
 
 Batches of different lengths: `lengths` (LongTensor [B], or None when every item fills the axis) gives
 each item's valid steps on the axis a module works on. Everything that looks across time sees only an
-item's own steps, so each item computes what it would alone: ALBERT's keys are masked, LSTMs stop at
-each item's length (the backward direction starts at its last step), instance-norm statistics cover
-its own frames, and every conv / transposed-conv input is zero past its length (the zeros a solo run
-pads with). Outputs past an item's length are left unspecified; the next consumer masks them.
+item's own steps, so each item computes what it would alone: LSTMs stop at each item's length (the
+backward direction starts at its last step), instance-norm statistics cover its own frames, and every
+conv / transposed-conv input is zero past its length (the zeros a solo run pads with). Outputs past an
+item's length are left unspecified; the next consumer masks them. (ALBERT runs item by item: see
+KokoroModel._albert.)
 """
 from __future__ import annotations
 
