@@ -31,7 +31,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tilewave.harness.registry import AotVariant, BenchShape, Case, Kernel, register
+from tilewave.spec import AotVariant, BenchShape, Case, Kernel, register
 from tilewave.kernels.rnn import (_cell_update, _check_lstm_args, _direction_barrier, _interpreting, _lstm_bytes,
                                   _lstm_flops, _lstm_inputs, lstm_oracle, lstm_torch)
 

@@ -5,7 +5,8 @@ import torch
 
 from tilewave.kernels import lstm_batched as KB
 from tilewave.kernels import rnn as K
-from tilewave.ops.dispatch import fp32_matmul, use_triton
+from tilewave import precision
+from tilewave.ops.dispatch import use_triton
 
 LSTMParams = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]  # w_ih [4H, I], w_hh [4H, H], b_ih, b_hh
 
@@ -26,7 +27,7 @@ def lstm(x: torch.Tensor, directions: list[LSTMParams] | tuple[LSTMParams, ...],
         w_ih, w_hh, b_ih, b_hh = (torch.stack(ts) for ts in zip(*directions))
         if x.shape[0] > 1 and w_hh.shape[2] <= KB.MAX_HIDDEN:
             # a batch: every step's recurrent product for all items as one tensor-core product
-            return KB.lstm_batched(x.contiguous(), w_ih, w_hh, b_ih, b_hh, lengths=lengths, precision=fp32_matmul())
+            return KB.lstm_batched(x.contiguous(), w_ih, w_hh, b_ih, b_hh, lengths=lengths, precision=precision.current())
         return K.lstm(x.contiguous(), w_ih, w_hh, b_ih, b_hh, lengths=lengths)
     if lengths is None:
         return K.lstm_torch_flat(x, flat, len(directions) == 2)
