@@ -40,7 +40,7 @@ def test_speak_many_checks_every_item_before_any_audio():
 
 def test_values_are_checked_when_the_session_is_made():
     for kwargs, message in (({"device": "tpu"}, "device"), ({"precision": "half"}, "precision"),
-                            ({"lang": "fr"}, "language"), ({"voice": "nobody"}, "unknown voice"),
+                            ({"lang": "tlh"}, "language"), ({"voice": "nobody"}, "unknown voice"),
                             ({"memory_budget": "-1GB"}, "not a size")):
         with pytest.raises(InputError, match=message):
             Session(model=FakeKokoro(), **{"device": "cpu", **kwargs})

@@ -209,10 +209,14 @@ def create_app(session: Session | None = None, *, api_key: str | None = None, ma
     async def voices(request: Request):
         authorize(request)
         here = await asyncio.to_thread(installed_voices)
-        listed = [{"id": n, "name": n, "language": CATALOG[n].language, "gender": CATALOG[n].gender}
-                  for n in here if n in CATALOG]
-        listed += [{"id": alias, "name": f"{alias} ({n})", "language": CATALOG[n].language,
-                    "gender": CATALOG[n].gender} for alias, n in OPENAI_VOICES.items() if n in here]
+        def entry(id: str, n: str) -> dict:
+            v = CATALOG[n]
+            named = n if id == n else f"{id} = {n}"
+            return {"id": id, "name": f"{named} ({v.language_name}, {v.gender})", "language": v.language,
+                    "gender": v.gender}
+
+        listed = [entry(n, n) for n in here if n in CATALOG]
+        listed += [entry(alias, n) for alias, n in OPENAI_VOICES.items() if n in here]
         return {"voices": listed}
 
     @app.post("/v1/audio/speech")
