@@ -219,8 +219,8 @@ def test_an_api_key_is_required_when_set(session):
         body = {"input": "Hi.", "response_format": "pcm"}
         for headers in ({}, {"authorization": "Bearer wrong"}, {"authorization": "s3cret-key"},
                         {"authorization": "Basic s3cret-key"}):
-            for r in (httpx.post(url + SPEECH, json=body, headers=headers), httpx.get(url + "/v1/models", headers=headers),
-                      httpx.get(url + "/v1/audio/voices", headers=headers)):
+            for r in (httpx.post(url + SPEECH, json=body, headers=headers),
+                      httpx.get(url + "/v1/models", headers=headers), httpx.get(url + "/v1/audio/voices", headers=headers)):
                 openai_error(r, 401, code="invalid_api_key")
         ok = {"authorization": "Bearer s3cret-key"}
         assert httpx.post(url + SPEECH, json=body, headers=ok).status_code == 200

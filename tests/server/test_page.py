@@ -24,7 +24,8 @@ def browser():
     assert shutil.which(CHROMIUM), "chromium is missing: `make browser` installs it"
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--headless", "--no-sandbox", "--disable-background-networking", "--autoplay-policy=no-user-gesture-required"])
+            "--headless", "--no-sandbox", "--disable-background-networking",
+            "--autoplay-policy=no-user-gesture-required"])
         yield browser
         browser.close()
 

@@ -23,7 +23,8 @@ sentence or clause) is made; see encoding.py for how each format streams. `strea
 Requests go through the session's scheduler, which batches the chunks of concurrent requests; when it holds
 `max_requests` the answer is 503 with Retry-After. A client that disconnects cancels its request (its
 chunks not yet made are dropped). Every error is OpenAI's shape: {"error": {"message", "type", "param",
-"code"}}.
+"code"}}. With an API key set, /v1/* asks for it; /health, /metrics and the page at / do not (probes and
+scrapers; the page sends the key it is given).
 """
 from __future__ import annotations
 
@@ -107,7 +108,8 @@ class _Speech:
 
 
 def create_app(session: Session | None = None, *, api_key: str | None = None, max_input_chars: int = MAX_INPUT_CHARS,
-               max_body_bytes: int = MAX_BODY_BYTES, on_first_audio=None, on_load_error=None, **session_args) -> FastAPI:
+               max_body_bytes: int = MAX_BODY_BYTES, on_first_audio=None, on_load_error=None,
+               **session_args) -> FastAPI:
     """The app over `session` (or a new Session(**session_args)). The model is loaded when the app starts
     (uvicorn's startup), on a thread, so /health answers 503 meanwhile; `on_load_error(exc)` is called if it
     fails (the CLI stops the server). `api_key`: when set, /v1/* needs `Authorization: Bearer <api_key>`.
@@ -296,8 +298,8 @@ async def _json_body(request: Request, limit: int) -> dict:
 
 
 def _too_large(limit: int) -> OpenAIError:
-    return OpenAIError(413, f"the request body is larger than {limit} bytes; send at most {MAX_INPUT_CHARS} "
-                       "characters of input a request", code="request_too_large")
+    return OpenAIError(413, f"the request body is larger than {limit} bytes; split the input into several requests",
+                       code="request_too_large")
 
 
 def _speech_request(body: dict) -> SpeechRequest:
