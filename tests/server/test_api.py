@@ -131,6 +131,7 @@ def test_listings_and_health(url):
     assert httpx.get(url + "/health").json() == {"status": "ok"}
     models = httpx.get(url + "/v1/models").json()
     assert models["object"] == "list" and [m["id"] for m in models["data"]] == ["kokoro", "tts-1", "tts-1-hd"]
+    assert httpx.get(url + "/v1/audio/models").json()["models"][1] == {"id": "tts-1", "name": "tts-1"}
     voices = httpx.get(url + "/v1/audio/voices").json()["voices"]
     ids = [v["id"] for v in voices]
     assert {"af_heart", "bf_emma", "alloy", "nova"} <= set(ids) and all(v["name"] for v in voices)

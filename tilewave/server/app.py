@@ -4,6 +4,7 @@ WebUI, ...) can point at it.
     POST /v1/audio/speech  {"model": "tts-1", "input": "Hello.", "voice": "af_heart", "speed": 1.0,
                             "response_format": "mp3", "stream_format": "audio"}          -> audio, streamed
     GET  /v1/models                  the model names accepted: kokoro, tts-1, tts-1-hd (all the same Kokoro-82M)
+    GET  /v1/audio/models            the same as {"models": [{"id", "name"}]} (what Open WebUI reads)
     GET  /v1/audio/voices            {"voices": [{"id", "name", "language", "gender"}]}: the installed stock voices
                                      and OpenAI's voice names (alloy, echo, ...) that stand for them
     GET  /health                     200 {"status": "ok"} once the model is loaded; 503 before (or if it failed)
@@ -206,6 +207,11 @@ def create_app(session: Session | None = None, *, api_key: str | None = None, ma
         authorize(request)
         return {"object": "list", "data": [{"id": m, "object": "model", "created": 0, "owned_by": "tilewave"}
                                            for m in MODELS]}
+
+    @app.get("/v1/audio/models")
+    async def audio_models(request: Request):  # the list Open WebUI asks a speech server for
+        authorize(request)
+        return {"models": [{"id": m, "name": m} for m in MODELS]}
 
     @app.get("/v1/audio/voices")
     async def voices(request: Request):
