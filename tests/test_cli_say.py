@@ -9,7 +9,7 @@ import soundfile
 
 from tests.engine.fake_model import STAGES, FakeKokoro
 from tilewave import cli_say
-from tilewave.engine import pipeline as engine_pipeline
+from tilewave.engine import session as engine_session
 
 
 def say(*argv) -> int:
@@ -22,7 +22,7 @@ def say(*argv) -> int:
 @pytest.fixture
 def fake_model(monkeypatch):
     model = FakeKokoro()
-    monkeypatch.setattr(engine_pipeline, "load_model", lambda weights, device: model)
+    monkeypatch.setattr(engine_session, "load_model", lambda weights, device: model)
     return model
 
 
@@ -56,12 +56,13 @@ def test_phonemes_voice_blend_lang_speed(tmp_path, fake_model):
     assert say("hˈɛlO wˈɜɹld.", "--phonemes", "--voice", "jf_alpha:0.6,jm_kumo:0.4", "--speed", "1.5", "-o", out) == 0
     assert say("Hello world.", "--lang", "en-gb", "--voice", "jf_tebukuro", "-o", out) == 0
     assert fake_model.calls[0]["speed"] == 1.5
+    assert say("Hello world.", "--memory-budget", "2GB", "-o", out) == 0
 
 
 def test_profile_prints_stages_and_placements(tmp_path, fake_model, monkeypatch, capsys):
     assert say("Hello.", "--profile", "-o", str(tmp_path / "p.wav")) == 0
     out = capsys.readouterr().out
-    assert all(name in out for name in ("phonemize", *STAGES)) and "ran on" in out
+    assert all(name in out for name in ("phonemize", *STAGES)) and "ran on" in out and "peak memory: " in out
 
 
 BAD_INPUTS = [
@@ -82,6 +83,8 @@ BAD_INPUTS = [
     (["Hi.", "-o", "{tmp}/x.aac"], ".aac is not an audio format we write; name it .wav, .flac, .ogg, .mp3"),
     (["Hi.", "-o", "{tmp}/x"], "no file suffix"),
     (["Hi.", "--seed", "-3", "-o", "{out}"], "seed"),
+    (["Hi.", "--memory-budget", "1.5GB", "-o", "{out}"], "below what one full chunk"),
+    (["Hi.", "--memory-budget", "lots", "-o", "{out}"], "not a size"),
 ]
 
 
@@ -105,7 +108,7 @@ def test_unreadable_weights(tmp_path, capsys):
 
 
 def test_nan_audio_never_reaches_a_file(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(engine_pipeline, "load_model", lambda weights, device: FakeKokoro(nan=True))
+    monkeypatch.setattr(engine_session, "load_model", lambda weights, device: FakeKokoro(nan=True))
     assert say("Hello.", "-o", str(tmp_path / "out.wav")) == 1
     assert "NaN" in capsys.readouterr().err and list(tmp_path.iterdir()) == []
 
@@ -139,7 +142,7 @@ def test_precision_flag_reaches_the_model(tmp_path, monkeypatch):
     from tests.engine.test_pipeline import PrecisionRecorder
 
     model = PrecisionRecorder()
-    monkeypatch.setattr(engine_pipeline, "load_model", lambda weights, device: model)
+    monkeypatch.setattr(engine_session, "load_model", lambda weights, device: model)
     assert say("Hello.", "--precision", "tf32x3", "-o", str(tmp_path / "p.wav"), "--device", "cpu") == 0
     assert model.calls_precision == ["tf32x3"]
     with pytest.raises(SystemExit):  # argparse: an unknown choice is a usage error

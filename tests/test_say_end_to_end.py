@@ -8,7 +8,7 @@ import soundfile
 import torch
 
 from tests.test_cli_say import say
-from tilewave.engine import Pipeline
+from tilewave.engine import Session
 from tilewave.text import EspeakPhonemizer
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -40,8 +40,8 @@ def test_say_writes_speech(tmp_path, capsys):
 
 
 def test_chunk_audio_length_matches_the_durations():
-    pipeline = Pipeline(lang="en-us", voice="jf_alpha", device=DEVICE)
-    (chunk,) = pipeline("Good morning.", seed=1)
+    with Session(lang="en-us", voice="jf_alpha", device=DEVICE) as session:
+        (chunk,) = session.submit("Good morning.", seed=1)
     assert abs(chunk.audio.size - int(chunk.durations.sum()) * 600) <= 600
     assert chunk.durations.shape == (len(chunk.phonemes) + 2,) and (chunk.durations >= 1).all()
 

@@ -1,9 +1,9 @@
 """`tilewave say`: speak English text (or Kokoro phonemes) into a 24 kHz audio file (WAV, FLAC, Ogg or MP3).
 
-A thin shell over tilewave.engine: it reads the text, calls the pipeline, writes the file. Every
-mistake a user can make ends in one line on stderr and a non-zero exit (2: the input, 1: weights,
-model or file system), and the WAV is written only once all of the audio exists, so a failed run
-leaves no file behind.
+A thin shell over tilewave.engine: it reads the text, makes a session, streams the chunks into the file
+as they are made. Every mistake a user can make ends in one line on stderr and a non-zero exit (2: the
+input, 1: weights, model or file system); the audio goes to a temporary file renamed once the last
+chunk is in, so a failed run leaves no file behind.
 """
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import os
 import sys
 import time
 
+from tilewave.cli_common import add_kokoro_args
 from tilewave.errors import InputError, TilewaveError
-from tilewave.text.languages import LANGUAGE_CHOICES
 
 
 def add_parser(subparsers) -> None:
@@ -43,25 +43,12 @@ def _add_synthesis_args(p) -> None:
                    help="a stock voice (`tilewave voices`; default: the language's, af_heart for en-us), an OpenAI "
                         "name, a .npz/.pt/.bin pack, or a blend 'a:0.7,b:0.3' / 'a(2)+b(1)'")
     p.add_argument("--speed", type=float, default=1.0, help="0.5 (slow) to 2.0 (fast), default 1.0")
-    p.add_argument("--lang", default="en-us", choices=LANGUAGE_CHOICES, metavar="LANG",
-                   help="en-us (default), en-gb, es, fr, hi, it, pt-br, ja, zh, or the one-letter codes a b e f h i p j z")
-    p.add_argument("--device", choices=["cpu", "cuda"], help="where the model runs (default: cuda if present)")
     p.add_argument("--seed", type=int, help="seed of the voice source's random phase and noise (repeatable audio)")
-    p.add_argument("--weights", metavar="PATH", help="Kokoro weights (.onnx or .pth; default: the installed int8 ONNX)")
     p.add_argument("--phonemes", action="store_true", help="TEXT is Kokoro phonemes, not English")
     p.add_argument("--no-normalize", dest="normalize", action="store_false",
                    help="give the phonemizer the text as written (no reading of numbers, money, dates, abbreviations)")
-    add_precision_arg(p)
+    add_kokoro_args(p)
     p.set_defaults(run=run)
-
-
-def add_precision_arg(p) -> None:
-    from tilewave.engine.pipeline import DEFAULT_PRECISION
-    from tilewave.precision import MODES as PRECISIONS
-
-    p.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION,
-                   help="float32 products on a GPU: tf32x3 (default: float32-class error on tensor cores), ieee "
-                        "(exact float32 on the FMA units, slower), tf32 (~1e-3 relative, fastest); no effect on a CPU")
 
 
 def _read_text(args) -> str:
@@ -89,18 +76,22 @@ def _check_output(path: str) -> None:
     audio_format(path)
 
 
-def _print_profile(profiler, device) -> None:
-    from tilewave.ops import placements
-
-    if device.type == "cuda":
+def _print_profile(session) -> None:
+    if session.device.type == "cuda":
         print("(after one untimed warm-up pass, so that Triton's compilation is not counted)")
-    print(profiler.format("stage"))
-    rows = placements()
+    print(session.profiler.format("stage"))
+    rows = session.placements()
     print(f"\n{'op':<28} {'ran on':<7} {'calls':>6}  why not triton")
     for op, where, why, calls in rows:
         print(f"{op:<28} {where:<7} {calls:>6}  {why}")
     if not rows:
         print("(no op went through tilewave.ops)")
+    peak, batches = session.peak_memory(), session.batches()
+    what = "CUDA allocator" if session.device.type == "cuda" else "resident set"
+    budget = f", budget {session.memory_budget / 1e6:.0f} MB" if session.memory_budget is not None else ""
+    shown = "not measurable here" if peak is None else f"{peak / 1e6:.1f} MB ({what}, above the loaded model)"
+    print(f"\npeak memory: {shown}{budget}; {len(batches)} batch(es) of {', '.join(str(b.size) for b in batches)} "
+          f"chunk(s), at most {session.frame_budget} padded frames each")
 
 
 @contextlib.contextmanager
@@ -120,76 +111,72 @@ def _progress(total: int, console=None):
         yield lambda: bar.advance(task)
 
 
-def _synthesize(args):
-    from tilewave.engine.pipeline import Pipeline, check_speed, join_chunks, resolve_device
+def _session(args):
+    from tilewave.engine import Session
 
-    text = _read_text(args)
-    check_speed(args.speed)
-    if args.output is not None:
-        _check_output(args.output)
-    if args.timestamps is not None:
-        from tilewave.engine.timestamps import check_timestamps_path
+    return Session(device=args.device, precision=args.precision, lang=args.lang, voice=args.voice,
+                   weights=args.weights, memory_budget=args.memory_budget, profile=args.profile,
+                   normalize=args.normalize)
 
-        check_timestamps_path(args.timestamps)
-    device = resolve_device(args.device)
-    profiler = None
-    if args.profile:
-        from tilewave.profiling import StageProfiler
 
-        profiler = StageProfiler(device)
-    start = time.perf_counter()
-    pipeline = Pipeline(lang=args.lang, voice=args.voice, device=device, weights=args.weights,
-                        precision=args.precision)
-    # Calling the pipeline checks the text and loads the model; iterating it makes the audio.
-    pending = pipeline(text, speed=args.speed, seed=args.seed, phonemes=args.phonemes, profile=profiler,
-                       normalize=args.normalize)
-    if profiler is not None:
-        from tilewave.ops import reset_placements
+def _joined(request, chunks: list):
+    """The request's audio as joined blocks, each as soon as it is final; the chunks made go into `chunks`."""
+    from tilewave.engine import Joiner
 
-        if device.type == "cuda":
-            # Triton compiles each kernel at its first call: a warm-up pass keeps compilation out of the profile.
-            list(pipeline(text, speed=args.speed, seed=args.seed, phonemes=args.phonemes, normalize=args.normalize))
-        reset_placements()
-    ready = time.perf_counter()
-    chunks = []
-    with _progress(len(pending)) as advance:
-        for chunk in pending:
+    joiner = Joiner()
+    with _progress(len(request)) as advance:
+        for chunk in request:
             chunks.append(chunk)
+            yield joiner.push(chunk.audio)
             advance()
-    timing = (ready - start, time.perf_counter() - ready)
-    return join_chunks([c.audio for c in chunks]), chunks, device, profiler, timing
+    yield joiner.finish()
 
 
 def run(args) -> int:
-    from tilewave.engine.pipeline import SAMPLE_RATE
-    from tilewave.engine.wav import write_audio
+    from tilewave.engine import SAMPLE_RATE
+    from tilewave.engine.wav import write_audio_stream
 
+    chunks: list = []
     try:
-        audio, chunks, device, profiler, (setup_s, synth_s) = _synthesize(args)
+        text = _read_text(args)
+        if args.output is not None:
+            _check_output(args.output)
+        if args.timestamps is not None:
+            from tilewave.engine.timestamps import check_timestamps_path
+
+            check_timestamps_path(args.timestamps)
+        start = time.perf_counter()
+        with _session(args) as session:
+            if session.profiler is not None and session.device.type == "cuda":
+                # Triton compiles each kernel at its first call: a warm-up pass keeps compilation out of the profile.
+                session.warm_up(text, speed=args.speed, seed=args.seed, phonemes=args.phonemes)
+            session.reset_placements()
+            # checks the text, phonemizes it and loads the model; the worker starts on its chunks at once
+            request = session.submit(text, speed=args.speed, seed=args.seed, phonemes=args.phonemes)
+            ready = time.perf_counter()
+            blocks = _joined(request, chunks)
+            if args.output is not None:
+                samples = write_audio_stream(args.output, blocks, SAMPLE_RATE)
+            else:
+                samples = sum(b.size for b in blocks)
+            synth_s, setup_s = time.perf_counter() - ready, ready - start
+        if args.timestamps is not None:
+            from tilewave.engine.timestamps import word_timestamps, write_timestamps
+
+            write_timestamps(args.timestamps, word_timestamps(chunks))
     except TilewaveError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, InputError) else 1
-    if args.output is not None:
-        try:
-            write_audio(args.output, audio, SAMPLE_RATE)
-        except OSError as exc:
-            print(f"error: cannot write {args.output!r}: {exc}", file=sys.stderr)
-            return 1
-    if args.timestamps is not None:
-        from tilewave.engine.timestamps import word_timestamps, write_timestamps
-
-        try:
-            write_timestamps(args.timestamps, word_timestamps(chunks))
-        except OSError as exc:
-            print(f"error: cannot write {args.timestamps!r}: {exc}", file=sys.stderr)
-            return 1
-    seconds = audio.size / SAMPLE_RATE
-    warm_up = " and warm-up" if profiler is not None and device.type == "cuda" else ""
+    except OSError as exc:
+        print(f"error: cannot write {exc.filename or args.output!r}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    seconds = samples / SAMPLE_RATE
+    warm_up = " and warm-up" if session.profiler is not None and session.device.type == "cuda" else ""
     n_phonemes = sum(len(c.phonemes) for c in chunks)
     made = f"wrote {args.output}" if args.output is not None else "synthesised"
     print(f"{made}: {seconds:.2f} s of speech, {len(chunks)} chunk(s), {n_phonemes} phonemes; "
-          f"made in {synth_s:.2f} s on {device} (real-time factor {synth_s / max(seconds, 1e-9):.2f}) "
+          f"made in {synth_s:.2f} s on {session.device} (real-time factor {synth_s / max(seconds, 1e-9):.2f}) "
           f"after {setup_s:.2f} s of phonemizing, model loading{warm_up}")
-    if profiler is not None:
-        _print_profile(profiler, device)
+    if session.profiler is not None:
+        _print_profile(session)
     return 0

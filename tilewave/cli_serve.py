@@ -1,33 +1,53 @@
 """`tilewave serve`: the HTTP API (tilewave/server/app.py) on uvicorn."""
 from __future__ import annotations
 
+import os
 import sys
 
-from tilewave.cli_say import add_precision_arg
+from tilewave.cli_common import add_kokoro_args
 from tilewave.errors import InputError, TilewaveError
-from tilewave.text.espeak import LANGUAGES
+
+API_KEY_ENV = "TILEWAVE_API_KEY"
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("serve", help="serve text to speech over HTTP (POST /v1/audio/speech, GET /voices)")
+    p = subparsers.add_parser("serve", help="serve OpenAI's speech API over HTTP (POST /v1/audio/speech, a page at /)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--lang", default="en-us", choices=LANGUAGES)
-    p.add_argument("--device", choices=["cpu", "cuda"], help="where the model runs (default: cuda if present)")
-    p.add_argument("--weights", metavar="PATH", help="Kokoro weights (.onnx or .pth; default: the installed int8 ONNX)")
-    add_precision_arg(p)
+    p.add_argument("--api-key", default=os.environ.get(API_KEY_ENV),
+                   help=f"require 'Authorization: Bearer KEY' on /v1/* (default: ${API_KEY_ENV}; unset: no key)")
+    p.add_argument("--max-requests", type=int, default=64,
+                   help="requests held at once, queued or being made; more are answered 503 (default 64)")
+    p.add_argument("--shutdown-timeout", type=float, default=3.0, metavar="S",
+                   help="on SIGTERM, seconds to let streams in flight finish before they are cancelled (default 3)")
+    add_kokoro_args(p)
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
     import uvicorn
 
+    from tilewave.engine import Session
     from tilewave.server.app import create_app
 
     try:
-        app = create_app(lang=args.lang, device=args.device, weights=args.weights, precision=args.precision)
+        session = Session(lang=args.lang, device=args.device, weights=args.weights, precision=args.precision,
+                          memory_budget=args.memory_budget, max_requests=args.max_requests)
     except TilewaveError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, InputError) else 1
-    uvicorn.run(app, host=args.host, port=args.port)
+    failed = []
+
+    def stop(exc) -> None:
+        failed.append(exc)
+        print(f"error: {exc}", file=sys.stderr)
+        server.should_exit = True
+
+    app = create_app(session, api_key=args.api_key or None, on_load_error=stop)
+    server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port,
+                                           timeout_graceful_shutdown=args.shutdown_timeout))
+    with session:
+        server.run()
+    if failed:
+        return 2 if isinstance(failed[0], InputError) else 1
     return 0

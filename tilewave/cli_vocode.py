@@ -9,16 +9,13 @@ import sys
 import time
 from pathlib import Path
 
-import torch
-
-from tilewave.cli_say import add_precision_arg
+from tilewave.cli_common import add_device_arg, add_precision_arg
 from tilewave.engine.wav import audio_format, write_audio
 from tilewave.errors import InputError, TilewaveError
 
-_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
-
 
 def add_parser(subparsers) -> None:
+    from tilewave.engine.session import VOCODER_DTYPES
     from tilewave.engine.vocode import CHECKPOINT_HELP, DEFAULT_CHUNK_FRAMES
 
     p = subparsers.add_parser(
@@ -31,8 +28,9 @@ def add_parser(subparsers) -> None:
                    help="the file to write (.wav, .flac, .ogg or .mp3); a folder when there are several inputs or a "
                         "batched mel (WAV files in it)")
     p.add_argument("--checkpoint", metavar="DIR", help="folder with config.json and bigvgan_generator.pt")
-    p.add_argument("--device", choices=["cpu", "cuda"], help="where the model runs (default: cuda if present)")
-    p.add_argument("--dtype", choices=sorted(_DTYPES), default="float32", help="model precision (default float32)")
+    add_device_arg(p)
+    p.add_argument("--dtype", choices=sorted(VOCODER_DTYPES), default="float32",
+                   help="storage dtype of the vocoder's weights and activations (default float32)")
     add_precision_arg(p)
     p.add_argument("--chunk-frames", type=int, default=DEFAULT_CHUNK_FRAMES, metavar="N",
                    help=f"mel frames per chunk; bounds memory on long inputs (default {DEFAULT_CHUNK_FRAMES})")
@@ -56,8 +54,7 @@ def _outputs(args, batch_sizes: list[int]) -> list[list[Path]]:
 
 
 def run(args) -> int:
-    from tilewave.engine import vocode as V
-    from tilewave.precision import scope as fp32_matmul_precision
+    from tilewave.engine import Session
 
     try:
         out = Path(args.output)
@@ -65,20 +62,11 @@ def run(args) -> int:
             if not out.parent.is_dir():
                 raise InputError(f"cannot write {str(out)!r}: the folder {str(out.parent)!r} does not exist")
             audio_format(out)
-        device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-        if device == "cuda" and not torch.cuda.is_available():
-            raise InputError("--device cuda was asked for but no CUDA device is present; use --device cpu")
-        model = V.load_vocoder(args.checkpoint, device=device, dtype=_DTYPES[args.dtype])
-        profiler = None
-        if args.profile:
-            from tilewave.profiling import StageProfiler
-            from tilewave.ops import placements, reset_placements
-
-            profiler = StageProfiler(device)
-            reset_placements()
+        session = Session(device=args.device, precision=args.precision, profile=args.profile)
+        model = session.vocoder(args.checkpoint, args.dtype)
+        session.reset_placements()
         start = time.perf_counter()
-        with fp32_matmul_precision(args.precision):
-            audios = [V.vocode_file(model, path, args.chunk_frames, profiler) for path in args.inputs]
+        audios = session.vocode_files(model, args.inputs, args.chunk_frames)
         elapsed = time.perf_counter() - start
         paths = _outputs(args, [a.shape[0] for a in audios])
         for audio, files in zip(audios, paths):
@@ -86,10 +74,10 @@ def run(args) -> int:
                 write_audio(file, row, model.config.sampling_rate)
         seconds = sum(a.shape[0] * a.shape[1] for a in audios) / model.config.sampling_rate
         print(f"wrote {sum(len(f) for f in paths)} file(s), {seconds:.2f} s of audio in {elapsed:.2f} s "
-              f"({seconds / max(elapsed, 1e-9):.1f}x real time) on {device}", file=sys.stderr)
-        if profiler is not None:
-            print(profiler.format("stage / op"))
-            for op, where, why, n in placements():
+              f"({seconds / max(elapsed, 1e-9):.1f}x real time) on {session.device}", file=sys.stderr)
+        if session.profiler is not None:
+            print(session.profiler.format("stage / op"))
+            for op, where, why, n in session.placements():
                 print(f"{op:>20} {where:>7} x{n} {why}")
         return 0
     except InputError as exc:

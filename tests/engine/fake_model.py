@@ -1,7 +1,11 @@
-"""A stand-in with KokoroModel.forward's signature, for testing the engine without the 82M-parameter model.
+"""A stand-in with KokoroModel.forward's and forward_batch's signatures, for testing the engine without the
+82M-parameter model.
 
 It says each token as a 600-sample-per-frame tone whose length follows the token (3 frames, scaled by
-1/speed), adds noise drawn from the generator, and records what it was given.
+1/speed), adds noise drawn from the generator, and records what it was given. forward_batch runs the items
+in index order (each drawing from its own generator, as the real batched pass promises), records each batch,
+calls `on_batch(batch_record)` first when set, holds `bytes_per_frame` x the batch's padded frames in memory
+while it runs (touched, so it is resident), and raises at an item whose token ids contain `fail_on`.
 """
 from __future__ import annotations
 
@@ -19,9 +23,26 @@ class FakeOutput:
 
 
 class FakeKokoro:
-    def __init__(self, nan: bool = False) -> None:
-        self.nan = nan
+    def __init__(self, nan: bool = False, bytes_per_frame: int = 0, fail_on: int | None = None, on_batch=None) -> None:
+        self.nan, self.bytes_per_frame, self.fail_on, self.on_batch = nan, bytes_per_frame, fail_on, on_batch
         self.calls: list[dict] = []
+        self.batches: list[list[list[int]]] = []  # token ids of each item, per batch
+
+    def forward_batch(self, input_ids, ref_s, speeds, generators, profile=None):
+        assert len(input_ids) == ref_s.shape[0] == len(speeds) == len(generators) >= 1
+        record = [ids.tolist() for ids in input_ids]
+        self.batches.append(record)
+        if self.on_batch is not None:
+            self.on_batch(record)
+        frames = max(int(ids.numel()) for ids in input_ids) * 3 / min(speeds) * len(input_ids)
+        held = torch.ones(int(frames * self.bytes_per_frame) // 4) if self.bytes_per_frame else None
+        outs = []
+        for i, ids in enumerate(input_ids):  # a failing item raises after the items before it drew their noise
+            if self.fail_on in record[i]:
+                raise RuntimeError(f"the fake model fails on token {self.fail_on}")
+            outs.append(self.forward(ids[None], ref_s[i:i + 1], speeds[i], generators[i], profile))
+        del held
+        return outs
 
     def forward(self, input_ids, ref_s, speed=1.0, generator=None, profile=None):
         assert input_ids.dtype == torch.long and input_ids.ndim == 2 and input_ids.shape[0] == 1

@@ -1,11 +1,11 @@
-"""The pipeline around a model double: chunks, styles, speed, seed, joins, and refusals."""
+"""The pipeline and the session around a model double: chunks, styles, speed, seed, joins, and refusals."""
 import numpy as np
 import pytest
 import torch
 
 import tilewave
 from tests.engine.fake_model import FakeKokoro
-from tilewave.engine import SAMPLE_RATE, Pipeline, join_chunks, load_voice, speak
+from tilewave.engine import SAMPLE_RATE, Joiner, Session, join_chunks, load_voice, speak
 from tilewave.engine.pipeline import resolve_device
 from tilewave.errors import InputError, TilewaveError
 from tilewave.text import vocab
@@ -14,82 +14,83 @@ TEXT = "Hello there. How are you today? The weather is fine."
 
 
 @pytest.fixture(scope="module")
-def pipeline():
-    return Pipeline(lang="en-us", voice="jf_alpha", device="cpu", model=FakeKokoro())
+def session():
+    with Session(lang="en-us", voice="jf_alpha", device="cpu", model=FakeKokoro()) as s:
+        yield s
 
 
-def test_chunks_carry_text_phonemes_durations_audio(pipeline):
-    pipeline.model.calls.clear()
-    chunks = list(pipeline(TEXT))
+def test_chunks_carry_text_phonemes_durations_audio(session):
+    session.model.calls.clear()
+    chunks = list(session.submit(TEXT))
     assert len(chunks) == 1 and chunks[0].text == TEXT
     c = chunks[0]
     assert c.durations.shape == (len(c.phonemes) + 2,) and c.durations.dtype == torch.long
     assert c.audio.dtype == np.float32 and c.audio.size == int(c.durations.sum()) * 600
-    call = pipeline.model.calls[0]
+    call = session.model.calls[0]
     table = vocab()
     assert call["ids"][0, 1:-1].tolist() == [table[s] for s in c.phonemes]
     assert torch.equal(call["ref_s"], load_voice("jf_alpha")[len(c.phonemes) - 1])
 
 
-def test_voice_can_change_per_call(pipeline):
-    pipeline.model.calls.clear()
-    (c,) = pipeline("Hi.", voice="jm_kumo:1,jf_alpha:1")
+def test_voice_can_change_per_call(session):
+    session.model.calls.clear()
+    (c,) = session.submit("Hi.", voice="jm_kumo:1,jf_alpha:1")
     expected = (load_voice("jm_kumo") + load_voice("jf_alpha")) / 2
-    torch.testing.assert_close(pipeline.model.calls[0]["ref_s"], expected[len(c.phonemes) - 1])
+    torch.testing.assert_close(session.model.calls[0]["ref_s"], expected[len(c.phonemes) - 1])
 
 
-def test_seed_makes_audio_repeatable(pipeline):
-    a = [c.audio for c in pipeline(TEXT, seed=7)]
-    b = [c.audio for c in pipeline(TEXT, seed=7)]
-    c = [c.audio for c in pipeline(TEXT, seed=8)]
+def test_seed_makes_audio_repeatable(session):
+    a = [c.audio for c in session.submit(TEXT, seed=7)]
+    b = [c.audio for c in session.submit(TEXT, seed=7)]
+    c = [c.audio for c in session.submit(TEXT, seed=8)]
     assert np.array_equal(a[0], b[0]) and not np.array_equal(a[0], c[0])
 
 
-def test_speed_reaches_the_model_and_is_bounded(pipeline):
-    fast = list(pipeline("Hello.", speed=2.0))[0].audio.size
-    slow = list(pipeline("Hello.", speed=0.5))[0].audio.size
+def test_speed_reaches_the_model_and_is_bounded(session):
+    fast = list(session.submit("Hello.", speed=2.0))[0].audio.size
+    slow = list(session.submit("Hello.", speed=0.5))[0].audio.size
     assert slow > fast
     for speed in (0.49, 2.01, float("nan"), "fast", None):
         with pytest.raises(InputError, match="speed"):
-            pipeline("Hello.", speed=speed)
+            session.submit("Hello.", speed=speed)
 
 
 @pytest.mark.parametrize("seed", [-1, 1.5, "7", True])
-def test_bad_seed(pipeline, seed):
+def test_bad_seed(session, seed):
     with pytest.raises(InputError, match="seed"):
-        pipeline("Hello.", seed=seed)
+        session.submit("Hello.", seed=seed)
 
 
 @pytest.mark.parametrize("text, message", [
     ("", "empty"), ("   \n\t ", "whitespace"), ("... !!! ?", "nothing to say"), (42, "string"),
 ])
-def test_nothing_to_say(pipeline, text, message):
+def test_nothing_to_say(session, text, message):
     with pytest.raises(InputError, match=message):
-        pipeline(text)
+        session.submit(text)
 
 
-def test_raw_phonemes(pipeline):
-    (c,) = pipeline("hˈɛlO wˈɜɹld.", phonemes=True)
+def test_raw_phonemes(session):
+    (c,) = session.submit("hˈɛlO wˈɜɹld.", phonemes=True)
     assert c.phonemes == "hˈɛlO wˈɜɹld." and c.text == ""
     with pytest.raises(InputError, match="'ʘ'.*'X'"):
-        pipeline("hʘ wX", phonemes=True)
+        session.submit("hʘ wX", phonemes=True)
 
 
-def test_long_text_makes_several_chunks(pipeline):
+def test_long_text_makes_several_chunks(session):
     text = " ".join(f"This is sentence {i} of a long story about the sea." for i in range(25))
-    chunks = list(pipeline(text))
+    chunks = list(session.submit(text))
     assert len(chunks) > 1 and all(len(c.phonemes) <= 510 for c in chunks)
 
 
-def test_a_call_says_how_many_chunks_it_will_make(pipeline):
+def test_a_call_says_how_many_chunks_it_will_make(session):
     text = " ".join(["This sentence is here to make the text long enough for several model calls."] * 12)
-    pending = pipeline(text)
+    pending = session.submit(text)
     assert len(pending) > 1 and len(list(pending)) == len(pending)
 
 
 def test_non_finite_audio_is_an_error():
     with pytest.raises(TilewaveError, match="NaN"):
-        list(Pipeline(device="cpu", model=FakeKokoro(nan=True))("Hello."))
+        list(Session(device="cpu", model=FakeKokoro(nan=True)).submit("Hello."))
 
 
 def test_speak_returns_float32_at_24khz():
@@ -108,6 +109,15 @@ def test_joins_have_no_step():
     assert np.array_equal(join_chunks([a]), a) and join_chunks([]).size == 0
     short = join_chunks([a, np.full(10, 0.5, np.float32), a])
     assert short.size == 1000 + 10 + 1000 - 10 and np.isfinite(short).all()
+
+
+def test_a_join_made_as_chunks_come_equals_the_whole_join():
+    rng = np.random.default_rng(5)
+    audios = [rng.standard_normal(n).astype(np.float32) for n in (900, 7, 500, 240, 1200)]
+    joiner = Joiner()
+    pieces = [joiner.push(a) for a in audios] + [joiner.finish()]
+    assert pieces[0].size == 0  # the first chunk waits for the crossfade with the second
+    np.testing.assert_array_equal(np.concatenate(pieces), join_chunks(audios))
 
 
 def test_device_checks():
@@ -148,7 +158,7 @@ class PrecisionRecorder(FakeKokoro):
 @pytest.mark.parametrize("precision", ["ieee", "tf32x3", "tf32"])
 def test_precision_is_in_force_while_the_model_runs(precision):
     model = PrecisionRecorder()
-    list(Pipeline(device="cpu", model=model, precision=precision)("Hi."))
+    list(Session(device="cpu", model=model, precision=precision).submit("Hi."))
     assert model.calls_precision == [precision]
     from tilewave import precision
 
@@ -158,12 +168,12 @@ def test_precision_is_in_force_while_the_model_runs(precision):
 @pytest.mark.parametrize("bad", ["fp16", "", None, "IEEE"])
 def test_unknown_precision_is_refused_before_any_work(bad):
     with pytest.raises(InputError, match="precision"):
-        Pipeline(device="cpu", model=FakeKokoro(), precision=bad)
+        Session(device="cpu", model=FakeKokoro(), precision=bad)
 
 
 def test_default_precision_is_tf32x3_and_cpu_audio_does_not_depend_on_it():
     model = PrecisionRecorder()
-    default = list(Pipeline(device="cpu", model=model)("Hi.", seed=3))
-    exact = list(Pipeline(device="cpu", model=model, precision="ieee")("Hi.", seed=3))
+    default = list(Session(device="cpu", model=model).submit("Hi.", seed=3))
+    exact = list(Session(device="cpu", model=model, precision="ieee").submit("Hi.", seed=3))
     assert model.calls_precision == ["tf32x3", "ieee"]
     np.testing.assert_array_equal(default[0].audio, exact[0].audio)

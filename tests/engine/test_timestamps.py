@@ -7,7 +7,7 @@ import srt
 
 import tilewave
 from tests.engine.fake_model import FakeKokoro
-from tilewave.engine import SAMPLE_RATE, Pipeline, join_chunks
+from tilewave.engine import SAMPLE_RATE, Session, join_chunks
 from tilewave.engine.pipeline import CROSSFADE_SAMPLES
 from tilewave.engine.timestamps import (FRAME_SAMPLES, WordTime, chunk_starts, format_timestamps, word_timestamps,
                                         write_timestamps)
@@ -18,7 +18,8 @@ STORY = " ".join(f"Sentence {i} tells of the sea, $3.99 fish and Dr. Brown's boa
 
 @pytest.fixture(scope="module")
 def fake():
-    return Pipeline(lang="en-us", voice="jf_alpha", device="cpu", model=FakeKokoro())
+    with Session(device="cpu", voice="jf_alpha", model=FakeKokoro()) as session:
+        yield session
 
 
 def check_words(words, text_words, audio_size):
@@ -41,7 +42,7 @@ def test_chunk_starts_are_where_join_chunks_puts_each_chunk(seed):
 
 def test_words_are_in_order_monotone_and_inside_the_audio(fake):
     text = "Hello there, [Kokoro](/kˈOkəɹO/) paid $3.99 at 9:45 am — in the 1980s. Of the people, by the people."
-    chunks = list(fake(text, seed=0))
+    chunks = list(fake.submit(text, seed=0))
     words = word_timestamps(chunks)
     audio = join_chunks([c.audio for c in chunks])
     check_words(words, ["Hello", "there,", "Kokoro", "paid", "$3.99", "at", "9:45 am", "in", "the", "1980s.",
@@ -49,7 +50,7 @@ def test_words_are_in_order_monotone_and_inside_the_audio(fake):
 
 
 def test_a_word_is_the_sum_of_its_tokens_durations(fake):
-    (c,) = fake("Hi [Kokoro](/kˈOkəɹO/) friend.", seed=0)
+    (c,) = fake.submit("Hi [Kokoro](/kˈOkəɹO/) friend.", seed=0)
     d = c.durations.numpy()
     word = {w.text: w for w in c.words}["Kokoro"]
     assert c.phonemes[word.first - 1:word.last] == "kˈOkəɹO"
@@ -64,7 +65,7 @@ def test_no_drift_over_many_chunks(fake, pauses):
     text = STORY
     if pauses:
         text = text.replace(" Sentence 7", " [pause:0.75s] Sentence 7").replace(" Sentence 3", " [pause:1.5s] Sentence 3")
-    chunks = list(fake(text, seed=5))
+    chunks = list(fake.submit(text, seed=5))
     assert len([c for c in chunks if c.phonemes]) >= 3
     audio = join_chunks([c.audio for c in chunks])
     words = word_timestamps(chunks)
@@ -86,9 +87,9 @@ def test_no_drift_over_many_chunks(fake, pauses):
 
 
 def test_timestamps_from_speak(monkeypatch):
-    from tilewave.engine import pipeline as engine_pipeline
+    from tilewave.engine import session as engine_session
 
-    monkeypatch.setattr(engine_pipeline, "load_model", lambda weights, device: FakeKokoro())
+    monkeypatch.setattr(engine_session, "load_model", lambda weights, device: FakeKokoro())
     audio, rate, words = tilewave.speak("Good morning, Dr. Jones.", voice="jf_alpha", device="cpu", timestamps=True)
     check_words(words, ["Good", "morning,", "Dr.", "Jones."], audio.size)
     audio2, rate2 = tilewave.speak("Good morning, Dr. Jones.", voice="jf_alpha", device="cpu")
@@ -96,8 +97,8 @@ def test_timestamps_from_speak(monkeypatch):
 
 
 def test_real_model_last_word_ends_with_the_speech():
-    pipeline = Pipeline(lang="en-us", voice="jf_alpha", device="cpu")
-    chunks = list(pipeline("Hello there, my friend.", seed=1))
+    with Session(device="cpu", voice="jf_alpha") as session:
+        chunks = list(session.submit("Hello there, my friend.", seed=1))
     audio = join_chunks([c.audio for c in chunks])
     words = word_timestamps(chunks)
     check_words(words, ["Hello", "there,", "my", "friend."], audio.size)
@@ -126,9 +127,9 @@ def test_srt_vtt_and_json_files(tmp_path):
 
 def test_say_writes_timestamps(tmp_path, monkeypatch, capsys):
     from tests.test_cli_say import say
-    from tilewave.engine import pipeline as engine_pipeline
+    from tilewave.engine import session as engine_session
 
-    monkeypatch.setattr(engine_pipeline, "load_model", lambda weights, device: FakeKokoro())
+    monkeypatch.setattr(engine_session, "load_model", lambda weights, device: FakeKokoro())
     out = tmp_path / "t.vtt"
     assert say("One, two. [pause:0.5s] Three.", "-o", str(tmp_path / "a.wav"), "--timestamps", str(out)) == 0
     text = out.read_text(encoding="utf-8")

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from tests.engine.fake_model import FakeKokoro
-from tilewave.engine import SAMPLE_RATE, Pipeline, join_chunks
+from tilewave.engine import SAMPLE_RATE, Session, join_chunks
 from tilewave.engine.pipeline import CROSSFADE_SAMPLES
 from tilewave.errors import InputError
 from tilewave.text import EspeakPhonemizer
@@ -18,7 +18,8 @@ def us():
 
 @pytest.fixture(scope="module")
 def fake():
-    return Pipeline(lang="en-us", voice="jf_alpha", device="cpu", model=FakeKokoro())
+    with Session(device="cpu", voice="jf_alpha", model=FakeKokoro()) as session:
+        yield session
 
 
 def test_a_given_pronunciation_is_spoken_verbatim(us):
@@ -69,8 +70,8 @@ def test_a_pause_ends_its_chunk_or_stands_alone(us):
 
 
 def test_a_pause_adds_exactly_its_silence_to_the_audio(fake):
-    plain = list(fake("One two. [pause:0s] Three four.", seed=3))  # the same two chunks, no silence
-    paused = list(fake("One two. [pause:0.5s] Three four.", seed=3))
+    plain = list(fake.submit("One two. [pause:0s] Three four.", seed=3))  # the same two chunks, no silence
+    paused = list(fake.submit("One two. [pause:0.5s] Three four.", seed=3))
     assert [c.pause for c in paused] == [0.5, 0.0] and len(plain) == 2
     joined_plain, joined = join_chunks([c.audio for c in plain]), join_chunks([c.audio for c in paused])
     assert joined.size - joined_plain.size == 0.5 * SAMPLE_RATE
@@ -82,19 +83,19 @@ def test_a_pause_adds_exactly_its_silence_to_the_audio(fake):
 
 def test_a_leading_pause_is_silence_without_a_model_call(fake):
     fake.model.calls.clear()
-    chunks = list(fake("[pause:250ms] Hello.", seed=1))
+    chunks = list(fake.submit("[pause:250ms] Hello.", seed=1))
     assert len(fake.model.calls) == 1 and chunks[0].phonemes == "" and chunks[0].durations.numel() == 0
     assert chunks[0].audio.size == SAMPLE_RATE // 4 and not chunks[0].audio.any()
 
 
 def test_only_pauses_is_nothing_to_say(fake):
     with pytest.raises(InputError, match="nothing to say"):
-        fake("[pause:1s] ... [pause:1s]")
+        fake.submit("[pause:1s] ... [pause:1s]")
 
 
 def test_real_model_keeps_the_pause_silent():
-    pipeline = Pipeline(lang="en-us", voice="jf_alpha", device="cpu")
-    chunks = list(pipeline("Yes. [pause:0.4s] No.", seed=0))
+    with Session(device="cpu", voice="jf_alpha") as session:
+        chunks = list(session.submit("Yes. [pause:0.4s] No.", seed=0))
     audio = join_chunks([c.audio for c in chunks])
     assert np.isfinite(audio).all() and np.abs(audio).max() > 0.05
     quiet = np.abs(audio) < 1e-4

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from tilewave.engine import Pipeline
+from tilewave.engine import Session
 from tilewave.engine.voice_catalog import DEFAULT_VOICES
 from tilewave.engine.voices import load_voice
 from tilewave.errors import InputError
@@ -79,16 +79,16 @@ def test_a_batch_is_its_texts_one_by_one(lang, phonemizers):
 
 @pytest.fixture(scope="module")
 def model():
-    from tilewave.engine.pipeline import load_model
+    from tilewave.engine.session import load_model
 
     return load_model(None, "cpu")
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_a_sentence_in_each_language_with_its_default_voice(lang, model):
-    pipeline = Pipeline(lang=lang, device="cpu", model=model)
-    assert torch.equal(pipeline.voice, load_voice(DEFAULT_VOICES[lang]))
-    chunks = list(pipeline(GREETINGS[lang], seed=0))
+    with Session(device="cpu", lang=lang, model=model) as session:
+        assert torch.equal(session.voice, load_voice(DEFAULT_VOICES[lang]))
+        chunks = list(session.submit(GREETINGS[lang], seed=0))
     assert len(chunks) == 1
     audio, ps = chunks[0].audio, chunks[0].phonemes
     assert set(ps) <= set(vocab()) and np.isfinite(audio).all()

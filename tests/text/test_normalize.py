@@ -172,11 +172,11 @@ def test_say_and_phonemize_take_no_normalize(tmp_path, monkeypatch, capsys):
     from tests.engine.fake_model import FakeKokoro
     from tests.test_cli_say import say
     from tilewave.cli import main
-    from tilewave.engine import pipeline as engine_pipeline
+    from tilewave.engine import session as engine_session
     from tilewave.text import vocab
 
     model = FakeKokoro()
-    monkeypatch.setattr(engine_pipeline, "load_model", lambda weights, device: model)
+    monkeypatch.setattr(engine_session, "load_model", lambda weights, device: model)
     text = "It costs $3.99."
     assert say(text, "-o", str(tmp_path / "a.wav"), "--device", "cpu") == 0
     assert say(text, "-o", str(tmp_path / "b.wav"), "--device", "cpu", "--no-normalize") == 0

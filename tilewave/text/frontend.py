@@ -190,9 +190,10 @@ def phonemize_pieces(pieces: list[str], phonemize: Callable[[list[str]], list[st
 
 
 def text_chunks(text: str, phonemize: Callable[[list[str]], list[str]], normalize: bool = True,
-                lang: str = "en-us") -> list[TextChunk]:
+                lang: str = "en-us", first_limit: int | None = None) -> list[TextChunk]:
     """The chunks the model will say for `text`, with inline markup applied; a pause ends its chunk (or is a
-    chunk of its own, without phonemes, where no words come before it)."""
+    chunk of its own, without phonemes, where no words come before it). `first_limit`: the first chunk of
+    speech is only its first sentence or clause, of at most that many phonemes (chunk_text)."""
     protected, pronunciations = protect(text)
 
     def to_phonemes(pieces: list[str]) -> list[Phonemized]:
@@ -200,7 +201,8 @@ def text_chunks(text: str, phonemize: Callable[[list[str]], list[str]], normaliz
 
     chunks: list[TextChunk] = []
     for section, pause in split_pauses(protected):
-        found = chunk_text(section, to_phonemes) if section.strip() else []
+        first = first_limit if not any(c.phonemes for c in chunks) else None
+        found = chunk_text(section, to_phonemes, first_limit=first) if section.strip() else []
         chunks += [replace(c, text=restore(c.text, pronunciations),
                            words=tuple(w._replace(text=restore(w.text, pronunciations)) for w in c.words))
                    for c in found]

@@ -1,0 +1,46 @@
+"""The session with the real Kokoro model (CPU, int8 ONNX weights dequantized): speak_many through shared batches
+gives every item the audio `speak` gives it alone; and the session checks each user value where it enters."""
+import numpy as np
+import pytest
+import torch
+
+import tilewave
+from tests.engine.fake_model import FakeKokoro
+from tilewave.engine import Session
+from tilewave.errors import InputError
+from tilewave.spec.tolerance import scaled_max_error, tolerance
+
+
+def test_speak_many_equals_speak_per_item_with_seeds():
+    items = ["Hi there.", {"text": "Good night.", "voice": "jm_kumo", "seed": 5}, {"text": "Yes.", "speed": 1.3}]
+    with Session(device="cpu") as session:
+        many = session.speak_many(items, seed=3)
+        assert [b.size for b in session.batches()] == [3]  # all three in one batch
+    alone = [tilewave.speak("Hi there.", seed=3, device="cpu"),
+             tilewave.speak("Good night.", voice="jm_kumo", seed=5, device="cpu"),
+             tilewave.speak("Yes.", speed=1.3, seed=3, device="cpu")]
+    for (a, rate), (b, _) in zip(many, alone, strict=True):
+        assert rate == 24_000 and a.size == b.size > 2400 and np.isfinite(a).all()
+        # the batched pass's own bound for audio against a solo run (tests/models/test_kokoro_batch.py)
+        assert scaled_max_error(torch.from_numpy(a), torch.from_numpy(b)) <= tolerance("float32", "recurrence")
+
+
+def test_speak_many_checks_every_item_before_any_audio():
+    model = FakeKokoro()
+    with Session(device="cpu", model=model) as session:
+        with pytest.raises(InputError, match="item 1: speed 9"):
+            session.speak_many(["Hello.", {"text": "Hi.", "speed": 9}])
+        with pytest.raises(InputError, match="item 0 .* must be a text or a dict"):
+            session.speak_many([{"words": "Hi."}])
+        with pytest.raises(InputError, match="items must be a list"):
+            session.speak_many("Hello.")
+        assert model.calls == []
+        assert len(session.speak_many(["Hello.", "Bye."])) == 2
+
+
+def test_values_are_checked_when_the_session_is_made():
+    for kwargs, message in (({"device": "tpu"}, "device"), ({"precision": "half"}, "precision"),
+                            ({"lang": "tlh"}, "language"), ({"voice": "nobody"}, "unknown voice"),
+                            ({"memory_budget": "-1GB"}, "not a size")):
+        with pytest.raises(InputError, match=message):
+            Session(model=FakeKokoro(), **{"device": "cpu", **kwargs})

@@ -1,0 +1,26 @@
+"""Arguments several commands share (say, profile, serve, vocode), so that each is spelled and explained once."""
+from __future__ import annotations
+
+from tilewave.engine import DEFAULT_PRECISION, PRECISIONS
+from tilewave.text.languages import LANGUAGE_CHOICES
+
+
+def add_device_arg(p) -> None:
+    p.add_argument("--device", choices=["cpu", "cuda"], help="where the model runs (default: cuda if present)")
+
+
+def add_precision_arg(p) -> None:
+    p.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION,
+                   help="float32 products on a GPU: tf32x3 (default: float32-class error on tensor cores), ieee "
+                        "(exact float32 on the FMA units, slower), tf32 (~1e-3 relative, fastest); no effect on a CPU")
+
+
+def add_kokoro_args(p) -> None:
+    """The options of a Kokoro session: language, device, weights, precision, memory budget."""
+    p.add_argument("--lang", default="en-us", choices=LANGUAGE_CHOICES, metavar="LANG",
+                   help="en-us (default), en-gb, es, fr, hi, it, pt-br, ja, zh, or the one-letter codes a b e f h i p j z")
+    add_device_arg(p)
+    p.add_argument("--weights", metavar="PATH", help="Kokoro weights (.onnx or .pth; default: the installed int8 ONNX)")
+    add_precision_arg(p)
+    p.add_argument("--memory-budget", metavar="SIZE",
+                   help="bound the memory a batch of chunks may take, e.g. 2GB (default: ~100 s of speech a batch)")

