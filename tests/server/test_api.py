@@ -270,3 +270,26 @@ def test_a_model_that_fails_to_load_is_reported():
         assert httpx.get(url + "/health").json() == {"status": "failed", "error": "the weights are broken"}
         assert "the weights are broken" in openai_error(httpx.post(url + SPEECH, json={"input": "Hi."}), 503,
                                                         code="not_ready")
+
+
+def test_captioned_speech_gives_the_audio_and_its_words_in_each_timestamp_format(session, url):
+    from tilewave.engine.timestamps import word_timestamps
+
+    chunks = list(session.submit(TEXT, session.voice, 1.0, 3))  # what the server makes: one request, no early cut
+    words = [(w.word, round(w.start, 6), round(w.end, 6)) for w in word_timestamps(chunks)]
+    audio = np.round(np.clip(join_chunks([c.audio for c in chunks]), -1, 1) * 32767).astype(np.int16)
+    for fmt in ("json", "srt", "vtt"):
+        r = httpx.post(url + SPEECH + "/captioned", timeout=60, json={"model": "tts-1", "input": TEXT, "seed": 3,
+                                                                      "response_format": "wav", "timestamps_format": fmt})
+        assert r.status_code == 200, r.text
+        body = r.json()
+        got, rate = soundfile.read(io.BytesIO(base64.b64decode(body["audio"])), dtype="int16")
+        assert rate == 24_000 and np.array_equal(got, audio)
+        assert [(w["word"], round(w["start"], 6), round(w["end"], 6)) for w in body["words"]] == words
+        assert [w[0] for w in words] == TEXT.split()
+        if fmt == "json":
+            assert "captions" not in body
+        else:
+            assert body["captions"].startswith("WEBVTT" if fmt == "vtt" else "1\n") and "quick" in body["captions"]
+    bad = httpx.post(url + SPEECH + "/captioned", json={"model": "tts-1", "input": TEXT, "timestamps_format": "ass"})
+    assert bad.status_code == 400 and bad.json()["error"]["param"] == "timestamps_format"

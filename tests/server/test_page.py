@@ -47,6 +47,9 @@ def test_the_page_speaks_streams_and_offers_the_download(browser):
         page.wait_for_function("isFinite(document.getElementById('audio').duration)", timeout=10_000)
         duration = page.evaluate("document.getElementById('audio').duration")
         download = page.get_attribute("#download", "download")
+        page.wait_for_function(f"document.querySelectorAll('#words li').length === {len(TEXT.split())}",
+                               timeout=30_000)
+        listed = page.evaluate("[...document.querySelectorAll('#words li')].map(li => li.firstChild.textContent)")
         painted = page.evaluate("""(() => { const c = document.getElementById('wave');
             const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
             let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i]) n++; return n; })()""")
@@ -56,5 +59,6 @@ def test_the_page_speaks_streams_and_offers_the_download(browser):
     assert not errors
     assert duration == pytest.approx(expected, abs=1e-3)
     assert download == "speech.flac"
+    assert listed == TEXT.split()  # the word timings, from the captioned-speech endpoint
     assert painted > 1000  # the waveform is drawn
     assert np.isfinite(duration) and duration > 1

@@ -9,6 +9,9 @@ WebUI, ...) can point at it.
                                      and OpenAI's voice names (alloy, echo, ...) that stand for them
     GET  /health                     200 {"status": "ok"} once the model is loaded; 503 before (or if it failed)
     GET  /metrics                    Prometheus' text format (see metrics.py)
+    POST /v1/audio/speech/captioned  the speech body and `timestamps_format` (json, srt or vtt) -> {"audio": base64 of
+                                     the whole file, "response_format", "words": [{word, start, end}], "captions":
+                                     the SRT/VTT text (with those formats)}: not streamed
 
 `voice`: a stock voice, an OpenAI name, or a blend (`a+b`, `a(2)+b(1)`, `a:0.7,b:0.3`); never a path: no
 file is opened on a request's say-so. `speed`: OpenAI's 0.25-4.0, mapped onto Kokoro's 0.5-2.0 (the range
@@ -39,7 +42,7 @@ import json
 import logging
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -48,8 +51,9 @@ from fastapi.responses import FileResponse, JSONResponse, Response, StreamingRes
 from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from tilewave.engine import SAMPLE_RATE, Cancelled, QueueFull, Session
+from tilewave.engine import SAMPLE_RATE, Cancelled, QueueFull, Session, join_chunks
 from tilewave.engine.session import FIRST_CHUNK_PHONEMES
+from tilewave.engine.timestamps import format_timestamps, word_timestamps
 from tilewave.engine.voice_catalog import CATALOG, OPENAI_VOICES
 from tilewave.engine.voices import installed_voices, load_voice
 from tilewave.errors import InputError, TilewaveError
@@ -66,6 +70,7 @@ MAX_INPUT_CHARS = 4096
 MAX_BODY_BYTES = 64 * 1024
 RETRY_AFTER_S = 1
 STREAM_FORMATS = ("audio", "sse")
+TIMESTAMP_FORMATS = ("json", "srt", "vtt")
 PAGE = Path(__file__).parent / "page"
 
 
@@ -98,6 +103,7 @@ class SpeechRequest(BaseModel):
     response_format: str = "mp3"
     stream_format: str = "audio"
     seed: int | None = None
+    timestamps_format: str = "json"  # the captioned endpoint's: json, srt or vtt
 
 
 @dataclass
@@ -227,17 +233,19 @@ def create_app(session: Session | None = None, *, api_key: str | None = None, ma
         listed += [entry(alias, n) for alias, n in OPENAI_VOICES.items() if n in here]
         return {"voices": listed}
 
-    @app.post("/v1/audio/speech")
-    async def speech(request: Request):
-        arrived = time.perf_counter()
+    async def submit(request: Request, first_limit: int | None, captioned: bool = False):
+        """The checked request and its scheduler Request (503 when the queue is full)."""
         authorize(request)
         req = _speech_request(await _json_body(request, max_body_bytes))
         _check(req, max_input_chars)
+        if captioned and req.timestamps_format not in TIMESTAMP_FORMATS:
+            raise OpenAIError(400, f"'timestamps_format' {req.timestamps_format!r} is not served; use one of "
+                              f"{', '.join(TIMESTAMP_FORMATS)}", param="timestamps_format", code="invalid_value")
         ready()
         pack = await _voice_pack(req.voice, pack_of)
         try:
-            job = await asyncio.to_thread(session.submit, req.input, pack, kokoro_speed(req.speed), req.seed,
-                                          first_limit=FIRST_CHUNK_PHONEMES, block=False)  # full: 503, not a wait
+            return req, await asyncio.to_thread(session.submit, req.input, pack, kokoro_speed(req.speed), req.seed,
+                                                first_limit=first_limit, block=False)  # full: 503, not a wait
         except QueueFull:
             raise OpenAIError(503, f"the server is busy: it already holds {session.max_requests} requests; retry "
                               f"after {RETRY_AFTER_S} s", code="queue_full", type="server_error",
@@ -246,10 +254,36 @@ def create_app(session: Session | None = None, *, api_key: str | None = None, ma
             raise OpenAIError(503, "the server is shutting down", code="shutting_down", type="server_error") from None
         except InputError as exc:
             raise OpenAIError(400, str(exc), param="input", code="invalid_input") from None
+
+    @app.post("/v1/audio/speech")
+    async def speech(request: Request):
+        arrived = time.perf_counter()
+        req, job = await submit(request, FIRST_CHUNK_PHONEMES)
         sse = req.stream_format == "sse"
         body = _stream(job, req.response_format, sse, _Speech(arrived), metrics, on_first_audio)
         media = "text/event-stream" if sse else MEDIA_TYPES[req.response_format]
         return StreamingResponse(body, media_type=media, headers={"Cache-Control": "no-store"})
+
+    @app.post("/v1/audio/speech/captioned")
+    async def captioned(request: Request):
+        req, job = await submit(request, None, captioned=True)
+        try:
+            chunks = [chunk async for chunk in job]
+        except TilewaveError as exc:
+            raise OpenAIError(500, str(exc), type="server_error") from None
+        finally:
+            job.cancel()  # a client gone before the end frees its place
+        words = word_timestamps(chunks)
+        enc = encoder(req.response_format, SAMPLE_RATE)
+        try:
+            data = enc.encode(join_chunks([c.audio for c in chunks])) + enc.finish()
+        finally:
+            enc.close()
+        reply = {"audio": base64.b64encode(data).decode("ascii"), "response_format": req.response_format,
+                 "words": [asdict(w) for w in words]}
+        if req.timestamps_format != "json":
+            reply["captions"] = format_timestamps(words, "." + req.timestamps_format)
+        return JSONResponse(reply)
 
     @app.get("/")
     async def page():
