@@ -123,12 +123,13 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--out", help="directory for emitted artifacts")
     c.set_defaults(run=cmd_build)
 
-    from tilewave import cli_say, cli_serve, cli_vocode
+    from tilewave import cli_batch, cli_say, cli_serve, cli_vocode
 
     cli_say.add_parser(sub)
     cli_say.add_profile_parser(sub)
     cli_vocode.add_parser(sub)
     cli_serve.add_parser(sub)
+    cli_batch.add_parser(sub)
     return p
 
 
