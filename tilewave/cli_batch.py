@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from tilewave.cli_common import add_kokoro_args
+from tilewave.distributed.synth import WINDOW
 from tilewave.errors import InputError, TilewaveError
 
 
@@ -21,6 +22,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--voice", metavar="NAME|PATH|BLEND", help="the voice of items that name none")
     p.add_argument("--speed", type=float, default=1.0, help="the speed of items that give none (0.5-2.0)")
     p.add_argument("--seed", type=int, help="the seed of items that give none (repeatable audio)")
+    p.add_argument("--retry-failed", action="store_true",
+                   help="make the items an earlier run refused again (by default a rerun keeps their errors)")
+    p.add_argument("--in-flight", type=int, default=WINDOW, metavar="N",
+                   help=f"items submitted ahead of the one being written, in one process (default {WINDOW})")
     p.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
                    help="run on a Ray cluster at ADDRESS (host:port), or on a local one when no address is given")
     p.add_argument("--actors", type=int, help="with --ray: engine actors (default: one per GPU, else one)")
@@ -33,15 +38,17 @@ def run(args) -> int:
     from tilewave.distributed.local import Options, run_local
 
     opts = Options(args.output_dir, args.fmt, args.voice, args.speed, args.seed, args.lang, args.device,
-                   args.precision, args.weights, args.memory_budget)
+                   args.precision, args.weights, args.memory_budget, args.retry_failed)
     try:
         if args.ray is None:
-            summary = run_local(args.input, opts)
+            if args.in_flight < 1:
+                raise InputError(f"--in-flight must be at least 1, got {args.in_flight}")
+            summary = run_local(args.input, opts, args.in_flight)
         else:
             from tilewave.distributed.ray_data import run_ray
 
             summary = run_ray(args.input, opts, address=args.ray or None, batch_size=args.batch_size,
-                              concurrency=args.actors)
+                              actors=args.actors)
     except TilewaveError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, InputError) else 1

@@ -6,9 +6,10 @@ atomic write of one item's audio. Shared by the one-process runner (local.py) an
     todo = job.todo(items)                      # those without a finished result of the same key
     job.write(item, audio)                      # out/<id>.flac, through a temporary name
 
-An item is done when `results.jsonl` holds an "ok" record of its key and its file exists; the key is a hash of
-everything that shapes its audio (text, voice, speed, seed, language, model, format), so an edited item is made
-again and an untouched one never. The record is appended after the file is renamed into place: a run killed in
+An item is done when `results.jsonl` holds an "ok" record of its key and its file exists, or an "error" record
+of its key (its text, voice or values were refused: the same again would be refused again; `retry_failed`
+tries those once more); the key is a hash of everything that shapes its audio (text, voice, speed, seed,
+language, model, format), so an edited item is made again and an untouched one never. The record is appended after the file is renamed into place: a run killed in
 between makes that item once more, never leaves a file taken as done that is not whole.
 """
 from __future__ import annotations
@@ -207,8 +208,9 @@ class Job:
     def key(self, item: Item) -> str:
         return item_key(item, self.model_id, self.fmt)
 
-    def finished(self) -> dict[str, Result]:
-        """The last "ok" record per key whose file is still there (a line cut short by a kill is ignored)."""
+    def finished(self, retry_failed: bool = False) -> dict[str, Result]:
+        """The last record per key: "ok" ones whose file is still there, and "error" ones unless
+        `retry_failed` (a line cut short by a kill is ignored)."""
         done: dict[str, Result] = {}
         if not self.log.exists():
             return done
@@ -220,13 +222,15 @@ class Job:
                     continue
                 if d.get("status") == "ok" and (self.dir / d.get("file", "")).is_file():
                     done[d["key"]] = _result(d)
+                elif d.get("status") == "error" and not retry_failed:
+                    done[d["key"]] = _result(d)
         return done
 
-    def todo(self, items: list[Item]) -> tuple[list[Item], dict[str, Result]]:
+    def todo(self, items: list[Item], retry_failed: bool = False) -> tuple[list[Item], dict[str, Result]]:
         """(items still to make, the finished records of the others by id); also removes partial files."""
         for stale in self.dir.glob(f".*{PARTIAL}"):
             stale.unlink(missing_ok=True)
-        finished = self.finished()
+        finished = self.finished(retry_failed)
         done = {i.id: finished[self.key(i)] for i in items if self.key(i) in finished}
         return [i for i in items if i.id not in done], done
 

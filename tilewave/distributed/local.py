@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 
 from tilewave.distributed.jobs import Item, Job, Result, model_identity, read_manifest
-from tilewave.distributed.synth import Synthesizer
+from tilewave.distributed.synth import WINDOW, Synthesizer
 
 
 @dataclass
@@ -23,6 +23,7 @@ class Options:
     precision: str | None = None
     weights: str | None = None
     memory_budget: str | None = None
+    retry_failed: bool = False  # make the items refused by an earlier run again
 
 
 @dataclass
@@ -84,7 +85,7 @@ def plan(manifest, opts: Options) -> tuple[list[Item], Job, list[Item], dict[str
     """(every item with the defaults filled in, the job, the items still to make, the finished records)."""
     items = [i.filled(opts.voice, opts.speed, opts.seed, opts.lang) for i in read_manifest(manifest)]
     job = Job(opts.output_dir, opts.fmt, model_identity(opts.weights))
-    todo, done = job.todo(items)
+    todo, done = job.todo(items, opts.retry_failed)
     todo.sort(key=lambda i: i.lang)  # one language's session at a time (stable: manifest order within)
     return items, job, todo, done
 
@@ -99,15 +100,15 @@ def finish(items: list[Item], job: Job, todo: list[Item], start: float) -> Summa
                    wall_seconds=time.perf_counter() - start, results=results)
 
 
-def run_local(manifest, opts: Options, progress_every: float = 10.0) -> Summary:
-    """Make every item not yet done in this process, through one engine's batches; the results manifest is
-    OUTPUT_DIR/results.jsonl."""
+def run_local(manifest, opts: Options, in_flight: int = WINDOW, progress_every: float = 10.0) -> Summary:
+    """Make every item not yet done in this process, through one engine's batches (`in_flight` items submitted
+    ahead of the one being written: what a kill may lose); the results manifest is OUTPUT_DIR/results.jsonl."""
     start = time.perf_counter()
     items, job, todo, _ = plan(manifest, opts)
     synth = Synthesizer(opts.device, opts.precision, opts.weights, opts.memory_budget, opts.lang, job.model_id)
     progress = Progress(len(todo), progress_every)
     try:
-        for result, _ in synth.run(todo, job):
+        for result, _ in synth.run(todo, job, in_flight):
             job.append([result])
             progress.advance(result)
     finally:

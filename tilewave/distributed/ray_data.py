@@ -6,7 +6,8 @@ In a Ray Data pipeline of your own (columns `text`, optional `id`, `voice`, `spe
     from tilewave.distributed import KokoroSynthesizer
 
     ds = ray.data.read_json("book.jsonl")
-    out = ds.map_batches(KokoroSynthesizer, batch_size=32, concurrency=2, num_gpus=1)   # num_gpus=0 on CPUs
+    out = ds.map_batches(KokoroSynthesizer, batch_size=32, num_gpus=1,        # num_gpus=0, num_cpus=1 on CPUs
+                         compute=ray.data.ActorPoolStrategy(size=2))
     # adds `status`, `seconds`, `phonemes`, `error` and `audio` (float32 at 24 kHz; empty for a failed item),
     # or, with fn_constructor_kwargs={"output_dir": "out/", "fmt": "flac"}, writes out/<id>.flac instead and
     # adds `file` (then `id` is needed)
@@ -86,10 +87,10 @@ def actor_resources() -> dict:
     import ray
 
     gpus = int(ray.cluster_resources().get("GPU", 0))
-    return {"num_gpus": 1, "concurrency": gpus} if gpus else {"num_cpus": 1, "concurrency": 1}
+    return {"num_gpus": 1, "actors": gpus} if gpus else {"num_cpus": 1, "actors": 1}
 
 
-def run_ray(manifest, opts: Options, address: str | None = None, batch_size: int = 16, concurrency: int | None = None,
+def run_ray(manifest, opts: Options, address: str | None = None, batch_size: int = 16, actors: int | None = None,
             progress_every: float = 10.0) -> Summary:
     """`tilewave batch --ray [ADDRESS]`: the items not yet done through KokoroSynthesizer actors on a Ray
     cluster (a local one when `address` is None); the actors write the files, this driver the results log."""
@@ -107,8 +108,7 @@ def run_ray(manifest, opts: Options, address: str | None = None, batch_size: int
         try:
             ray.data.DataContext.get_current().enable_progress_bars = False  # ours is the one line to read
             resources = actor_resources()
-            if concurrency is not None:
-                resources["concurrency"] = concurrency
+            size = resources.pop("actors") if actors is None else actors
             rows = [{c: getattr(i, c) for c in COLUMNS} for i in todo_ray]
             ds = ray.data.from_items(rows).map_batches(
                 KokoroSynthesizer, batch_size=batch_size, batch_format="numpy",
@@ -116,7 +116,7 @@ def run_ray(manifest, opts: Options, address: str | None = None, batch_size: int
                                            seed=opts.seed, lang=opts.lang, device=opts.device,
                                            precision=opts.precision, weights=opts.weights,
                                            memory_budget=opts.memory_budget, model_id=job.model_id),
-                **resources)
+                compute=ray.data.ActorPoolStrategy(size=size), **resources)
             _collect(ds, job, len(todo_ray), progress_every)
         finally:
             if owned:
