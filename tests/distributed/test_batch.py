@@ -15,20 +15,6 @@ from tilewave.distributed import Options, read_manifest, run_local
 from tilewave.errors import InputError
 
 
-@pytest.fixture(scope="module")
-def manifest(tmp_path_factory):
-    return manifests.write(tmp_path_factory.mktemp("manifest") / "items.jsonl")
-
-
-@pytest.fixture(scope="module")
-def reference(manifest, tmp_path_factory):
-    """One uninterrupted run of the whole manifest: its folder."""
-    out = tmp_path_factory.mktemp("reference")
-    done = run_batch(manifest, out)
-    assert done.returncode == 3, done.stderr  # 3: some items failed
-    return out
-
-
 def test_every_good_item_is_written_once_and_every_bad_one_recorded_with_its_error(manifest, reference):
     records = results(reference)
     assert [r["id"] for r in records] == [i.id for i in read_manifest(manifest)]  # one each, in manifest order
@@ -73,7 +59,9 @@ def test_a_run_killed_mid_way_then_resumed_has_every_item_once_with_the_same_aud
     assert 3 <= len(killed) < len(manifests.GOOD)
     resumed = run_batch(manifest, out)
     assert resumed.returncode == 3, resumed.stderr
-    assert f"{len(killed)} already done" in resumed.stdout or f"{len(killed) - 1} already done" in resumed.stdout
+    # a kill between a file's rename and its record makes that one item again
+    skipped = int(resumed.stdout.split(" already done")[0].rsplit(", ", 1)[1])
+    assert len(killed) - 1 <= skipped <= len(killed), resumed.stdout
     records = results(out)
     assert [r["id"] for r in records] == [r["id"] for r in results(reference)]
     assert partial_files(out) == []

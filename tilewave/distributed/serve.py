@@ -48,3 +48,21 @@ def speech_app(num_replicas: int = 1, num_gpus: float = 0, max_ongoing_requests:
                                   ray_actor_options={"num_gpus": num_gpus, "num_cpus": 0 if num_gpus else 1},
                                   max_ongoing_requests=max_ongoing_requests, max_queued_requests=max_queued_requests)
     return deployment.bind(**session_options)
+
+
+def run_serve(address: str | None = None, host: str = "127.0.0.1", port: int = 8000, replicas: int | None = None,
+              max_ongoing_requests: int = MAX_ONGOING, max_queued_requests: int = MAX_QUEUED, **session_options) -> None:
+    """`tilewave serve --ray [ADDRESS]`: the API on the cluster at `address` (a local one when None), one replica
+    per GPU (or `replicas` CPU replicas, default 1), until interrupted; Serve is shut down on the way out."""
+    import ray
+
+    ray.init(address=address, include_dashboard=False)
+    try:
+        gpus = int(ray.cluster_resources().get("GPU", 0))
+        serve.start(http_options={"host": host, "port": port})
+        serve.run(speech_app(num_replicas=replicas or gpus or 1, num_gpus=1 if gpus else 0,
+                             max_ongoing_requests=max_ongoing_requests, max_queued_requests=max_queued_requests,
+                             **session_options), name="tilewave", route_prefix="/", blocking=True)
+    finally:
+        serve.shutdown()
+        ray.shutdown()
