@@ -2,6 +2,7 @@
 reference every other run is compared with), and one local Ray cluster for the whole session, shut down at the
 end with none of its processes left."""
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -63,3 +64,4 @@ def ray_cluster():
         while _processes_of(temp) and time.monotonic() < deadline:
             time.sleep(0.5)
         assert _processes_of(temp) == [], "Ray processes left running"
+        shutil.rmtree(temp, ignore_errors=True)
