@@ -60,18 +60,20 @@ class Progress:
             self._task = self._bar.add_task("speaking", total=total, rate="")
             self._bar.start()
 
+    def _rates(self) -> str:
+        elapsed = max(time.perf_counter() - self.start, 1e-9)
+        return f"{self.done / elapsed:.2f} items/s, {self.audio / elapsed:.2f} s of audio/s"
+
     def line(self) -> str:
         elapsed = max(time.perf_counter() - self.start, 1e-9)
-        per_s = self.done / elapsed
-        eta = (self.total - self.done) / per_s if per_s else float("inf")
-        return (f"{self.done}/{self.total} items, {per_s:.2f} items/s, {self.audio / elapsed:.2f} s of audio/s, "
-                f"ETA {eta:.0f} s")
+        eta = (self.total - self.done) * elapsed / self.done if self.done else float("inf")
+        return f"{self.done}/{self.total} items, {self._rates()}, ETA {eta:.0f} s"
 
     def advance(self, result: Result) -> None:
         self.done += 1
         self.audio += result.seconds or 0.0
         if self._bar is not None:
-            self._bar.update(self._task, completed=self.done, rate=self.line().split(", ", 1)[1].rsplit(", ETA", 1)[0])
+            self._bar.update(self._task, completed=self.done, rate=self._rates())
         elif time.perf_counter() - self._last >= self.every:
             self._last = time.perf_counter()
             print(self.line(), file=sys.stderr, flush=True)

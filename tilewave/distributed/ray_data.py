@@ -13,7 +13,9 @@ In a Ray Data pipeline of your own (columns `text`, optional `id`, `voice`, `spe
     # adds `file` (then `id` is needed)
 
 `run_ray` is `tilewave batch --ray`: the manifest's items not yet done go through such actors, each writing its
-files; the driver logs their results as they come, so a rerun skips what was written.
+files (so on several nodes the output folder must be one they all see: NFS, a mounted bucket); the driver logs
+their results as they come, so a rerun skips what was written. The driver reads the manifest (and checks it
+whole) and hands Ray Data the items to make.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ import numpy as np
 from tilewave.distributed.jobs import Item, Job
 from tilewave.distributed.local import Options, Progress, Summary, finish, plan
 from tilewave.distributed.synth import Synthesizer
+from tilewave.errors import InputError, TilewaveError
 
 COLUMNS = ("id", "text", "voice", "speed", "seed", "lang")
 
@@ -61,6 +64,11 @@ class KokoroSynthesizer:
         self.synth = Synthesizer(device, precision, weights, memory_budget, lang, model_id).load()
 
     def __call__(self, batch: dict) -> dict:
+        if "text" not in batch:
+            raise InputError(f"a batch needs a 'text' column; it has {', '.join(batch) or 'none'}")
+        if self.job is not None and "id" not in batch:
+            raise InputError("writing files needs an 'id' column (the file names); add one, or leave output_dir "
+                             "out to get the audio as a column")
         n = len(batch["text"])
         items = [_item(batch, i).filled(*self.defaults) for i in range(n)]
         out = {k: [] for k in ("id", "key", "status", "file", "seconds", "phonemes", "error")}
@@ -117,7 +125,12 @@ def run_ray(manifest, opts: Options, address: str | None = None, batch_size: int
                                            precision=opts.precision, weights=opts.weights,
                                            memory_budget=opts.memory_budget, model_id=job.model_id),
                 compute=ray.data.ActorPoolStrategy(size=size), **resources)
-            _collect(ds, job, len(todo_ray), progress_every)
+            try:
+                _collect(ds, job, len(todo_ray), progress_every)
+            except ray.exceptions.RayTaskError as exc:
+                if isinstance(exc.cause, TilewaveError):  # the actors' weights or settings: the user's message
+                    raise exc.cause from None
+                raise
         finally:
             if owned:
                 ray.shutdown()

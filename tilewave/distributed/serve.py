@@ -9,6 +9,8 @@ requests it holds; Serve's back-pressure refuses what is beyond `max_ongoing_req
 """
 from __future__ import annotations
 
+import time
+
 from ray import serve
 
 # Requests one replica holds at once: its scheduler batches their chunks together (each is a thread of the
@@ -62,7 +64,12 @@ def run_serve(address: str | None = None, host: str = "127.0.0.1", port: int = 8
         serve.start(http_options={"host": host, "port": port})
         serve.run(speech_app(num_replicas=replicas or gpus or 1, num_gpus=1 if gpus else 0,
                              max_ongoing_requests=max_ongoing_requests, max_queued_requests=max_queued_requests,
-                             **session_options), name="tilewave", route_prefix="/", blocking=True)
+                             **session_options), name="tilewave", route_prefix="/")
+        print(f"serving on http://{host}:{port} (POST /v1/audio/speech); Ctrl-C stops", flush=True)
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
     finally:
         serve.shutdown()
         ray.shutdown()
