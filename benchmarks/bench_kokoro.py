@@ -7,6 +7,11 @@
 
 The inputs are English sentences phonemized on a machine with espeak (`--make-inputs FILE`), so that the
 GPU machine needs no phonemizer:  python3 benchmarks/bench_kokoro.py --inputs benchmarks/kokoro_inputs.json
+
+`--batch B [--device cpu]`: B sentences of mixed lengths (cut from the same inputs) through
+KokoroModel.forward_batch, beside the same B one by one through forward, in one run: aggregate x real
+time, peak memory (RSS on the CPU, the allocator's peak on a GPU; each mode in its own forked process on
+the CPU) and the largest audio difference batch vs solo with the count of items whose durations are equal.
 """
 from __future__ import annotations
 
@@ -129,6 +134,85 @@ def run(inputs_path: str, reps: int, out_json: str | None, precisions: list[str]
         Path(out_json).write_text(json.dumps(report, indent=1))
 
 
+def batch_sentences(inputs_path: str, n: int) -> list[str]:
+    """n phonemized sentences of mixed lengths: the inputs cut at sentence ends, taken in order, cycling."""
+    import re
+
+    found = [x for ps in json.loads(Path(inputs_path).read_text()).values()
+             for x in re.split(r"(?<=[.!?])\s+", ps) if x.strip()]
+    return [found[i % len(found)] for i in range(n)]
+
+
+def _batch_mode(mode: str, model, items, device: str) -> dict:
+    """Run the items solo or as one batch; seconds, audio and durations, peak memory in MB."""
+    import resource
+    import time
+
+    ids, ref_s, seeds = items
+    gens = [torch.Generator(device).manual_seed(s) for s in seeds]
+    if device == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    t0 = time.perf_counter()
+    if mode == "batch":
+        outs = model.forward_batch(ids, ref_s, [1.0] * len(ids), gens)
+    else:
+        outs = [model(x[None], ref_s[i:i + 1], 1.0, gens[i]) for i, x in enumerate(ids)]
+    if device == "cuda":
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - t0
+    peak = (torch.cuda.max_memory_allocated() / 2 ** 20 if device == "cuda"
+            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    return {"seconds": seconds, "peak_mb": peak, "audio": [o.audio.cpu() for o in outs],
+            "durations": [o.durations.cpu() for o in outs]}
+
+
+def _in_child(queue, mode, model, items, device):
+    queue.put(_batch_mode(mode, model, items, device))
+
+
+def run_batch(inputs_path: str, batch: int, device: str) -> None:
+    import multiprocessing as mp
+
+    from tilewave.engine.voices import load_voice, style_for
+    from tilewave.harness.tolerance import scaled_max_error
+    from tilewave.models.kokoro import KokoroModel
+    from tilewave.text.vocab import encode
+
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    model = KokoroModel.from_pretrained(device=device)
+    pack = load_voice("jf_alpha")
+    sentences = batch_sentences(inputs_path, batch)
+    ids = [encode(ps)[0].to(device) for ps in sentences]
+    ref_s = torch.cat([style_for(pack, len(ps)).reshape(1, -1) for ps in sentences]).to(device)
+    items = (ids, ref_s, list(range(batch)))
+    _batch_mode("solo", model, (ids[:1], ref_s[:1], [0]), device)  # warm-up (first calls compile / allocate)
+    results = {}
+    for mode in ("solo", "batch"):
+        if device == "cpu":  # each mode's RSS peak in its own process, both forked from the loaded model
+            ctx = mp.get_context("fork")
+            queue = ctx.Queue()
+            proc = ctx.Process(target=_in_child, args=(queue, mode, model, items, device))
+            proc.start()
+            results[mode] = queue.get()
+            proc.join()
+        else:
+            results[mode] = _batch_mode(mode, model, items, device)
+    audio_s = sum(a.numel() for a in results["solo"]["audio"]) / 24000
+    lengths = [x.numel() - 2 for x in ids]
+    print(f"# {batch} sentences of {min(lengths)}..{max(lengths)} phonemes ({sum(lengths)} in all) -> {audio_s:.1f} s "
+          f"of audio on {device}, torch {torch.__version__}, {torch.get_num_threads()} threads")
+    for mode in ("solo", "batch"):
+        r = results[mode]
+        print(f"  {mode:>5}: {r['seconds']:.2f} s, x{audio_s / r['seconds']:.1f} real time aggregate, "
+              f"peak {'RSS' if device == 'cpu' else 'GPU memory'} {r['peak_mb']:.0f} MB")
+    same = sum(torch.equal(a, b) for a, b in zip(results["batch"]["durations"], results["solo"]["durations"]))
+    diff = max(scaled_max_error(a, b) if a.shape == b.shape else float("inf")
+               for a, b in zip(results["batch"]["audio"], results["solo"]["audio"]))
+    print(f"  batch vs solo: durations identical for {same}/{batch} items, max audio difference {diff:.2e}; "
+          f"batch {results['solo']['seconds'] / results['batch']['seconds']:.2f}x the speed of one by one")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--make-inputs", metavar="FILE", help="phonemize the benchmark texts into FILE (needs espeak)")
@@ -136,9 +220,13 @@ def main() -> None:
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--json", metavar="FILE")
     p.add_argument("--precisions", default="tf32x3", help="comma-separated extra float32 precisions to time (or '')")
+    p.add_argument("--batch", type=int, metavar="B", help="B mixed-length sentences batched vs one by one")
+    p.add_argument("--device", default="cpu", help="device for --batch (cpu or cuda)")
     args = p.parse_args()
     if args.make_inputs:
         make_inputs(args.make_inputs)
+    elif args.batch:
+        run_batch(args.inputs, args.batch, args.device)
     else:
         run(args.inputs, args.reps, args.json, [x for x in args.precisions.split(",") if x])
 

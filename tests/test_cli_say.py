@@ -83,7 +83,7 @@ BAD_INPUTS = [
     (["Hi.", "-o", "{tmp}/x.aac"], ".aac is not an audio format we write; name it .wav, .flac, .ogg, .mp3"),
     (["Hi.", "-o", "{tmp}/x"], "no file suffix"),
     (["Hi.", "--seed", "-3", "-o", "{out}"], "seed"),
-    (["Hi.", "--memory-budget", "1GB", "-o", "{out}"], "below what one full chunk"),
+    (["Hi.", "--memory-budget", "1.5GB", "-o", "{out}"], "below what one full chunk"),
     (["Hi.", "--memory-budget", "lots", "-o", "{out}"], "not a size"),
 ]
 

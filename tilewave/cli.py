@@ -130,6 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
     cli_vocode.add_parser(sub)
     cli_serve.add_parser(sub)
     cli_batch.add_parser(sub)
+    from tilewave.harness import tune
+
+    tune.add_parser(sub)
     return p
 
 

@@ -149,9 +149,9 @@ class PrecisionRecorder(FakeKokoro):
     """Records the float32 matmul precision in force while the model runs."""
 
     def forward(self, *args, **kwargs):
-        from tilewave.precision import current as fp32_matmul
+        from tilewave import precision
 
-        self.calls_precision = getattr(self, "calls_precision", []) + [fp32_matmul()]
+        self.calls_precision = getattr(self, "calls_precision", []) + [precision.current()]
         return super().forward(*args, **kwargs)
 
 
@@ -160,9 +160,9 @@ def test_precision_is_in_force_while_the_model_runs(precision):
     model = PrecisionRecorder()
     list(Session(device="cpu", model=model, precision=precision).submit("Hi."))
     assert model.calls_precision == [precision]
-    from tilewave.precision import current as fp32_matmul
+    from tilewave import precision
 
-    assert fp32_matmul() == "ieee"  # and only then
+    assert precision.current() == "ieee"  # and only then
 
 
 @pytest.mark.parametrize("bad", ["fp16", "", None, "IEEE"])

@@ -203,6 +203,6 @@ def test_a_budget_that_fits_one_item_runs_batch_by_batch_under_it(monkeypatch):
     for (a, _), (b, _) in zip(one, together, strict=True):
         np.testing.assert_array_equal(a, b)
     with pytest.raises(InputError, match="below what one full chunk"):
-        Session(device="cpu", model=FakeKokoro(), memory_budget="150MB")
+        Session(device="cpu", model=FakeKokoro(), memory_budget="90MB")
     with pytest.raises(InputError, match="not a size"):
         Session(device="cpu", model=FakeKokoro(), memory_budget="lots")

@@ -13,6 +13,7 @@ when the session is made; text, voice, speed and seed when a request is made (be
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import threading
@@ -25,21 +26,23 @@ import torch
 
 from tilewave import precision as fp32_precision
 from tilewave import profiling
-from tilewave.engine.pipeline import (SAMPLE_RATE, SPEED_RANGE, Chunk, Pipeline, check_seed, check_speed, join_chunks,
-                                      resolve_device)
+from tilewave.engine.pipeline import SAMPLE_RATE, Chunk, Pipeline, check_seed, check_speed, join_chunks, resolve_device
 from tilewave.engine.scheduler import DEFAULT_FRAME_BUDGET, DEFAULT_MAX_REQUESTS, Job, Request, Scheduler
 from tilewave.engine.voices import DEFAULT_VOICE, load_voice, style_for
 from tilewave.errors import InputError, WeightsError
 from tilewave.text import encode
 
+log = logging.getLogger("tilewave.engine")
+
 # The first chunk of a stream: its first sentence or clause, at most this many phonemes (~2-3 s of speech), so
 # that its audio is out after one short model call; later chunks are the usual up to 510.
 FIRST_CHUNK_PHONEMES = 64
 # Memory one estimated frame of a batch takes while Kokoro makes it, for turning a memory budget into frames.
-# Measured on the CPU (float32, peak resident set above the loaded model, 2026-12-01): 620 MB for a 440-phoneme
-# chunk (955 frames made, 1,353 estimated: 0.65 MB per frame made, 0.46 per estimated frame), 104 MB for 90
-# phonemes (251 made, 306 estimated). The estimate runs above the frames made, so 0.6 MB per estimated frame.
-BYTES_PER_FRAME = 600_000
+# Measured on the CPU (float32, peak resident set above the loaded model, 2026-12-01, a contended machine):
+# per-item forward, a 440-phoneme chunk: 620 MB for 1,353 estimated frames (0.46 MB each); the batched pass
+# (batch branch 6038e86), warm: two 90-phoneme items 383 MB for 594 (0.65), one 348 MB for 297 (1.17); its
+# first call 934 MB for 594 (one-time allocations). 1.2 MB keeps above the warm figures.
+BYTES_PER_FRAME = 1_200_000
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30}
 VOCODER_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -103,13 +106,12 @@ class Session:
 
     @staticmethod
     def _frames_for(budget: int) -> int:
-        """Padded frames a batch may hold under `budget`; refused when even the longest chunk (510 phonemes at
-        the slowest speed, which always runs, alone if need be) would not fit."""
-        slowest = SPEED_RANGE[0]
-        longest = Job(torch.zeros(512, dtype=torch.long), torch.zeros(1, 256), slowest, "", "x" * 510).frames
+        """Padded frames a batch may hold under `budget`; refused when one full chunk (510 phonemes at speed
+        1.0) would not fit. A chunk past the budget (slower speech) still runs, alone, with a warning."""
+        longest = Job(torch.zeros(512, dtype=torch.long), torch.zeros(1, 256), 1.0, "", "x" * 510).frames
         if budget < longest * BYTES_PER_FRAME:
-            raise InputError(f"memory budget {budget / 1e6:.0f} MB is below what one full chunk (510 phonemes at "
-                             f"speed {slowest}) needs, ~{longest * BYTES_PER_FRAME / 1e6:.0f} MB; give at least "
+            raise InputError(f"memory budget {budget / 1e6:.0f} MB is below what one full chunk (510 phonemes) "
+                             f"needs, ~{longest * BYTES_PER_FRAME / 1e6:.0f} MB; give at least "
                              f"{-(-longest * BYTES_PER_FRAME // 10**8) / 10:.1f}GB")
         return budget // BYTES_PER_FRAME
 
@@ -165,8 +167,13 @@ class Session:
         pack = self.voice if voice is None else load_voice(voice)
         with profiling.of(self.profiler).stage("phonemize"):
             chunks = self.pipeline.chunks(text, phonemes, first_limit)
-        return [Job(encode(c.phonemes)[0].to(self.device), style_for(pack, len(c.phonemes)).to(self.device), speed,
-                    c.text, c.phonemes) for c in chunks], seed
+        jobs = [Job(encode(c.phonemes)[0].to(self.device), style_for(pack, len(c.phonemes)).to(self.device), speed,
+                    c.text, c.phonemes) for c in chunks]
+        over = max(job.frames for job in jobs)
+        if self.memory_budget is not None and over > self.frame_budget:
+            log.warning("a chunk of ~%d frames (speed %s) is past the memory budget's %d frames: it runs alone, "
+                        "over the budget", over, speed, self.frame_budget)
+        return jobs, seed
 
     def submit(self, text: str, voice=None, speed: float = 1.0, seed: int | None = None, phonemes: bool = False,
                first_limit: int | None = None, block: bool = True, timeout: float | None = None) -> Request:

@@ -1,7 +1,7 @@
 """Attention ops. q, k, v [B, H, T, D]; the last dim of every tensor must be contiguous for the Triton path.
 
 A query with no key to attend (all keys padded, an empty window, an empty cache without a sink) outputs 0
-on both paths. Layouts and the exact formulas: tilewave/kernels/attention.py.
+on both paths. Layouts and the exact formulas: tilewave/kernels/attention/.
 float32 tensors meet the tensor cores as tilewave.precision.current() says: 'ieee' (outside a scope, exact
 float32 on the FMA units), 'tf32x3' (float32-class error; what PyTorch's own float32 SDPA computes, and faster than it)
 or 'tf32'.

@@ -8,11 +8,30 @@ from tilewave.kernels import norm as K
 from tilewave.ops.dispatch import use_triton
 
 
-def adain1d(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
-    """x [B, C, L]; gamma, beta [B, C]: gamma * (x - mean_t) / sqrt(max(var_t, 0) + eps) + beta (biased var)."""
+def adain1d(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float = 1e-5,
+            lengths: torch.Tensor | None = None) -> torch.Tensor:
+    """x [B, C, L]; gamma, beta [B, C]: gamma * (x - mean_t) / sqrt(max(var_t, 0) + eps) + beta (biased var).
+
+    lengths [B] (optional): item b's statistics cover its frames t < lengths[b] only, and its output is 0
+    past them (a batch of utterances padded to one length: each item normalised as if alone).
+    """
+    if lengths is not None:
+        return _adain1d_lengths(x, gamma, beta, eps, lengths)
     if use_triton("adain1d", x, gamma, beta):
         return K.adain1d(x.contiguous(), gamma.contiguous(), beta.contiguous(), eps)
     return gamma.unsqueeze(-1) * F.instance_norm(x, eps=eps) + beta.unsqueeze(-1)
+
+
+def _adain1d_lengths(x, gamma, beta, eps, lengths):
+    # Item by item on its own frames, with the unmasked op: each item's result is bit-identical to its solo
+    # run. Kokoro's harmonic source integrates F0 over thousands of radians of phase, so a rounding-level
+    # change upstream (masked sums round differently) becomes a visible change in the waveform.
+    # On CUDA that is one launch per item (the lengths are read on the host: a sync per call); a
+    # lengths-aware kernel in kernels/norm.py would make it one launch.
+    out = torch.zeros_like(x)
+    for b, n in enumerate(lengths.tolist()):
+        out[b, :, :n] = adain1d(x[b:b + 1, :, :n], gamma[b:b + 1], beta[b:b + 1], eps)[0]
+    return out
 
 
 def layer_norm(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None,

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import torch
 
+from tilewave.kernels import lstm_batched as KB
 from tilewave.kernels import rnn as K
+from tilewave import precision
 from tilewave.ops.dispatch import use_triton
 
 LSTMParams = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]  # w_ih [4H, I], w_hh [4H, H], b_ih, b_hh
@@ -23,8 +25,19 @@ def lstm(x: torch.Tensor, directions: list[LSTMParams] | tuple[LSTMParams, ...],
     if use_triton("lstm", x, *flat, supported=fp32,
                   reason=f"recurrences run in float32 only, got {sorted({str(t.dtype) for t in (x, *flat)})}"):
         w_ih, w_hh, b_ih, b_hh = (torch.stack(ts) for ts in zip(*directions))
+        if x.shape[0] > 1 and w_hh.shape[2] <= KB.MAX_HIDDEN:
+            # a batch: every step's recurrent product for all items as one tensor-core product
+            return KB.lstm_batched(x.contiguous(), w_ih, w_hh, b_ih, b_hh, lengths=lengths, precision=precision.current())
         return K.lstm(x.contiguous(), w_ih, w_hh, b_ih, b_hh, lengths=lengths)
-    return K.lstm_torch_flat(x, flat, len(directions) == 2, lengths)
+    if lengths is None:
+        return K.lstm_torch_flat(x, flat, len(directions) == 2)
+    # Item by item on its own steps (not pack_padded_sequence): the batched CPU products round differently
+    # from a solo run's, and Kokoro's harmonic source turns rounding-level F0 changes into waveform changes
+    # (its phase runs to thousands of radians), so each item repeats its solo run's arithmetic exactly.
+    out = x.new_zeros(x.shape[0], x.shape[1], len(directions) * directions[0][1].shape[1])
+    for b, n in enumerate(lengths.tolist()):
+        out[b, :n] = K.lstm_torch_flat(x[b:b + 1, :n], flat, len(directions) == 2)[0]
+    return out
 
 
 def lstm_cell(x: torch.Tensor, h: torch.Tensor, c: torch.Tensor, params: LSTMParams) -> tuple[torch.Tensor, torch.Tensor]:

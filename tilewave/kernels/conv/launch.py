@@ -62,7 +62,8 @@ _LAUNCHERS = {"tap": launch_tap, "gemm": launch_gemm, "direct": launch_direct}
 
 
 def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, output_padding, act, slope,
-            alpha, beta, residual, scale, precision, out, tap_persistent=None, device_descriptors=DEVICE_DESCRIPTORS):
+            alpha, beta, residual, scale, precision, out, tap_persistent=None, device_descriptors=DEVICE_DESCRIPTORS,
+            tile=None):
     name = "conv1d_transpose" if transposed else "conv1d"
     _check_args(name, x, weight, bias, residual, alpha, beta, act, stride, padding, dilation, groups, precision)
     x, weight = x.contiguous(), weight.contiguous()
@@ -81,7 +82,7 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
         return out
     p = conv_plan(transposed, x, C_out, L_out, weight.shape[2], groups, stride, padding, dilation, act,
                   bias is not None, residual is not None, precision, tap_persistent=tap_persistent,
-                  device_descriptors=device_descriptors)
+                  device_descriptors=device_descriptors, tile=tile)
     a_arg = x if alpha is None else alpha.contiguous()
     b_arg = a_arg if beta is None else beta.contiguous()
     if p.separate_snake:
@@ -106,11 +107,11 @@ def _batched(fn):
 @_batched
 def conv1d_fused(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *, act="none", slope=0.0,
                  alpha=None, beta=None, residual=None, scale=1.0, transposed=False, output_padding=0,
-                 precision="ieee", out=None, tap_persistent=None, device_descriptors=DEVICE_DESCRIPTORS):
+                 precision="ieee", out=None, tap_persistent=None, device_descriptors=DEVICE_DESCRIPTORS, tile=None):
     """scale · (conv(act(x)) + bias + residual); conv is transposed when `transposed` (weight IOK).
-    tap_persistent, device_descriptors: the tap kernel's launch choices (plan.conv_plan), for tests and tuning."""
+    tap_persistent, device_descriptors, tile: launch choices of plan.conv_plan, for tests and tuning."""
     return _launch(transposed, x, weight, bias, stride, padding, dilation, groups, output_padding, act, slope,
-                   alpha, beta, residual, scale, precision, out, tap_persistent, device_descriptors)
+                   alpha, beta, residual, scale, precision, out, tap_persistent, device_descriptors, tile)
 
 
 def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, precision="ieee", out=None):

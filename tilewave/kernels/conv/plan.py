@@ -303,10 +303,12 @@ def _gemm_geometry(transposed: bool, interleave: bool, C_out_g: int, L_out: int,
 
 def conv_plan(transposed: bool, x: torch.Tensor, C_out: int, L_out: int, K: int, groups: int, stride: int, padding: int,
          dilation: int, act: str, has_bias: bool, has_res: bool, precision: str, *,
-         tap_persistent: dict[str, int] | None = None, device_descriptors: bool = DEVICE_DESCRIPTORS) -> ConvPlan:
+         tap_persistent: dict[str, int] | None = None, device_descriptors: bool = DEVICE_DESCRIPTORS,
+         tile: GemmConfig | None = None) -> ConvPlan:
     """The design and tiles for a checked call on x [B, C_in, L_in] (read for its shape, dtype and device only).
     tap_persistent: per tile class, the tiles per SM past which the tap kernel runs persistent (TAP_PERSISTENT);
-    device_descriptors: the tap kernel makes its TMA descriptors on the device (DEVICE_DESCRIPTORS)."""
+    device_descriptors: the tap kernel makes its TMA descriptors on the device (DEVICE_DESCRIPTORS);
+    tile: this tile for a tensor-core design instead of the tables' pick (tilewave tune)."""
     tap_persistent = TAP_PERSISTENT if tap_persistent is None else tap_persistent
     B, C_in, L_in = x.shape
     dtype = x.dtype
@@ -346,6 +348,8 @@ def conv_plan(transposed: bool, x: torch.Tensor, C_out: int, L_out: int, K: int,
     snake_apart = act == "snake" and g["taps"] * _cdiv(g["rows_g"], fused_cfg.BLOCK_M) > SNAKE_FUSED_MAX_REPEATS
     if not snake_apart:
         cfg = fused_cfg
+    if tile is not None:
+        cfg = tile
     act = "none" if snake_apart else act
     if not tap:
         grid = (g["phases"] * _cdiv(C_out_g, cfg.BLOCK_M) * _cdiv(g["positions"], cfg.BLOCK_N), B * groups)

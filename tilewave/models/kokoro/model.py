@@ -99,25 +99,9 @@ class KokoroModel(nn.Module):
                     or int(durations.sum()) < 1:
                 raise InputError(f"durations must be non-negative integers (not all 0), one per token "
                                  f"({input_ids.shape[1]}), got {durations.dtype} {tuple(durations.shape)}")
-        stage = _stages(profile)
-        ids = input_ids.to(self.device)
-        ref_s = ref_s.to(self.device, torch.float32)
-        s_pro, s_dec = ref_s[:, self.cfg.style_dim:], ref_s[:, :self.cfg.style_dim]
-        with stage("albert"):
-            bert = self.bert(ids)
-            d_en = self.bert_encoder(bert)
-        with stage("duration"):
-            d, logits, dur = self.predictor.durations(d_en, s_pro, speed)
-            dur = dur[0] if durations is None else durations.to(self.device, torch.long)
-        with stage("f0_energy"):
-            en = d.transpose(1, 2).repeat_interleave(dur, dim=-1)
-            f0, n = self.predictor.f0_energy(en, s_pro)
-        with stage("text_encoder"):
-            asr = self.text_encoder(ids).repeat_interleave(dur, dim=-1)
-        with stage("decoder"):
-            x = self.decoder.features(asr, f0, n, s_dec)
-        return {"bert": bert, "d_en": d_en, "d": d, "duration_logits": logits, "durations": dur, "en": en,
-                "F0": f0, "N": n, "asr": asr, "decoder": x}
+            durations = [durations]
+        f = self._features([input_ids[0]], ref_s, [speed], profile, durations)
+        return dict(f, durations=f["durations"][0])
 
     @torch.no_grad()
     def forward(self, input_ids: torch.Tensor, ref_s: torch.Tensor, speed: float = 1.0,
@@ -132,14 +116,7 @@ class KokoroModel(nn.Module):
         another model's timing); speed then has no effect.
         """
         f = self.features(input_ids, ref_s, speed, profile, durations)
-        stage = _stages(profile)
-        s_dec = ref_s.to(self.device, torch.float32)[:, :self.cfg.style_dim]
-        gen = self.decoder.generator
-        with stage("generator"):
-            har = gen.source(f["F0"], generator)
-            spec = gen.spectrum(f["decoder"], s_dec, har)
-        with stage("istft"):
-            audio = spectral.istft_exp_sin(spec, self.cfg.gen_istft_n_fft, self.cfg.gen_istft_hop_size)
+        har, spec, audio = self._generate(f, ref_s, [generator], profile)
         keep = dict(f, har=har, spectrum=spec) if keep_intermediates else {}
         return KokoroOutput(audio=audio[0], durations=f["durations"], intermediates=keep)
 
@@ -162,13 +139,108 @@ class KokoroModel(nn.Module):
     @torch.no_grad()
     def forward_batch(self, input_ids: list[torch.Tensor], ref_s: torch.Tensor, speeds, generators,
                       profile=None) -> list[KokoroOutput]:
-        """B utterances of any lengths: input_ids[i] [N_i + 2] (wrapped with 0s), ref_s [B, 256] (row i the
-        voice pack's style for item i), speeds and generators one per item (a generator may repeat).
-        Item i draws from generators[i], items in index order, with the shapes its solo forward draws,
-        so a request's consecutive chunks in one batch get exactly their solo audio."""
+        """B utterances of any lengths in one pass: input_ids[i] [N_i + 2] (wrapped with 0s), ref_s [B, 256]
+        (row i the voice pack's style for item i), speeds and generators one per item (a generator may
+        repeat). Item i draws from generators[i], items in index order, with the shapes its solo forward
+        draws, so a request's consecutive chunks in one batch get exactly their solo audio; each item's
+        durations are its solo run's and its audio equals its solo audio to float32 rounding.
+        Items are padded to the longest; padding costs compute, so batch items of similar lengths."""
         self._check_batch(input_ids, ref_s, speeds, generators)
-        return [self.forward(ids[None], ref_s[i:i + 1], float(speeds[i]), generators[i], profile)
-                for i, ids in enumerate(input_ids)]
+        speeds = [float(v) for v in speeds]
+        f = self._features(list(input_ids), ref_s, speeds, profile)
+        _, _, audio = self._generate(f, ref_s, list(generators), profile)
+        return [KokoroOutput(audio=a, durations=d) for a, d in zip(audio, f["durations"])]
+
+    # -----------------------------------------------------------------------------------------------
+    def _features(self, input_ids: list[torch.Tensor], ref_s, speeds: list[float], profile, durations=None):
+        """The batched pass up to the generator's input. Token and frame axes are padded to the longest item;
+        `*_lengths` are None when every item fills the axis (then nothing is masked: a batch of one runs
+        exactly the unpadded ops)."""
+        stage = _stages(profile)
+        n_tok = [int(t.shape[0]) for t in input_ids]
+        ids = torch.zeros(len(n_tok), max(n_tok), dtype=torch.long, device=self.device)
+        for b, t in enumerate(input_ids):
+            ids[b, :n_tok[b]] = t.to(self.device)
+        tok_lengths = self._lengths(n_tok)
+        ref_s = ref_s.to(self.device, torch.float32)
+        s_pro, s_dec = ref_s[:, self.cfg.style_dim:], ref_s[:, :self.cfg.style_dim]
+        with stage("albert"):
+            bert, d_en = self._albert(ids, n_tok)
+        with stage("duration"):
+            d, logits, dur = self.predictor.durations(d_en, s_pro, speeds, tok_lengths)
+            if durations is not None:
+                dur = [t.to(self.device, torch.long) for t in durations]
+        n_frames = [int(t.sum()) for t in dur]
+        frame_lengths = self._lengths(n_frames)
+        with stage("f0_energy"):
+            en = _align(d.transpose(1, 2), dur, n_frames)
+            f0, n = self.predictor.f0_energy(en, s_pro, frame_lengths)
+        with stage("text_encoder"):
+            asr = _align(self.text_encoder(ids, tok_lengths), dur, n_frames)
+        with stage("decoder"):
+            x = self.decoder.features(asr, f0, n, s_dec, frame_lengths)
+        return {"bert": bert, "d_en": d_en, "d": d, "duration_logits": logits, "durations": dur, "en": en,
+                "F0": f0, "N": n, "asr": asr, "decoder": x, "frames": n_frames}
+
+    def _albert(self, ids: torch.Tensor, n_tok: list[int]):
+        """ALBERT and its projection, [B, T] -> ([B, T, 768], [B, T, 512]). Items of different lengths run one
+        by one on their own tokens (zeros past them): a few-token solo run's products take the CPU GEMMs'
+        small-M paths, which round differently from a padded batch's, and these features feed the F0 curve,
+        whose phase the harmonic source integrates to thousands of radians — a rounding-level change there
+        moves the waveform visibly. The token stage is a small part of the work."""
+        if len(set(n_tok)) == 1:
+            bert = self.bert(ids)
+            return bert, self.bert_encoder(bert)
+        bert = ids.new_zeros(ids.shape[0], ids.shape[1], self.cfg.albert_hidden, dtype=torch.float32)
+        d_en = ids.new_zeros(ids.shape[0], ids.shape[1], self.cfg.hidden_dim, dtype=torch.float32)
+        for b, n in enumerate(n_tok):
+            bert[b:b + 1, :n] = self.bert(ids[b:b + 1, :n])
+            d_en[b:b + 1, :n] = self.bert_encoder(bert[b:b + 1, :n])
+        return bert, d_en
+
+    def _generate(self, f, ref_s, generators, profile):
+        """Decoder features -> (source STFT, conv_post output, list of B waveforms). The harmonic source,
+        its STFT and the iSTFT run item by item (each looks at its item's ends); the generator's convs
+        run on the padded batch."""
+        stage = _stages(profile)
+        gen = self.decoder.generator
+        s_dec = ref_s.to(self.device, torch.float32)[:, :self.cfg.style_dim]
+        n_frames = f["frames"]
+        frame_lengths = self._lengths(n_frames)
+        with stage("generator"):
+            hars = [gen.source(f["F0"][b:b + 1, :2 * n], generators[b]) for b, n in enumerate(n_frames)]
+            har = _pad_cat(hars)
+            spec, spec_lengths = gen.spectrum(f["decoder"], s_dec, har,
+                                              None if frame_lengths is None else 2 * frame_lengths,
+                                              self._lengths([h.shape[-1] for h in hars]))
+        with stage("istft"):
+            n_fft, hop = self.cfg.gen_istft_n_fft, self.cfg.gen_istft_hop_size
+            if spec_lengths is None:
+                audio = list(spectral.istft_exp_sin(spec, n_fft, hop))
+            else:
+                audio = [spectral.istft_exp_sin(spec[b:b + 1, :, :n], n_fft, hop)[0]
+                         for b, n in enumerate(spec_lengths.tolist())]
+        return har, spec, audio
+
+    def _lengths(self, n: list[int]) -> torch.Tensor | None:
+        return None if len(set(n)) == 1 else torch.tensor(n, dtype=torch.long, device=self.device)
+
+
+def _align(x: torch.Tensor, durations: list[torch.Tensor], n_frames: list[int]) -> torch.Tensor:
+    """Token features x [B, C, T] -> frame features [B, C, max frames]: item b's token t repeated
+    durations[b][t] times, zeros past its frames."""
+    out = x.new_zeros(x.shape[0], x.shape[1], max(n_frames))
+    for b, dur in enumerate(durations):
+        out[b, :, :n_frames[b]] = x[b, :, :dur.shape[0]].repeat_interleave(dur, dim=-1)
+    return out
+
+
+def _pad_cat(xs: list[torch.Tensor]) -> torch.Tensor:
+    """[1, C, T_b] each -> [B, C, max T_b], zeros past each T_b."""
+    out = xs[0].new_zeros(len(xs), xs[0].shape[1], max(x.shape[-1] for x in xs))
+    for b, x in enumerate(xs):
+        out[b, :, :x.shape[-1]] = x[0]
+    return out
 
 
 def _stages(profile):

@@ -2,8 +2,14 @@
 weight norm folded) and compute through tilewave.ops, so that each op runs its Triton kernel on CUDA.
 
 Layouts: channels-first [B, C, T] between convs, batch-first [B, T, C] around LSTMs and ALBERT.
-Batch 1 is what the engine runs; nothing here masks padding (Kokoro's official forward builds an
-all-valid mask for one utterance, which makes its masks and packed sequences no-ops).
+
+Batches of different lengths: `lengths` (LongTensor [B], or None when every item fills the axis) gives
+each item's valid steps on the axis a module works on. Everything that looks across time sees only an
+item's own steps, so each item computes what it would alone: LSTMs stop at each item's length (the
+backward direction starts at its last step), instance-norm statistics cover its own frames, and every
+conv / transposed-conv input is zero past its length (the zeros a solo run pads with). Outputs past an
+item's length are left unspecified; the next consumer masks them. (ALBERT runs item by item: see
+KokoroModel._albert.)
 """
 from __future__ import annotations
 
@@ -20,6 +26,22 @@ from tilewave.models.kokoro.config import KokoroConfig
 _INV_SQRT2 = float(torch.rsqrt(torch.tensor(2.0)))
 
 
+def zero_padding(x: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
+    """x [B, C, T] with frames t >= lengths[b] set to 0 (x itself when lengths is None)."""
+    if lengths is None:
+        return x
+    keep = torch.arange(x.shape[-1], device=x.device)[None, :] < lengths[:, None]
+    return x.masked_fill(~keep[:, None, :], 0.0)
+
+
+def style_affine(fc: nn.Linear, s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(gamma, beta) = fc(s).chunk(2), one item at a time: a [1, 128] product rounds differently from a
+    [B, 128] one on the CPU, and the harmonic source turns rounding-level changes into waveform changes
+    (it integrates F0 into thousands of radians of phase), so each item repeats its solo arithmetic."""
+    rows = fc(s) if s.shape[0] == 1 else torch.cat([fc(s[b:b + 1]) for b in range(s.shape[0])])
+    return rows.chunk(2, dim=1)
+
+
 class Conv1d(nn.Module):
     def __init__(self, c_in: int, c_out: int, kernel: int, stride: int = 1, padding: int = 0,
                  dilation: int = 1, groups: int = 1, bias: bool = True):
@@ -28,8 +50,13 @@ class Conv1d(nn.Module):
         self.bias = nn.Parameter(torch.empty(c_out)) if bias else None
         self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
 
-    def forward(self, x):
-        return conv.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+    def forward(self, x, lengths=None):
+        return conv.conv1d(zero_padding(x, lengths), self.weight, self.bias, self.stride, self.padding,
+                           self.dilation, self.groups)
+
+    def out_lengths(self, lengths):
+        span = self.dilation * (self.weight.shape[-1] - 1) + 1
+        return None if lengths is None else (lengths + 2 * self.padding - span) // self.stride + 1
 
 
 class ConvTranspose1d(nn.Module):
@@ -40,9 +67,13 @@ class ConvTranspose1d(nn.Module):
         self.bias = nn.Parameter(torch.empty(c_out))
         self.stride, self.padding, self.output_padding, self.groups = stride, padding, output_padding, groups
 
-    def forward(self, x):
-        return conv.conv1d_transpose(x, self.weight, self.bias, self.stride, self.padding,
+    def forward(self, x, lengths=None):
+        return conv.conv1d_transpose(zero_padding(x, lengths), self.weight, self.bias, self.stride, self.padding,
                                      self.output_padding, self.groups)
+
+    def out_lengths(self, lengths):
+        k = self.weight.shape[-1]
+        return None if lengths is None else (lengths - 1) * self.stride - 2 * self.padding + k + self.output_padding
 
 
 class BiLSTM(nn.Module):
@@ -56,11 +87,11 @@ class BiLSTM(nn.Module):
             self.register_parameter(f"bias_ih_l0{suffix}", nn.Parameter(torch.empty(4 * hidden)))
             self.register_parameter(f"bias_hh_l0{suffix}", nn.Parameter(torch.empty(4 * hidden)))
 
-    def forward(self, x):  # [B, T, I] -> [B, T, 2H]
+    def forward(self, x, lengths=None):  # [B, T, I] -> [B, T, 2H]
         return rnn.lstm(x, [
             (self.weight_ih_l0, self.weight_hh_l0, self.bias_ih_l0, self.bias_hh_l0),
             (self.weight_ih_l0_reverse, self.weight_hh_l0_reverse, self.bias_ih_l0_reverse,
-             self.bias_hh_l0_reverse)])
+             self.bias_hh_l0_reverse)], lengths)
 
 
 class LayerNorm(nn.Module):
@@ -101,8 +132,9 @@ class AlbertAttention(nn.Module):
     def forward(self, x):
         B, T, H = x.shape
         split = lambda t: t.view(B, T, self.heads, H // self.heads).transpose(1, 2)  # noqa: E731
-        ctx = attention.sdpa_bidirectional(split(self.query(x)), split(self.key(x)), split(self.value(x)),
-                                           scale=1.0 / math.sqrt(H // self.heads))
+        q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
+        scale = 1.0 / math.sqrt(H // self.heads)
+        ctx = attention.sdpa_bidirectional(q, k, v, scale=scale)
         return self.LayerNorm(x + self.dense(ctx.transpose(1, 2).reshape(B, T, H)))
 
 
@@ -167,10 +199,10 @@ class AdaIN1d(nn.Module):
         self.norm = InstanceNormAffine(channels)
         self.fc = nn.Linear(style_dim, 2 * channels)
 
-    def forward(self, x, s):  # (1 + gamma) * (w * IN(x) + b) + beta
-        gamma, beta = self.fc(s).chunk(2, dim=1)
+    def forward(self, x, s, lengths=None):  # (1 + gamma) * (w * IN(x) + b) + beta; 0 past lengths
+        gamma, beta = style_affine(self.fc, s)
         g = 1 + gamma
-        return norm.adain1d(x, g * self.norm.weight, g * self.norm.bias + beta)
+        return norm.adain1d(x, g * self.norm.weight, g * self.norm.bias + beta, lengths=lengths)
 
 
 class AdaLayerNorm(nn.Module):
@@ -179,7 +211,7 @@ class AdaLayerNorm(nn.Module):
         self.fc = nn.Linear(style_dim, 2 * channels)
 
     def forward(self, x, s):  # x [B, T, C]
-        gamma, beta = self.fc(s).chunk(2, dim=1)
+        gamma, beta = style_affine(self.fc, s)
         return norm.ada_layer_norm(x, 1 + gamma, beta)
 
 
@@ -197,15 +229,20 @@ class AdainResBlk1d(nn.Module):
         self.conv1x1 = Conv1d(dim_in, dim_out, 1, bias=False) if dim_in != dim_out else None
         self.pool = ConvTranspose1d(dim_in, dim_in, 3, 2, 1, 1, groups=dim_in) if upsample else None
 
-    def forward(self, x, s):
-        r = act.leaky_relu(self.norm1(x, s), 0.2)
+    def forward(self, x, s, lengths=None):
+        """x [B, C, T] -> [B, C', T or 2T]; lengths scale with T (see out_lengths)."""
+        r = act.leaky_relu(self.norm1(x, s, lengths), 0.2)
         if self.pool is not None:
-            r = self.pool(r)
-        r = self.conv2(act.leaky_relu(self.norm2(self.conv1(r), s), 0.2))
+            r = self.pool(r, lengths)
+        lengths = self.out_lengths(lengths)
+        r = self.conv2(act.leaky_relu(self.norm2(self.conv1(r, lengths), s, lengths), 0.2), lengths)
         sc = act.upsample_nearest1d(x, 2) if self.upsample else x
         if self.conv1x1 is not None:
-            sc = self.conv1x1(sc)
+            sc = self.conv1x1(sc, lengths)
         return (r + sc) * _INV_SQRT2
+
+    def out_lengths(self, lengths):
+        return self.pool.out_lengths(lengths) if self.pool is not None else lengths
 
 
 class AdaINResBlock1(nn.Module):
@@ -222,10 +259,11 @@ class AdaINResBlock1(nn.Module):
         self.alpha1 = nn.ParameterList([nn.Parameter(torch.ones(1, channels, 1)) for _ in dilations])
         self.alpha2 = nn.ParameterList([nn.Parameter(torch.ones(1, channels, 1)) for _ in dilations])
 
-    def forward(self, x, s):
+    def forward(self, x, s, lengths=None):
+        # snake(0) = 0 and AdaIN writes 0 past lengths: the conv inputs are already zero-padded
         for c1, c2, n1, n2, a1, a2 in zip(self.convs1, self.convs2, self.adain1, self.adain2, self.alpha1, self.alpha2):
-            xt = c1(act.snake(n1(x, s), a1.view(-1)))
-            xt = c2(act.snake(n2(xt, s), a2.view(-1)))
+            xt = c1(act.snake(n1(x, s, lengths), a1.view(-1)))
+            xt = c2(act.snake(n2(xt, s, lengths), a2.view(-1)))
             x = xt + x
         return x
 
@@ -242,11 +280,11 @@ class DurationEncoder(nn.Module):
             self.lstms.append(BiLSTM(d + sd, d // 2))
             self.lstms.append(AdaLayerNorm(sd, d))
 
-    def forward(self, x, s):  # x [B, T, 512], s [B, 128] -> [B, T, 640]
+    def forward(self, x, s, lengths=None):  # x [B, T, 512], s [B, 128] -> [B, T, 640]
         s_t = s[:, None, :].expand(-1, x.shape[1], -1)
         x = torch.cat([x, s_t], dim=-1)
         for lstm, ada in zip(self.lstms[0::2], self.lstms[1::2]):
-            x = torch.cat([ada(lstm(x), s), s_t], dim=-1)
+            x = torch.cat([ada(lstm(x, lengths), s), s_t], dim=-1)
         return x
 
 
@@ -266,22 +304,24 @@ class ProsodyPredictor(nn.Module):
         self.F0_proj = Conv1d(d // 2, 1, 1)
         self.N_proj = Conv1d(d // 2, 1, 1)
 
-    def durations(self, d_en, s, speed: float):
-        """d_en [B, T, 512] -> (d [B, T, 640], logits [B, T, 50], frames per token LongTensor [B, T])."""
-        d = self.text_encoder(d_en, s)
-        logits = self.duration_proj.linear_layer(self.lstm(d))
-        dur = torch.sigmoid(logits).sum(dim=-1) / speed
-        return d, logits, torch.round(dur).clamp(min=1).long()
+    def durations(self, d_en, s, speeds, lengths=None):
+        """d_en [B, T, 512], one speed per item -> (d [B, T, 640], logits [B, T, 50], frames per token:
+        a list of B LongTensors [lengths[b]])."""
+        d = self.text_encoder(d_en, s, lengths)
+        logits = self.duration_proj.linear_layer(self.lstm(d, lengths))
+        frames = torch.sigmoid(logits).sum(dim=-1)
+        n = [frames.shape[1]] * len(speeds) if lengths is None else lengths.tolist()
+        # divided item by item by the Python float, as a solo run divides
+        return d, logits, [torch.round(frames[b, :n[b]] / speeds[b]).clamp(min=1).long() for b in range(len(n))]
 
-    def f0_energy(self, en, s):
-        """en [B, 640, F] (aligned) -> F0 and energy curves [B, 2F]."""
-        x = self.shared(en.transpose(1, 2)).transpose(1, 2)
+    def f0_energy(self, en, s, lengths=None):
+        """en [B, 640, F] (aligned) -> F0 and energy curves [B, 2F] (item b valid up to 2·lengths[b])."""
+        x = self.shared(en.transpose(1, 2), lengths).transpose(1, 2)
         f0, n = x, x
-        for block in self.F0:
-            f0 = block(f0, s)
-        for block in self.N:
-            n = block(n, s)
-        return self.F0_proj(f0).squeeze(1), self.N_proj(n).squeeze(1)
+        for f0_block, n_block in zip(self.F0, self.N):
+            f0, n = f0_block(f0, s, lengths), n_block(n, s, lengths)
+            lengths = f0_block.out_lengths(lengths)
+        return self.F0_proj(f0, lengths).squeeze(1), self.N_proj(n, lengths).squeeze(1)
 
 
 class TextEncoder(nn.Module):
@@ -300,13 +340,13 @@ class TextEncoder(nn.Module):
             self.cnn.append(block)
         self.lstm = BiLSTM(C, C // 2)
 
-    def forward(self, ids):  # [B, T] -> [B, 512, T]
+    def forward(self, ids, lengths=None):  # [B, T] -> [B, 512, T]
         x = self.embedding(ids).transpose(1, 2)
         for block in self.cnn:
             c, ln = block._modules["0"], block._modules["1"]
-            x = norm.layer_norm(c(x).transpose(1, 2), ln.gamma, ln.beta, 1e-5)
+            x = norm.layer_norm(c(x, lengths).transpose(1, 2), ln.gamma, ln.beta, 1e-5)
             x = act.leaky_relu(x.contiguous(), 0.2).transpose(1, 2)
-        return self.lstm(x.transpose(1, 2)).transpose(1, 2)
+        return self.lstm(x.transpose(1, 2), lengths).transpose(1, 2)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -354,21 +394,27 @@ class Generator(nn.Module):
         mag, phase = spectral.stft_mag_phase(har.squeeze(-1), cfg.gen_istft_n_fft, cfg.gen_istft_hop_size)
         return torch.cat([mag, phase], dim=1)
 
-    def spectrum(self, x, s, har):
-        """Decoder features [B, 512, F'] -> conv_post output [B, 22, frames] (log-magnitude | phase logits)."""
+    def spectrum(self, x, s, har, lengths=None, har_lengths=None):
+        """Decoder features [B, 512, F'] -> conv_post output [B, 22, frames] (log-magnitude | phase logits).
+        lengths: item frames on F' (None: all full); har_lengths: on the source's STFT frames. Returns the
+        output and its per-item frame counts (None when lengths is None)."""
         n = len(self.cfg.resblock_kernel_sizes)
         for i, up in enumerate(self.ups):
             x = act.leaky_relu(x, 0.1)
-            x_source = self.noise_res[i](self.noise_convs[i](har), s)
-            x = up(x)
+            x_source = self.noise_res[i](self.noise_convs[i](har, har_lengths), s,
+                                         self.noise_convs[i].out_lengths(har_lengths))
+            x = up(x, lengths)
+            lengths = up.out_lengths(lengths)
             if i == len(self.ups) - 1:
+                # a reflection at the start: each item's own first frames, so padding needs no care here
                 x = torch.nn.functional.pad(x, (1, 0), mode="reflect")
+                lengths = None if lengths is None else lengths + 1
             x = x + x_source
-            xs = self.resblocks[i * n](x, s)
+            xs = self.resblocks[i * n](x, s, lengths)
             for j in range(1, n):
-                xs = xs + self.resblocks[i * n + j](x, s)
+                xs = xs + self.resblocks[i * n + j](x, s, lengths)
             x = xs / n
-        return self.conv_post(act.leaky_relu(x, 0.01))
+        return self.conv_post(act.leaky_relu(x, 0.01), lengths), lengths
 
 
 class Decoder(nn.Module):
@@ -383,12 +429,13 @@ class Decoder(nn.Module):
         self.asr_res = nn.ModuleList([Conv1d(d, 64, 1)])
         self.generator = Generator(cfg)
 
-    def features(self, asr, f0_curve, n_curve, s):
-        """asr [B, 512, F], F0/energy [B, 2F] -> generator input [B, 512, 2F]."""
-        f0 = self.F0_conv(f0_curve.unsqueeze(1))
-        n = self.N_conv(n_curve.unsqueeze(1))
-        x = self.encode(torch.cat([asr, f0, n], dim=1), s)
-        asr_res = self.asr_res[0](asr)
+    def features(self, asr, f0_curve, n_curve, s, lengths=None):
+        """asr [B, 512, F], F0/energy [B, 2F] -> generator input [B, 512, 2F]; lengths: frames on F."""
+        curve_lengths = None if lengths is None else 2 * lengths
+        f0 = self.F0_conv(f0_curve.unsqueeze(1), curve_lengths)
+        n = self.N_conv(n_curve.unsqueeze(1), curve_lengths)
+        x = self.encode(torch.cat([asr, f0, n], dim=1), s, lengths)
+        asr_res = self.asr_res[0](asr, lengths)
         for block in self.decode:
-            x = block(torch.cat([x, asr_res, f0, n], dim=1), s)
+            x = block(torch.cat([x, asr_res, f0, n], dim=1), s, lengths)
         return x

@@ -1,0 +1,189 @@
+"""LSTM over a batch of sequences of different lengths, every step's recurrent product one matrix product.
+
+lstm_batched  x [B, T, I]; w_ih [D, 4H, I], w_hh [D, 4H, H], b_ih, b_hh [D, 4H]; optional lengths [B]
+              -> out [B, T, D·H]: the same function as kernels/rnn.py's `lstm` (gate rows i, f, g, o;
+                  g_t = W_ih x_t + b_ih + b_hh + W_hh h_{t-1};  c_t = σ(f)⊙c_{t-1} + σ(i)⊙tanh(g);
+                  h_t = σ(o)⊙tanh(c_t);  h_{-1} = c_{-1} = 0), D = 1 forward or 2 bidirectional;
+              steps t >= lengths[b] leave item b's state untouched and write zeros, so its backward
+              direction starts at t = lengths[b] - 1 from the zero state (pack_padded_sequence semantics).
+
+Why a second LSTM kernel
+------------------------
+rnn.py's resident kernel computes h_{t-1} W_hhᵀ as a multiply-reduce per batch row block (CUDA-core FMAs,
+BLOCK_B <= 8 rows at a time); measured on the H200 its step costs ~3.2 µs per item, linear in B. Here each
+program keeps its slice of W_hh — the four gates' columns for UNITS hidden units, as four [H, UNITS] tiles —
+on chip for the whole sequence, and a step is, per block of BLOCK_B items, four tl.dot products
+[BLOCK_B, H] x [H, UNITS] (tensor cores at 'tf32x3' / 'tf32', exact FMAs at 'ieee'): all items' recurrent
+products in one instruction stream, so the step cost should stay nearly flat in B (blocks of BLOCK_B = 16 items, looped inside the step).
+Not measured yet (no GPU this session).
+
+Layout and synchronisation are rnn.py's: the input projection of every step and direction is one GEMM
+before the recurrence (xp [B, T, D·4H]); NSPLIT programs per direction each own UNITS units; `out` doubles
+as the h exchange buffer (step t reads row t∓1, which padded steps filled with zeros — the backward zero
+state); the programs of one direction meet after each step at rnn.py's atomic-counter barrier, so all
+D·NSPLIT programs must be co-resident (the launcher checks the SM count). Under TRITON_INTERPRET programs
+run one at a time, so there NSPLIT = 1 (one program owns every unit of its direction).
+tl.dot needs M, N, K >= 16 on the GPU: BLOCK_B and UNITS are at least 16, H is padded to a power of two.
+"""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from tilewave.spec import AotVariant, BenchShape, Case, Kernel, register
+from tilewave.kernels.rnn import (_cell_update, _check_lstm_args, _direction_barrier, _interpreting, _lstm_bytes,
+                                  _lstm_flops, _lstm_inputs, lstm_oracle, lstm_torch)
+
+RESIDENT_WEIGHTS = 16384  # float32 W_hh elements per program (4 gates x H x UNITS): 64 KB, as in rnn.py
+MIN_DOT = 16              # tl.dot's smallest M / N / K on the GPU
+MAX_BLOCK_B = 16          # at 64 the sm_90 compile spilled 23 KB (ieee) / 5.7 KB (tf32x3): larger B loops blocks
+MAX_HIDDEN = 256          # the width whose sm_90 compile is checked (Kokoro's); wider runs on kernels.rnn.lstm
+PRECISIONS = ("ieee", "tf32x3", "tf32")
+
+
+@triton.jit
+def _gate_tile(w_d, gate, units, u_mask, k, k_mask, H):
+    """[BLOCK_K, UNITS] tile of one gate's W_hhᵀ: element [k, u] = w_hh[gate·H + u, k] (0 outside)."""
+    return tl.load(w_d + (gate * H + units[None, :]).to(tl.int64) * H + k[:, None],
+                   mask=k_mask[:, None] & u_mask[None, :], other=0.0)
+
+
+@triton.jit
+def _lstm_batched_kernel(xp_ptr, whh_ptr, out_ptr, c_ptr, len_ptr, sync_ptr, B, T, H,
+                         HAS_LEN: tl.constexpr, NSPLIT: tl.constexpr, UNITS: tl.constexpr,
+                         BLOCK_K: tl.constexpr, BLOCK_B: tl.constexpr, PRECISION: tl.constexpr):
+    # grid: (D * NSPLIT,); program = (direction d, hidden units [j·UNITS, (j+1)·UNITS)).
+    pid = tl.program_id(0)
+    d = pid // NSPLIT
+    D = tl.num_programs(0) // NSPLIT
+    units = (pid % NSPLIT) * UNITS + tl.arange(0, UNITS)
+    u_mask = units < H
+    k = tl.arange(0, BLOCK_K)
+    k_mask = k < H
+    w_d = whh_ptr + d.to(tl.int64) * 4 * H * H
+    w_i = _gate_tile(w_d, 0, units, u_mask, k, k_mask, H)
+    w_f = _gate_tile(w_d, 1, units, u_mask, k, k_mask, H)
+    w_g = _gate_tile(w_d, 2, units, u_mask, k, k_mask, H)
+    w_o = _gate_tile(w_d, 3, units, u_mask, k, k_mask, H)
+    poison = 0.0  # NaN after a barrier timeout, so every later output says so
+    for s in range(0, T):
+        t = tl.where(d == 1, T - 1 - s, s)
+        t_prev = tl.where(d == 1, t + 1, t - 1)
+        for b0 in range(0, B, BLOCK_B):
+            b = b0 + tl.arange(0, BLOCK_B)
+            b_mask = b < B
+            bt = b.to(tl.int64) * T
+            h = tl.load(out_ptr + ((bt + t_prev) * (H * D) + d * H)[:, None] + k[None, :],
+                        mask=(b_mask & (s > 0))[:, None] & k_mask[None, :], other=0.0, cache_modifier=".cg")
+            m2 = b_mask[:, None] & u_mask[None, :]
+            xp = xp_ptr + ((bt + t) * (4 * H * D) + d * 4 * H)[:, None] + units[None, :]
+            gi = tl.dot(h, w_i, input_precision=PRECISION) + tl.load(xp, mask=m2, other=0.0) + poison
+            gf = tl.dot(h, w_f, input_precision=PRECISION) + tl.load(xp + H, mask=m2, other=0.0)
+            gg = tl.dot(h, w_g, input_precision=PRECISION) + tl.load(xp + 2 * H, mask=m2, other=0.0)
+            go = tl.dot(h, w_o, input_precision=PRECISION) + tl.load(xp + 3 * H, mask=m2, other=0.0)
+            c_offs = (d * B + b.to(tl.int64))[:, None] * H + units[None, :]
+            c = tl.load(c_ptr + c_offs, mask=m2 & (s > 0), other=0.0)
+            h_new, c_new = _cell_update(gi, gf, gg, go, c)
+            active = b_mask
+            if HAS_LEN:
+                active = active & (t < tl.load(len_ptr + b, mask=b_mask, other=0))
+            tl.store(c_ptr + c_offs, tl.where(active[:, None], c_new, c), mask=m2)
+            tl.store(out_ptr + ((bt + t) * (H * D) + d * H)[:, None] + units[None, :],
+                     tl.where(active[:, None], h_new, 0.0), mask=m2)
+        if NSPLIT > 1:
+            if s + 1 < T:  # nobody reads h after the last step
+                if not _direction_barrier(sync_ptr + d, (s + 1) * NSPLIT):
+                    poison = float("nan")
+        else:
+            tl.debug_barrier()
+
+
+def plan_lstm_batched(B: int, H: int, D: int, device: torch.device) -> tuple[int, int, int, int]:
+    """(NSPLIT, UNITS, BLOCK_K, BLOCK_B): W_hh split over co-resident programs, items in blocks of BLOCK_B."""
+    block_k = max(MIN_DOT, triton.next_power_of_2(H))
+    block_b = min(MAX_BLOCK_B, max(MIN_DOT, triton.next_power_of_2(B)))
+    if _interpreting():
+        return 1, block_k, block_k, block_b
+    units = max(MIN_DOT, min(block_k, RESIDENT_WEIGHTS // (4 * block_k)))
+    nsplit = triton.cdiv(H, units)
+    n_sm = torch.cuda.get_device_properties(device).multi_processor_count
+    if D * nsplit > n_sm:
+        raise ValueError(f"lstm_batched: H={H} needs {D}x{nsplit} co-resident programs, more than the {n_sm} "
+                         "SMs; use kernels.rnn.lstm (its streaming path) for this width")
+    return nsplit, units, block_k, block_b
+
+
+def lstm_batched(x: torch.Tensor, w_ih: torch.Tensor, w_hh: torch.Tensor, b_ih: torch.Tensor, b_hh: torch.Tensor,
+                 lengths: torch.Tensor | None = None, precision: str = "ieee", reverse: bool = False,
+                 path=None, out: torch.Tensor | None = None) -> torch.Tensor:
+    """Whole-sequence LSTM for a batch (see the module doc); weights stacked per direction [D, ...].
+    precision: how h W_hhᵀ meets the tensor cores ('ieee' exact FMAs, 'tf32x3', 'tf32').
+    reverse and path exist for the shared test inputs of kernels/rnn.py: only reverse=False is taken."""
+    _check_lstm_args(x, w_ih, w_hh, b_ih, b_hh, lengths, reverse)
+    if reverse:
+        raise ValueError("lstm_batched: a backward-only LSTM is kernels.rnn.lstm(reverse=True); this kernel runs "
+                         "forward (D=1) or bidirectional (D=2)")
+    if precision not in PRECISIONS:
+        raise ValueError(f"lstm_batched: precision must be one of {PRECISIONS}, got {precision!r}")
+    B, T, I = x.shape
+    D, H4, _ = w_ih.shape
+    H = H4 // 4
+    out = x.new_empty(B, T, D * H) if out is None else out
+    if B == 0 or T == 0 or H == 0:
+        return out
+    xp = torch.addmm((b_ih + b_hh).reshape(D * H4), x.reshape(B * T, I), w_ih.reshape(D * H4, I).t())
+    nsplit, units, block_k, block_b = plan_lstm_batched(B, H, D, x.device)
+    c = x.new_empty(D, B, H)
+    lens = x if lengths is None else lengths.to(device=x.device, dtype=torch.int64)
+    sync = torch.zeros(D, dtype=torch.int32, device=x.device)
+    _lstm_batched_kernel[(D * nsplit,)](
+        xp, w_hh.contiguous(), out, c, lens, sync, B, T, H, HAS_LEN=lengths is not None, NSPLIT=nsplit,
+        UNITS=units, BLOCK_K=block_k, BLOCK_B=block_b, PRECISION=precision, num_warps=8)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# registration (inputs, oracle, peer and work counts shared with kernels/rnn.py's lstm)
+# ---------------------------------------------------------------------------------------------------
+def _variants():
+    sig = {"xp_ptr": "*fp32", "whh_ptr": "*fp32", "out_ptr": "*fp32", "c_ptr": "*fp32", "len_ptr": "*i64",
+           "sync_ptr": "*i32", "B": "i32", "T": "i32", "H": "i32"}
+    out = []
+    # Kokoro's BiLSTMs (H = 256: 16 programs of 16 units per direction)
+    for block_b in (MAX_BLOCK_B,):
+        for precision in PRECISIONS:
+            for has_len in (False, True):
+                out.append(AotVariant(
+                    f"_lstm_batched_kernel[H<=256,bb={block_b},{precision},len={has_len}]", _lstm_batched_kernel,
+                    sig, {"HAS_LEN": has_len, "NSPLIT": 16, "UNITS": 16, "BLOCK_K": 256, "BLOCK_B": block_b,
+                          "PRECISION": precision}, num_warps=8, expect_mma=precision != "ieee"))
+    return out
+
+
+def _case(B, T, I, H, D, devices=("cpu", "cuda"), **extra):
+    return Case({"B": B, "T": T, "I": I, "H": H, "D": D, **extra}, devices)
+
+
+def _bench(B, T, what):
+    return BenchShape(f"Kokoro BiLSTM 640->2x256, {T} {what}, batch {B}", {"B": B, "T": T, "I": 640, "H": 256,
+                      "D": 2, "lengths": B > 1}, flops=_lstm_flops, bytes=_lstm_bytes)
+
+
+register(Kernel(
+    name="lstm_batched", family="rnn",
+    doc="LSTM over a batch of different lengths, each step's recurrent product one tl.dot per gate (D=1 or 2)",
+    make_inputs=_lstm_inputs, alloc_out=lambda i: i["x"].new_empty(
+        i["x"].shape[0], i["x"].shape[1], i["w_ih"].shape[0] * i["w_hh"].shape[2]),
+    launch=lstm_batched, oracle=lstm_oracle, peer=lstm_torch, dtypes=("float32",), tol_kind="recurrence",
+    cases=[_case(3, 7, 12, 16, 2, lengths=True),
+           _case(5, 9, 20, 24, 2, lengths=True),
+           _case(2, 6, 8, 16, 1),
+           _case(17, 5, 10, 20, 1, lengths=True),
+           _case(8, 383, 640, 256, 2, devices=("cuda",), lengths=True),
+           _case(64, 383, 640, 256, 2, devices=("cuda",), lengths=True),
+           _case(32, 962, 640, 256, 2, devices=("cuda",), lengths=True),
+           _case(70, 50, 64, 48, 2, devices=("cuda",), lengths=True)],
+    bench=[_bench(B, 383, "tokens") for B in (1, 8, 32, 64)] + [_bench(B, 962, "frames") for B in (1, 64)],
+    variants=_variants,
+))
