@@ -8,13 +8,16 @@ from pathlib import Path
 
 import numpy as np
 import soundfile
+import torch
+
+from tilewave.spec.tolerance import scaled_max_error, tolerance
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def batch_env() -> dict:
     # One thread, as in a Ray CPU actor (Ray sets OMP_NUM_THREADS to its CPUs): float sums then run in one order
-    # in every process, and runs can be compared sample for sample.
+    # in every process (one thread against two moved these items' audio by up to 2e-3 on this CPU).
     return {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
 
 
@@ -33,6 +36,17 @@ def results(folder: Path) -> list[dict]:
 def audio_files(folder: Path) -> dict[str, np.ndarray]:
     """Every audio file in the folder (16-bit samples), each read whole: a partial one would not decode."""
     return {f.stem: soundfile.read(f, dtype="int16")[0] for f in sorted(folder.glob("*.wav"))}
+
+
+def assert_same_audio(got: dict, expected: dict) -> None:
+    """The same files, each the same length and within the batched pass's bound of the other (an item's audio
+    depends on the batch it ran in that far: tests/models/test_kokoro_batch.py)."""
+    assert sorted(got) == sorted(expected)
+    for name, ref in expected.items():
+        out = got[name]
+        assert out.size == ref.size, name
+        error = scaled_max_error(torch.from_numpy(out / 32768.0), torch.from_numpy(ref / 32768.0))
+        assert error <= tolerance("float32", "recurrence"), (name, error)
 
 
 def partial_files(folder: Path) -> list[str]:

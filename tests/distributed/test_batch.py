@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from tests.distributed import manifests
-from tests.distributed.helpers import (audio_files, batch_command, batch_env, partial_files, results, run_batch,
-                                       snapshot)
+from tests.distributed.helpers import (assert_same_audio, audio_files, batch_command, batch_env, partial_files,
+                                       results, run_batch, snapshot)
 from tilewave.distributed import Options, read_manifest, run_local
 from tilewave.errors import InputError
 
@@ -65,10 +65,7 @@ def test_a_run_killed_mid_way_then_resumed_has_every_item_once_with_the_same_aud
     records = results(out)
     assert [r["id"] for r in records] == [r["id"] for r in results(reference)]
     assert partial_files(out) == []
-    files, expected = audio_files(out), audio_files(reference)
-    assert sorted(files) == sorted(expected)
-    for name, audio in expected.items():
-        np.testing.assert_array_equal(files[name], audio, err_msg=name)
+    assert_same_audio(audio_files(out), audio_files(reference))
 
 
 def test_a_manifest_that_cannot_be_read_is_refused_before_any_work(tmp_path):

@@ -24,9 +24,10 @@ import time
 
 import numpy as np
 
-from tilewave.distributed.jobs import Item, Job
+from tilewave.distributed.jobs import Item, Job, Result, model_identity
 from tilewave.distributed.local import Options, Progress, Summary, finish, plan
 from tilewave.distributed.synth import Synthesizer
+from tilewave.engine.pipeline import check_seed, check_speed
 from tilewave.errors import InputError, TilewaveError
 
 COLUMNS = ("id", "text", "voice", "speed", "seed", "lang")
@@ -44,6 +45,7 @@ def _item(batch: dict, i: int) -> Item:
     seed = cell["seed"]
     if isinstance(seed, float) and seed.is_integer():
         seed = int(seed)  # an integer column with nulls arrives as floats
+    # without an id column (audio back, no files) a row is named by its place in the batch
     return Item(str(cell["id"]) if cell["id"] is not None else str(i), cell["text"], cell["voice"], cell["speed"],
                 seed, cell["lang"])
 
@@ -56,8 +58,6 @@ class KokoroSynthesizer:
     def __init__(self, output_dir: str | None = None, fmt: str = "wav", voice: str | None = None, speed: float = 1.0,
                  seed: int | None = None, lang: str = "en-us", device: str | None = None, precision: str | None = None,
                  weights: str | None = None, memory_budget: str | None = None, model_id: str | None = None) -> None:
-        from tilewave.distributed.jobs import model_identity
-
         self.defaults = (voice, speed, seed, lang)
         model_id = model_id if model_id is not None else model_identity(weights)
         self.job = None if output_dir is None else Job(output_dir, fmt, model_id)
@@ -137,11 +137,7 @@ def run_ray(manifest, opts: Options, address: str | None = None, batch_size: int
     return finish(items, job, todo, start)
 
 
-def _refused(item: Item, job: Job):
-    from tilewave.distributed.jobs import Result
-    from tilewave.engine.pipeline import check_seed, check_speed
-    from tilewave.errors import InputError
-
+def _refused(item: Item, job: Job) -> Result | None:
     try:
         check_speed(item.speed)
         check_seed(item.seed)
@@ -154,8 +150,6 @@ _RESULT = ("id", "key", "status", "file", "seconds", "phonemes", "error")
 
 
 def _collect(ds, job: Job, total: int, progress_every: float) -> None:
-    from tilewave.distributed.jobs import Result
-
     progress = Progress(total, progress_every)
     try:
         for batch in ds.select_columns(list(_RESULT)).iter_batches(batch_size=None, batch_format="numpy"):
