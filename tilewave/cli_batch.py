@@ -40,9 +40,10 @@ def run(args) -> int:
     opts = Options(args.output_dir, args.fmt, args.voice, args.speed, args.seed, args.lang, args.device,
                    args.precision, args.weights, args.memory_budget, args.retry_failed)
     try:
+        for flag, value in (("--in-flight", args.in_flight), ("--actors", args.actors), ("--batch-size", args.batch_size)):
+            if value is not None and value < 1:
+                raise InputError(f"{flag} must be at least 1, got {value}")
         if args.ray is None:
-            if args.in_flight < 1:
-                raise InputError(f"--in-flight must be at least 1, got {args.in_flight}")
             summary = run_local(args.input, opts, args.in_flight)
         else:
             from tilewave.distributed.ray_data import run_ray

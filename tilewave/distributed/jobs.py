@@ -1,16 +1,17 @@
 """A batch job on disk: the manifest of items, the key that says an item is done, the results log, and the
 atomic write of one item's audio. Shared by the one-process runner (local.py) and the Ray one (ray_data.py).
 
-    items = read_manifest("book.jsonl")         # [Item]; a folder of .txt files also works
+    items = read_manifest("book.jsonl")         # [Item]; a .csv or a folder of .txt files also works
     job = Job("out/", fmt="flac", model_id=model_identity(None))
-    todo = job.todo(items)                      # those without a finished result of the same key
-    job.write(item, audio)                      # out/<id>.flac, through a temporary name
+    todo, done = job.todo(items)                # those without a finished record of the same key
+    job.write(item, audio, 24_000)              # out/<id>.flac, through a hidden temporary name
 
-An item is done when `results.jsonl` holds an "ok" record of its key and its file exists, or an "error" record
-of its key (its text, voice or values were refused: the same again would be refused again; `retry_failed`
-tries those once more); the key is a hash of everything that shapes its audio (text, voice, speed, seed,
-language, model, format), so an edited item is made again and an untouched one never. The record is appended after the file is renamed into place: a run killed in
-between makes that item once more, never leaves a file taken as done that is not whole.
+An item is done when the last record of its id in `results.jsonl` has its key and says "ok" with its file
+there, or says "error" (its text, voice or values were refused, and the same again would be refused again;
+`retry_failed` tries those once more). The key is a hash of everything that shapes the audio (text, voice,
+speed, seed, language, model, format), so an edited item is made again and an untouched one never. A record
+is appended after its file is renamed into place: a run killed in between makes that item once more, and
+no file that is not whole is ever taken as done.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import json
 import os
 import re
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Iterable
 
@@ -66,12 +67,9 @@ class Result:
     seconds: float | None = None
     phonemes: str | None = None    # the chunks' phonemes, one space between chunks
     error: str | None = None
-    extra: dict = field(default_factory=dict)
 
     def to_json(self) -> str:
-        d = asdict(self)
-        d.update(d.pop("extra"))
-        return json.dumps({k: v for k, v in d.items() if v is not None}, ensure_ascii=False)
+        return json.dumps({k: v for k, v in asdict(self).items() if v is not None}, ensure_ascii=False)
 
 
 # -- reading a manifest -----------------------------------------------------------------------------------
@@ -208,23 +206,24 @@ class Job:
     def key(self, item: Item) -> str:
         return item_key(item, self.model_id, self.fmt)
 
+    def records(self) -> dict[str, Result]:
+        """The last record of each id by its key (an id's file holds what its last record says), those whose
+        file is gone left out; a line cut short by a kill is skipped."""
+        last: dict[str, Result] = {}
+        if self.log.exists():
+            with open(self.log, encoding="utf-8") as f:
+                for line in f:
+                    try:
+                        d = json.loads(line)
+                    except json.JSONDecodeError:
+                        continue
+                    last[d.get("id")] = Result(**{k.name: d.get(k.name) for k in fields(Result)})
+        return {r.key: r for r in last.values()
+                if r.status == "error" or (r.status == "ok" and (self.dir / (r.file or "")).is_file())}
+
     def finished(self, retry_failed: bool = False) -> dict[str, Result]:
-        """The last record per key: "ok" ones whose file is still there, and "error" ones unless
-        `retry_failed` (a line cut short by a kill is ignored)."""
-        done: dict[str, Result] = {}
-        if not self.log.exists():
-            return done
-        with open(self.log, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    d = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if d.get("status") == "ok" and (self.dir / d.get("file", "")).is_file():
-                    done[d["key"]] = _result(d)
-                elif d.get("status") == "error" and not retry_failed:
-                    done[d["key"]] = _result(d)
-        return done
+        """The records by key: "ok" ones whose file is still there, and "error" ones unless `retry_failed`."""
+        return {k: r for k, r in self.records().items() if r.status == "ok" or not retry_failed}
 
     def todo(self, items: list[Item], retry_failed: bool = False) -> tuple[list[Item], dict[str, Result]]:
         """(items still to make, the finished records of the others by id); also removes partial files."""
@@ -265,16 +264,7 @@ class Job:
     def finish(self, items: list[Item]) -> list[Result]:
         """Rewrite the log as one record per item of the manifest, in its order (the last of each key):
         the results manifest a finished run leaves."""
-        last: dict[str, Result] = {}
-        if self.log.exists():
-            with open(self.log, encoding="utf-8") as f:
-                for line in f:
-                    try:
-                        d = json.loads(line)
-                    except json.JSONDecodeError:
-                        continue
-                    if d.get("status") != "ok" or (self.dir / d.get("file", "")).is_file():
-                        last[d["key"]] = _result(d)
+        last = self.records()
         results = [last[self.key(i)] for i in items if self.key(i) in last]
         fd, tmp = tempfile.mkstemp(prefix=f".{RESULTS}.", suffix=PARTIAL, dir=self.dir)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -282,8 +272,3 @@ class Job:
         os.chmod(tmp, 0o644)
         os.replace(tmp, self.log)
         return results
-
-
-def _result(d: dict) -> Result:
-    known = {k: d.get(k) for k in ("id", "key", "status", "file", "seconds", "phonemes", "error")}
-    return Result(**known, extra={k: v for k, v in d.items() if k not in known})
