@@ -83,3 +83,18 @@ def test_a_manifest_that_cannot_be_read_is_refused_before_any_work(tmp_path):
     folder.mkdir()
     (folder / "chapter-1.txt").write_text("It begins.")
     assert [(i.id, i.text) for i in read_manifest(folder)] == [("chapter-1", "It begins.")]
+
+
+def test_an_edited_item_is_made_again_and_retry_failed_tries_the_refused(manifest, reference):
+    from tilewave.distributed.jobs import Job, model_identity
+
+    job = Job(reference, "wav", model_identity(None))
+    items = [i.filled(None, 1.0, None, "en-us") for i in read_manifest(manifest)]
+    assert job.todo(items)[0] == []
+    edited = [i if i.id != "g03" else type(i)(i.id, "Yes, of course not.", i.voice, i.speed, i.seed, i.lang)
+              for i in items]
+    reseeded = [i if i.id != "g05" else type(i)(i.id, i.text, i.voice, i.speed, 99, i.lang) for i in items]
+    assert [i.id for i in job.todo(edited)[0]] == ["g03"]
+    assert [i.id for i in job.todo(reseeded)[0]] == ["g05"]
+    assert [i.id for i in Job(reference, "flac", job.model_id).todo(items)[0]] == [i.id for i in items]
+    assert sorted(i.id for i in job.todo(items, retry_failed=True)[0]) == sorted(manifests.BAD)
