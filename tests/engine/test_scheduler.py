@@ -198,8 +198,8 @@ def test_a_budget_that_fits_one_item_runs_batch_by_batch_under_it(monkeypatch):
     one, sizes, peak_one = run("250MB")  # ~3,080 estimated frames a chunk at speed 0.5: one fits, two do not
     assert sizes == [1, 1, 1]
     assert 45e6 < peak_one < 250e6, peak_one  # the double's 45 MB held is seen, and the whole stays under
-    together, sizes, peak = run("600MB")
-    assert sizes == [3] and peak > peak_one + 45e6, (peak, peak_one)
+    together, sizes, peak = run("600MB")  # room for all three: the budget is what kept them apart
+    assert sizes == [3] and peak < 600e6, peak
     for (a, _), (b, _) in zip(one, together, strict=True):
         np.testing.assert_array_equal(a, b)
     with pytest.raises(InputError, match="below what one full chunk"):

@@ -279,7 +279,7 @@ class Session:
             return [vocode_file(vocoder, path, chunk_frames, self.profiler) for path in paths]
 
 
-def speak(text: str, voice=DEFAULT_VOICE, speed: float = 1.0, device: str | None = None, seed: int | None = None,
+def speak(text: str, voice=None, speed: float = 1.0, device: str | None = None, seed: int | None = None,
           lang: str = "en-us", phonemes: bool = False, weights: str | None = None, model=None, profile=None,
           precision: str = fp32_precision.DEFAULT) -> tuple[np.ndarray, int]:
     """Say `text`: (audio float32 [samples], 24000). `precision`: how float32 products run on a GPU's tensor
@@ -288,7 +288,7 @@ def speak(text: str, voice=DEFAULT_VOICE, speed: float = 1.0, device: str | None
         return session.speak(text, seed=seed, speed=speed, phonemes=phonemes)
 
 
-def speak_many(items: Sequence, voice=DEFAULT_VOICE, speed: float = 1.0, seed: int | None = None,
+def speak_many(items: Sequence, voice=None, speed: float = 1.0, seed: int | None = None,
                device: str | None = None, precision: str = fp32_precision.DEFAULT, lang: str = "en-us",
                weights: str | None = None, model=None, memory_budget=None) -> list[tuple[np.ndarray, int]]:
     """One (audio, 24000) per item (a text, or a dict with "text" and optional "voice", "speed", "seed"), in
@@ -297,7 +297,7 @@ def speak_many(items: Sequence, voice=DEFAULT_VOICE, speed: float = 1.0, seed: i
         return session.speak_many(items, speed=speed, seed=seed)
 
 
-def stream(text: str, voice=DEFAULT_VOICE, speed: float = 1.0, seed: int | None = None, device: str | None = None,
+def stream(text: str, voice=None, speed: float = 1.0, seed: int | None = None, device: str | None = None,
            precision: str = fp32_precision.DEFAULT, lang: str = "en-us", phonemes: bool = False,
            weights: str | None = None, model=None) -> Iterator[Chunk]:
     """The Chunks of `text` as they are made, the first one early (see Session.stream)."""
