@@ -1,6 +1,7 @@
 """tilewave on a local Ray cluster (2 CPUs, one for the engine actor or replica), with the real model: batch
 synthesis on Ray Data gives the single-process run's files (within the batched pass's bound), survives a killed
 driver, and Ray Serve answers the speech call and refuses a burst beyond its queue with 503s instead of hanging."""
+import io
 import signal
 import subprocess
 import time
@@ -106,8 +107,6 @@ def served(ray_cluster):
 def test_ray_serve_answers_the_speech_call_with_audio(served):
     reply = requests.post(f"{served}/v1/audio/speech", json={"input": "Hello there.", "seed": 1}, timeout=120)
     assert reply.status_code == 200 and reply.headers["content-type"] == "audio/wav"
-    import io
-
     audio, rate = soundfile.read(io.BytesIO(reply.content), dtype="float32")
     assert rate == 24_000 and audio.size > 12_000 and np.isfinite(audio).all() and np.abs(audio).max() > 0.05
     bad = requests.post(f"{served}/v1/audio/speech", json={"input": "Hi.", "voice": "nobody_here"}, timeout=60)
