@@ -123,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--out", help="directory for emitted artifacts")
     c.set_defaults(run=cmd_build)
 
-    from tilewave import cli_phonemize, cli_say, cli_serve, cli_vocode, cli_voices
+    from tilewave import cli_batch, cli_phonemize, cli_say, cli_serve, cli_vocode, cli_voices
 
     cli_say.add_parser(sub)
     cli_say.add_profile_parser(sub)
@@ -131,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_serve.add_parser(sub)
     cli_voices.add_parser(sub)
     cli_phonemize.add_parser(sub)
+    cli_batch.add_parser(sub)
     from tilewave.harness import tune
 
     tune.add_parser(sub)

@@ -20,11 +20,20 @@ def add_parser(subparsers) -> None:
                    help="requests held at once, queued or being made; more are answered 503 (default 64)")
     p.add_argument("--shutdown-timeout", type=float, default=3.0, metavar="S",
                    help="on SIGTERM, seconds to let streams in flight finish before they are cancelled (default 3)")
+    p.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
+                   help="serve on Ray Serve, on the cluster at ADDRESS or a local one (one replica per GPU)")
+    p.add_argument("--replicas", type=int, help="with --ray: replicas (default: one per GPU, else one)")
     add_kokoro_args(p)
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
+    if args.ray is not None:
+        from tilewave.distributed.serve import run_serve
+
+        run_serve(args.ray or None, args.host, args.port, args.replicas, lang=args.lang, device=args.device,
+                  weights=args.weights, precision=args.precision, memory_budget=args.memory_budget)
+        return 0
     import uvicorn
 
     from tilewave.engine import Session

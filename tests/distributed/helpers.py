@@ -1,0 +1,58 @@
+"""Running `tilewave batch` as its own process (as a user does, and so that it can be killed), and reading what a
+run left in its folder."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import soundfile
+import torch
+
+from tilewave.spec.tolerance import scaled_max_error, tolerance
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def batch_env() -> dict:
+    # One thread, as in a Ray CPU actor (Ray sets OMP_NUM_THREADS to its CPUs): float sums then run in one order
+    # in every process (one thread against two moved these items' audio by up to 2e-3 on this CPU).
+    return {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+
+
+def batch_command(*args) -> list[str]:
+    return [sys.executable, "-m", "tilewave", "batch", *map(str, args)]
+
+
+def run_batch(*args, timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run(batch_command(*args), env=batch_env(), capture_output=True, text=True, timeout=timeout)
+
+
+def results(folder: Path) -> list[dict]:
+    return [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
+
+
+def audio_files(folder: Path) -> dict[str, np.ndarray]:
+    """Every audio file in the folder (16-bit samples), each read whole: a partial one would not decode."""
+    return {f.stem: soundfile.read(f, dtype="int16")[0] for f in sorted(folder.glob("*.wav"))}
+
+
+def assert_same_audio(got: dict, expected: dict) -> None:
+    """The same files, each the same length and within the batched pass's bound of the other (an item's audio
+    depends on the batch it ran in that far: tests/models/test_kokoro_batch.py)."""
+    assert sorted(got) == sorted(expected)
+    for name, ref in expected.items():
+        out = got[name]
+        assert out.size == ref.size, name
+        error = scaled_max_error(torch.from_numpy(out / 32768.0), torch.from_numpy(ref / 32768.0))
+        assert error <= tolerance("float32", "recurrence"), (name, error)
+
+
+def partial_files(folder: Path) -> list[str]:
+    return sorted(f.name for f in folder.iterdir() if f.name.startswith("."))
+
+
+def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
+    """(inode, mtime) of each file: a file written again changes both."""
+    return {f.name: (f.stat().st_ino, f.stat().st_mtime_ns) for f in folder.iterdir() if f.suffix == ".wav"}
