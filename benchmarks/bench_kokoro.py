@@ -175,7 +175,7 @@ def run_batch(inputs_path: str, batch: int, device: str) -> None:
     import multiprocessing as mp
 
     from tilewave.engine.voices import load_voice, style_for
-    from tilewave.harness.tolerance import scaled_max_error
+    from tilewave.spec.tolerance import scaled_max_error
     from tilewave.models.kokoro import KokoroModel
     from tilewave.text.vocab import encode
 

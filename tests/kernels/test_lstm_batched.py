@@ -4,9 +4,9 @@ import pytest
 import torch
 
 from tests.conftest import KERNEL_DEVICE
-from tilewave.harness.registry import load_all_kernels
+from tilewave.harness.catalogue import load_all_kernels
 from tilewave.harness.runner import run_case
-from tilewave.harness.tolerance import scaled_max_error, tolerance
+from tilewave.spec.tolerance import scaled_max_error, tolerance
 from tilewave.kernels import lstm_batched as KB
 from tilewave.kernels import rnn as K
 from tilewave.ops import rnn as ops

@@ -4,7 +4,7 @@ import torch
 
 from tests.models.kokoro_reference import random_token_ids, voice_style
 from tilewave.errors import InputError
-from tilewave.harness.tolerance import scaled_max_error, tolerance
+from tilewave.spec.tolerance import scaled_max_error, tolerance
 
 # (phonemes, voice, speed, seed): very different lengths, voices, speeds and seeds; the longest first
 ITEMS = [(48, "jm_kumo", 1.3, 12), (1, "jf_alpha", 1.0, 11), (4, "jf_nezumi", 0.8, 13), (17, "jf_alpha", 1.0, 14)]

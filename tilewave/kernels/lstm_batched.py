@@ -171,7 +171,7 @@ def _bench(B, T, what):
 
 
 register(Kernel(
-    name="lstm_batched", family="rnn",
+    name="lstm_batched", family="rnn", used_by=("kokoro",),
     doc="LSTM over a batch of different lengths, each step's recurrent product one tl.dot per gate (D=1 or 2)",
     make_inputs=_lstm_inputs, alloc_out=lambda i: i["x"].new_empty(
         i["x"].shape[0], i["x"].shape[1], i["w_ih"].shape[0] * i["w_hh"].shape[2]),
