@@ -64,7 +64,8 @@ def run(inputs_path: str, reps: int, out_json: str | None, precisions: list[str]
 
     from tests.models.kokoro_reference import official_kmodel
     from tilewave.engine.voices import load_voice, style_for
-    from tilewave.harness.timing import StageProfiler, time_cuda
+    from tilewave.harness.timing import time_cuda
+    from tilewave.profiling import StageProfiler
     from tilewave.models.kokoro import KokoroModel
     from tilewave.models.kokoro import weights as W
     from tilewave.ops import backend, placements, reset_placements

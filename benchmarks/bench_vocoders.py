@@ -4,7 +4,7 @@
      tilewave's generator vs NVIDIA's `bigvgan` package (pure PyTorch, weight norm removed) on the same
      weights; max |difference| of the two outputs is reported beside the times.
   2. The seed's causal decoder (1024 -> 1536 -> ... -> 96 -> 1, x480): 124 latent frames -> 59,520 samples.
-Each with its per-stage / per-op profile (tilewave.harness.timing.StageProfiler; stage names are
+Each with its per-stage / per-op profile (tilewave.profiling.StageProfiler; stage names are
 '<stage>/<op>' with op one of conv, conv_transpose, act).
 
 Usage: python benchmarks/bench_vocoders.py [--device cuda] [--seconds 10] [--reps 10] [--json out.json]
@@ -51,7 +51,7 @@ def median_ms(fn, device: str, reps: int, warmup: int = 2) -> float:
 
 
 def profile(model, x):
-    from tilewave.harness.timing import StageProfiler
+    from tilewave.profiling import StageProfiler
 
     profiler = StageProfiler(x.device)
     model(x, profiler=profiler)
