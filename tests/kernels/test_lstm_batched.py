@@ -56,3 +56,15 @@ def test_the_ops_batched_cpu_path_is_torchs_packed_lstm():
     want = K.lstm_torch_flat(x, [t for d in dirs for t in d], True, lengths)
     assert scaled_max_error(got, want) <= tolerance("float32", "recurrence")
     assert torch.equal(got[1, 1:], torch.zeros(7, 2 * H))
+
+
+def test_a_split_plan_maps_gate_columns_to_units():
+    # the GPU's split (programs of 4 units each) on one step, which the interpreter can run without a barrier
+    g = torch.Generator().manual_seed(9)
+    I, H = 8, 24
+    w = [torch.empty(2, *s).uniform_(-0.3, 0.3, generator=g) for s in ((4 * H, I), (4 * H, H), (4 * H,), (4 * H,))]
+    x = torch.randn(3, 1, I, generator=g)
+    dev = lambda t: t.to(KERNEL_DEVICE)  # noqa: E731
+    got = KB.lstm_batched(dev(x), *map(dev, w), plan=(6, 4, 32, 16))
+    want = K.lstm_oracle(x.double(), *(t.double() for t in w))
+    assert scaled_max_error(got, want) <= tolerance("float32", "recurrence")

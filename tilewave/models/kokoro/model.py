@@ -3,6 +3,14 @@
 The forward pass follows the official `kokoro` KModel.forward_with_tokens stage by stage (see
 /work/shared/spec/models.md); every random draw (the harmonic source's initial phases and noise) comes from
 the `generator` argument, in the order and shapes the official model draws them from the global RNG.
+
+forward_batch runs B utterances of different lengths in one padded pass with the same result per item
+as forward (durations identical, audio equal to float32 rounding). Kokoro's harmonic source integrates
+F0 into thousands of radians of phase, so a rounding-level change anywhere upstream of the F0 curve
+moves the waveform by ~1e-3: the stages that feed F0 therefore repeat each item's solo arithmetic —
+ALBERT and the F0/energy blocks run item by item on the item's own steps, as do AdaIN's statistics and,
+on the CPU, the LSTMs (on CUDA one batched LSTM kernel takes every item) — while the text encoder,
+decoder and generator, most of the work, run on the padded batch.
 """
 from __future__ import annotations
 

@@ -317,11 +317,24 @@ class ProsodyPredictor(nn.Module):
     def f0_energy(self, en, s, lengths=None):
         """en [B, 640, F] (aligned) -> F0 and energy curves [B, 2F] (item b valid up to 2·lengths[b])."""
         x = self.shared(en.transpose(1, 2), lengths).transpose(1, 2)
+        if lengths is None:
+            return self._curves(x, s)
+        # The curves item by item on their own frames: the harmonic source integrates F0 into thousands of
+        # radians of phase, so the convs' rounding must be a solo run's (CPU convs pick their algorithm by
+        # shape, and a padded batch's rounds differently). These blocks are a small part of the work.
+        f0, n = x.new_zeros(x.shape[0], 2 * x.shape[-1]), x.new_zeros(x.shape[0], 2 * x.shape[-1])
+        for b, frames in enumerate(lengths.tolist()):
+            f0_b, n_b = self._curves(x[b:b + 1, :, :frames], s[b:b + 1])
+            f0[b, :f0_b.shape[-1]], n[b, :n_b.shape[-1]] = f0_b[0], n_b[0]
+        return f0, n
+
+    def _curves(self, x, s):
         f0, n = x, x
-        for f0_block, n_block in zip(self.F0, self.N):
-            f0, n = f0_block(f0, s, lengths), n_block(n, s, lengths)
-            lengths = f0_block.out_lengths(lengths)
-        return self.F0_proj(f0, lengths).squeeze(1), self.N_proj(n, lengths).squeeze(1)
+        for block in self.F0:
+            f0 = block(f0, s)
+        for block in self.N:
+            n = block(n, s)
+        return self.F0_proj(f0).squeeze(1), self.N_proj(n).squeeze(1)
 
 
 class TextEncoder(nn.Module):
