@@ -39,11 +39,13 @@ from tilewave.kernels.rnn import (_cell_update, _check_lstm_args, _direction_bar
 RESIDENT_WEIGHTS = 16384  # float32 W_hh elements per program (4 gates x H x UNITS): 64 KB, as in rnn.py
 MIN_DOT = 16              # tl.dot's smallest M / N / K on the GPU
 # sm_90 compiles (tilewave build, 4 warps, 1 stage, H = 256): BLOCK_B = 16 ieee 62 registers / tf32 72, no
-# spills; tf32x3 255 registers and 188 B of spills; BLOCK_B = 64 ieee spilled 3.8 KB. Larger B loops blocks.
+# spills; tf32x3 255 registers and 188 B of spills (so it is not offered); BLOCK_B = 64 ieee spilled 3.8 KB.
+# Larger B loops blocks.
 MAX_BLOCK_B = 16
 NUM_WARPS, NUM_STAGES = 4, 1  # one stage: the step loop carries a barrier, nothing to prefetch across it
 MAX_HIDDEN = 256          # the width whose sm_90 compile is checked (Kokoro's); wider runs on kernels.rnn.lstm
-PRECISIONS = ("ieee", "tf32x3", "tf32")
+# the float32-product modes (tilewave.precision.MODES) this kernel compiles without spills
+PRECISIONS = ("ieee", "tf32")
 
 
 @triton.jit
@@ -126,7 +128,7 @@ def lstm_batched(x: torch.Tensor, w_ih: torch.Tensor, w_hh: torch.Tensor, b_ih: 
                  path=None, out: torch.Tensor | None = None, plan: tuple[int, int, int, int] | None = None
                  ) -> torch.Tensor:
     """Whole-sequence LSTM for a batch (see the module doc); weights stacked per direction [D, ...].
-    precision: how h W_hhᵀ meets the tensor cores ('ieee' exact FMAs, 'tf32x3', 'tf32').
+    precision: how h W_hhᵀ meets the tensor cores ('ieee' exact FMAs, or 'tf32'; tf32x3 spills at H = 256).
     reverse and path exist for the shared test inputs of kernels/rnn.py: only reverse=False is taken.
     plan: (NSPLIT, UNITS, BLOCK_K, BLOCK_B) instead of plan_lstm_batched's (tests: a split plan at T = 1 runs in
     the interpreter, whose programs run one at a time and could not meet at a barrier)."""
@@ -135,7 +137,8 @@ def lstm_batched(x: torch.Tensor, w_ih: torch.Tensor, w_hh: torch.Tensor, b_ih: 
         raise ValueError("lstm_batched: a backward-only LSTM is kernels.rnn.lstm(reverse=True); this kernel runs "
                          "forward (D=1) or bidirectional (D=2)")
     if precision not in PRECISIONS:
-        raise ValueError(f"lstm_batched: precision must be one of {PRECISIONS}, got {precision!r}")
+        raise ValueError(f"lstm_batched: precision must be one of {PRECISIONS} (tf32x3 spills at H = 256), "
+                         f"got {precision!r}")
     B, T, I = x.shape
     D, H4, _ = w_ih.shape
     H = H4 // 4

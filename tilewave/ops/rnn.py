@@ -5,7 +5,6 @@ import torch
 
 from tilewave.kernels import lstm_batched as KB
 from tilewave.kernels import rnn as K
-from tilewave import precision
 from tilewave.ops.dispatch import use_triton
 
 LSTMParams = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]  # w_ih [4H, I], w_hh [4H, H], b_ih, b_hh
@@ -26,8 +25,10 @@ def lstm(x: torch.Tensor, directions: list[LSTMParams] | tuple[LSTMParams, ...],
                   reason=f"recurrences run in float32 only, got {sorted({str(t.dtype) for t in (x, *flat)})}"):
         w_ih, w_hh, b_ih, b_hh = (torch.stack(ts) for ts in zip(*directions))
         if x.shape[0] > 1 and w_hh.shape[2] <= KB.MAX_HIDDEN:
-            # a batch: every step's recurrent product for all items as one tensor-core product
-            return KB.lstm_batched(x.contiguous(), w_ih, w_hh, b_ih, b_hh, lengths=lengths, precision=precision.current())
+            # a batch: every step's recurrent product for all items as one product (tl.dot). Exact float32 in
+            # every precision mode, as the one-sequence kernel: the recurrences decide the durations, which no
+            # mode may change
+            return KB.lstm_batched(x.contiguous(), w_ih, w_hh, b_ih, b_hh, lengths=lengths, precision="ieee")
         return K.lstm(x.contiguous(), w_ih, w_hh, b_ih, b_hh, lengths=lengths)
     if lengths is None:
         return K.lstm_torch_flat(x, flat, len(directions) == 2)

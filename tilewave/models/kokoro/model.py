@@ -1,7 +1,7 @@
 """Kokoro-82M: token ids + style vector -> 24 kHz waveform and per-token durations.
 
-The forward pass follows the official `kokoro` KModel.forward_with_tokens stage by stage (see
-/work/shared/spec/models.md); every random draw (the harmonic source's initial phases and noise) comes from
+The forward pass follows the official `kokoro` KModel.forward_with_tokens stage by stage (kokoro 0.9.4,
+tests/models/kokoro_reference.py); every random draw (the harmonic source's initial phases and noise) comes from
 the `generator` argument, in the order and shapes the official model draws them from the global RNG.
 
 forward_batch runs B utterances of different lengths in one padded pass with the same result per item

@@ -1,0 +1,217 @@
+"""The HTTP server under concurrent load: tilewave as it is against a one-request-at-a-time baseline, one run.
+
+    python benchmarks/bench_server.py [--clients 8] [--requests 2] [--text-words 24] [--device cpu] [--json F]
+
+One process loads the real Kokoro model once (session.load_model) and starts the real app (server.app.create_app)
+twice under uvicorn on 127.0.0.1 (free ports, tests/server/serving.py), each over its own Session on that model:
+
+  tilewave       the session as it is: its scheduler batches the chunks of concurrent requests (max_batch
+                 DEFAULT_MAX_BATCH, the default frame budget).
+  one-at-a-time  the same app and session with its scheduler's max_batch set to 1. The scheduler takes the
+                 oldest request's next chunk first, so with batches of one it runs requests strictly one after
+                 another in arrival order, each chunk alone: a server that queues requests and serves them
+                 serially (nothing of the product is changed; the attribute is set on the running scheduler).
+
+The load: C client threads, each with its own connection, send R streamed requests each (POST
+/v1/audio/speech, stream_format "audio", response_format "pcm", a fixed seed) of English text: N words cut from
+the sentences below, a different cut per client and request, the same in both modes. Request r of every client
+is one round: the C requests start together (a barrier) and the round ends when all have ended. Rounds
+alternate the modes ABBA (round r runs tilewave then the baseline, or the baseline then tilewave) so that drift
+of a shared machine hits both alike; a warm-up round per mode comes first and is not counted.
+
+Per request: time to the first audio byte and total time, both from the first attempt (a 503 is counted and
+retried after its Retry-After). Per mode: requests/s and audio seconds per wall second over the rounds' wall
+time, p50/p99 of both times, the mean batch size the scheduler ran, errors (must be 0: exit status 1
+otherwise). Loopback only; a hard timeout (--timeout) ends the process by itself, status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import httpx2 as httpx  # noqa: E402
+import torch  # noqa: E402
+
+from tests.server.serving import serve  # noqa: E402
+from tilewave.engine import SAMPLE_RATE, Session  # noqa: E402
+from tilewave.engine.pipeline import resolve_device  # noqa: E402
+from tilewave.engine.session import load_model  # noqa: E402
+from tilewave.server.app import create_app  # noqa: E402
+
+SENTENCES = [
+    "The morning train left the station a few minutes late.", "She poured the tea and looked out at the rain.",
+    "Our meeting has been moved to Thursday afternoon.", "The river was calm, and the boats drifted slowly by.",
+    "Please remember to lock the back door before you leave.", "He found an old map folded inside the book.",
+    "The children laughed as the kite rose over the hill.", "A light wind carried the smell of fresh bread.",
+    "Nobody expected the concert to sell out so quickly.", "The garden needs water after such a dry week.",
+    "We walked along the beach until the sun went down.", "The library closes early on public holidays.",
+    "His new bicycle was painted a bright shade of green.", "They cooked dinner together and talked for hours.",
+    "The small dog barked at every car that passed.", "After the storm, the streets were quiet and clean.",
+]
+
+
+def text_for(client: int, request: int, words: int) -> str:
+    """N words from the sentences, starting at a sentence chosen by client and request (deterministic)."""
+    start = (client * 5 + request * 3) % len(SENTENCES)
+    pool = " ".join(SENTENCES[start:] + SENTENCES[:start]).split()
+    while len(pool) < words:
+        pool += pool
+    return " ".join(pool[:words]).rstrip(",.") + "."
+
+
+def one_request(http: httpx.Client, url: str, text: str, seed: int, deadline: float) -> dict:
+    body = {"model": "kokoro", "input": text, "response_format": "pcm", "stream_format": "audio", "seed": seed}
+    start, busy = time.perf_counter(), 0  # both times count from the first attempt: a retry is the client's wait
+    while True:
+        first, size = None, 0
+        with http.stream("POST", f"{url}/v1/audio/speech", json=body) as r:
+            if r.status_code == 503 and time.monotonic() < deadline:
+                r.read()
+                busy += 1
+                time.sleep(float(r.headers.get("retry-after", 1)))
+                continue
+            if r.status_code != 200:
+                raise RuntimeError(f"HTTP {r.status_code}: {r.read()[:200]!r}")
+            for part in r.iter_raw():  # pcm is sent as it is made: a part is audio bytes
+                if part and first is None:
+                    first = time.perf_counter()
+                size += len(part)
+        if first is None:
+            raise RuntimeError("a 200 response with no audio")
+        end = time.perf_counter()
+        return {"ttfa": first - start, "total": end - start, "audio_s": size / 2 / SAMPLE_RATE, "busy": busy}
+
+
+def run_round(url: str, texts: list[str], seeds: list[int], deadline: float) -> tuple[float, list, list]:
+    """The C requests at once, one per client thread: (wall seconds, results, errors)."""
+    results, errors, lock = [], [], threading.Lock()
+    barrier = threading.Barrier(len(texts) + 1)
+
+    def client(text: str, seed: int) -> None:
+        with httpx.Client(timeout=max(1.0, deadline - time.monotonic())) as http:
+            barrier.wait()
+            try:
+                out = one_request(http, url, text, seed, deadline)
+            except Exception as exc:  # an error of this request; the others go on
+                out = exc
+        with lock:
+            (errors if isinstance(out, Exception) else results).append(out if not isinstance(out, Exception)
+                                                                       else f"{type(out).__name__}: {out}")
+
+    threads = [threading.Thread(target=client, args=(t, s), daemon=True) for t, s in zip(texts, seeds)]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    start = time.perf_counter()
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    return time.perf_counter() - start, results, errors
+
+
+def machine() -> dict:
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+               "unknown")
+    try:
+        import triton
+        triton_version = triton.__version__
+    except ImportError:
+        triton_version = None
+    facts = {"cpu": cpu, "cores": os.cpu_count(), "torch": torch.__version__, "triton": triton_version,
+             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+    if torch.cuda.is_available():
+        facts["gpu"] = torch.cuda.get_device_name()
+    return facts
+
+
+def summary(rounds: list, batches: list, errors: list) -> dict:
+    results = [r for _, rs in rounds for r in rs]
+    wall = sum(w for w, _ in rounds)
+    pct = lambda key, q: float(np.percentile([r[key] for r in results], q)) if results else float("nan")  # noqa: E731
+    return {"requests": len(results), "wall_s": wall, "requests_per_s": len(results) / wall if wall else 0.0,
+            "audio_s_per_s": sum(r["audio_s"] for r in results) / wall if wall else 0.0,
+            "ttfa_p50": pct("ttfa", 50), "ttfa_p99": pct("ttfa", 99), "total_p50": pct("total", 50),
+            "total_p99": pct("total", 99), "mean_batch": float(np.mean([b.size for b in batches])) if batches else 0.0,
+            "errors": len(errors), "error_messages": errors[:10], "busy_retries": sum(r["busy"] for r in results),
+            "per_request": results}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--requests", type=int, default=2, help="requests per client per mode (one per round)")
+    ap.add_argument("--text-words", type=int, default=24)
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--weights", default=None)
+    ap.add_argument("--warmup", type=int, default=1, help="uncounted rounds per mode first")
+    ap.add_argument("--timeout", type=float, default=600.0, help="the whole run's limit, seconds")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    deadline = time.monotonic() + args.timeout
+    # the last resort: whatever hangs (a stuck stream, a server that does not stop), the process ends
+    watchdog = threading.Timer(args.timeout + 30, lambda: (print(f"bench_server: past {args.timeout:.0f} s, "
+                                                                 "stopping", file=sys.stderr, flush=True), os._exit(2)))
+    watchdog.daemon = True
+    watchdog.start()
+
+    device = resolve_device(args.device)
+    model = load_model(args.weights, str(device))  # loaded once, shared by both sessions
+    sessions = {"tilewave": Session(device, model=model), "one-at-a-time": Session(device, model=model)}
+    sessions["one-at-a-time"].load().scheduler.max_batch = 1
+    data = {name: {"rounds": [], "errors": []} for name in sessions}
+    with contextlib.ExitStack() as stack:
+        urls = {name: stack.enter_context(serve(create_app(s))) for name, s in sessions.items()}
+        texts = lambda r: [text_for(c, r, args.text_words) for c in range(args.clients)]  # noqa: E731
+        seeds = lambda r: [c * 1000 + r for c in range(args.clients)]  # noqa: E731
+        for w in range(args.warmup):  # first batches allocate (CPU) or compile kernels (GPU): not counted
+            for name in sessions:
+                run_round(urls[name], texts(-1 - w), seeds(-1 - w), deadline)
+        start = {name: len(s.batches()) for name, s in sessions.items()}
+        for r in range(args.requests):
+            order = list(sessions) if r % 2 == 0 else list(sessions)[::-1]  # ABBA against drift
+            for name in order:
+                if time.monotonic() > deadline:
+                    data[name]["errors"].append(f"round {r} not run: past the {args.timeout:.0f} s limit")
+                    continue
+                wall, results, errors = run_round(urls[name], texts(r), seeds(r), deadline)
+                data[name]["rounds"].append((wall, results))
+                data[name]["errors"] += errors
+                if len(results) + len(errors) < args.clients:
+                    data[name]["errors"].append(f"round {r}: {args.clients - len(results) - len(errors)} unfinished")
+        stats = {name: summary(d["rounds"], sessions[name].batches()[start[name]:], d["errors"])
+                 for name, d in data.items()}
+
+    facts = machine()
+    where = facts.get("gpu") if device.type == "cuda" else f"CPU {facts['cpu']}, {facts['cores']} cores"
+    print(f"machine: {facts['cpu']}, {facts['cores']} cores{', ' + facts['gpu'] if 'gpu' in facts else ''}; "
+          f"torch {facts['torch']}, triton {facts['triton']}; device {device}; {facts['date']}")
+    print("\n| mode | clients × requests | words / request | requests/s | audio s / wall s | first audio p50 / p99 "
+          "| total p50 / p99 | mean batch | errors | 503 retried | when | where |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for name, s in stats.items():
+        print(f"| {name} | {args.clients} × {args.requests} | {args.text_words} | {s['requests_per_s']:.2f} | "
+              f"{s['audio_s_per_s']:.2f} | {s['ttfa_p50'] * 1e3:.0f} / {s['ttfa_p99'] * 1e3:.0f} ms | "
+              f"{s['total_p50']:.2f} / {s['total_p99']:.2f} s | {s['mean_batch']:.2f} | {s['errors']} | "
+              f"{s['busy_retries']} | {facts['date']} | {where} |")
+    for name, s in stats.items():
+        for message in s["error_messages"]:
+            print(f"error ({name}): {message}", file=sys.stderr)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"machine": facts, "device": str(device), "args": vars(args),
+                                               "modes": stats}, indent=1) + "\n")
+    return 1 if any(s["errors"] for s in stats.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
