@@ -105,10 +105,11 @@ def run_round(url: str, texts: list[str], seeds: list[int], deadline: float) -> 
             try:
                 out = one_request(http, url, text, seed, deadline)
             except Exception as exc:  # an error of this request; the others go on
-                out = exc
+                with lock:
+                    errors.append(f"{type(exc).__name__}: {exc}")
+                return
         with lock:
-            (errors if isinstance(out, Exception) else results).append(out if not isinstance(out, Exception)
-                                                                       else f"{type(out).__name__}: {out}")
+            results.append(out)
 
     threads = [threading.Thread(target=client, args=(t, s), daemon=True) for t, s in zip(texts, seeds)]
     for t in threads:
