@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 from tests.asr.asr import transcribe, word_error_rate
-from tilewave.engine import Pipeline
-from tilewave.engine.pipeline import SAMPLE_RATE, join_chunks
+from tilewave.engine import SAMPLE_RATE, Session
 
 WER_BOUND = 0.15
 SENTENCES = [
@@ -23,14 +22,14 @@ SENTENCES = [
 
 @pytest.fixture(scope="module")
 def model():
-    from tilewave.engine.pipeline import load_model
+    from tilewave.engine.session import load_model
 
     return load_model(None, "cpu")
 
 
 def say(model, text, lang, voice):
-    pipeline = Pipeline(lang=lang, voice=voice, device="cpu", model=model)
-    return join_chunks([c.audio for c in pipeline(text, seed=0)])
+    with Session(device="cpu", lang=lang, voice=voice, model=model) as session:
+        return session.speak(text, seed=0)[0]
 
 
 @pytest.fixture(scope="module")

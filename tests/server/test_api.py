@@ -272,7 +272,12 @@ def test_a_model_that_fails_to_load_is_reported():
                                                         code="not_ready")
 
 
-def test_captioned_speech_gives_the_audio_and_its_words_in_each_timestamp_format(session, url):
+def test_captioned_speech_gives_the_audio_and_its_words_in_each_timestamp_format():
+    with Session(device="cpu", model=FakeKokoro()) as session, serve(create_app(session)) as url:
+        check_captioned(session, url)
+
+
+def check_captioned(session, url):
     from tilewave.engine.timestamps import word_timestamps
 
     chunks = list(session.submit(TEXT, session.voice, 1.0, 3))  # what the server makes: one request, no early cut
