@@ -28,6 +28,10 @@ def test_every_good_item_is_written_once_and_every_bad_one_recorded_with_its_err
         assert r["status"] == "ok" and r["file"] == f"{r['id']}.wav" and r["phonemes"].strip()
         assert r["seconds"] == pytest.approx(audio.size / 24_000, abs=1e-3) and r["seconds"] > 0.3
         assert np.abs(audio).max() > 1000  # speech, not silence
+        text = next(g["text"] for g in manifests.GOOD if g["id"] == r["id"])
+        starts = [w["start"] for w in r["words"]]
+        assert [w["word"] for w in r["words"]] == text.split() and starts == sorted(starts)  # word timestamps
+        assert 0 <= starts[0] and r["words"][-1]["end"] <= r["seconds"]
     assert partial_files(reference) == []
     # each item its own words (a run that said one item for all would fail here)
     assert len({r["phonemes"] for r in records if r["status"] == "ok"}) == len(manifests.GOOD)

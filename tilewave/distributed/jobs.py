@@ -66,6 +66,7 @@ class Result:
     file: str | None = None        # relative to the output folder
     seconds: float | None = None
     phonemes: str | None = None    # the chunks' phonemes, one space between chunks
+    words: list | None = None      # [{word, start, end}] in seconds of the written audio (engine.timestamps)
     error: str | None = None
 
     def to_json(self) -> str:

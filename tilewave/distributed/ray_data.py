@@ -19,6 +19,7 @@ whole) and hands Ray Data the items to make.
 """
 from __future__ import annotations
 
+import json
 import math
 import time
 
@@ -71,11 +72,13 @@ class KokoroSynthesizer:
                              "out to get the audio as a column")
         n = len(batch["text"])
         items = [_item(batch, i).filled(*self.defaults) for i in range(n)]
-        out = {k: [] for k in ("id", "key", "status", "file", "seconds", "phonemes", "error")}
+        out = {k: [] for k in _RESULT}
         audios = []
         for result, audio in self.synth.run(items, self.job):
             for k in out:
                 out[k].append(getattr(result, k))
+            # the word timestamps as JSON text: a column of ragged lists of records is more than Arrow needs to carry
+            out["words"][-1] = None if result.words is None else json.dumps(result.words, ensure_ascii=False)
             audios.append(audio if audio is not None else np.zeros(0, np.float32))
         columns = {k: v for k, v in batch.items() if k not in out}
         columns.update({k: np.array(v, dtype=object) for k, v in out.items()})
@@ -146,7 +149,7 @@ def _refused(item: Item, job: Job) -> Result | None:
     return None
 
 
-_RESULT = ("id", "key", "status", "file", "seconds", "phonemes", "error")
+_RESULT = ("id", "key", "status", "file", "seconds", "phonemes", "words", "error")  # Result's fields, in order
 
 
 def _collect(ds, job: Job, total: int, progress_every: float) -> None:
@@ -154,6 +157,8 @@ def _collect(ds, job: Job, total: int, progress_every: float) -> None:
     try:
         for batch in ds.select_columns(list(_RESULT)).iter_batches(batch_size=None, batch_format="numpy"):
             results = [Result(*(_value(v) for v in row)) for row in zip(*(batch[k] for k in _RESULT))]
+            for r in results:
+                r.words = None if r.words is None else json.loads(r.words)
             job.append(results)
             for r in results:
                 progress.advance(r)

@@ -11,6 +11,7 @@ import numpy as np
 
 from tilewave.distributed.jobs import Item, Job, Result, item_key
 from tilewave.engine import SAMPLE_RATE, Session, join_chunks
+from tilewave.engine.timestamps import word_timestamps
 from tilewave.errors import TilewaveError, WeightsError
 
 # Items submitted ahead of the one being written: enough to fill the scheduler's batches with chunks of many
@@ -73,8 +74,9 @@ class Synthesizer:
         except Exception as exc:  # a model failure of this item alone (the scheduler fails it by itself)
             return Result(item.id, key, "error", error=f"{type(exc).__name__}: {exc}"), None
         audio = join_chunks([c.audio for c in chunks])
+        words = [{"word": w.word, "start": round(w.start, 4), "end": round(w.end, 4)} for w in word_timestamps(chunks)]
         result = Result(item.id, key, "ok", seconds=round(audio.size / SAMPLE_RATE, 4),
-                        phonemes=" ".join(c.phonemes for c in chunks))
+                        phonemes=" ".join(c.phonemes for c in chunks if c.phonemes), words=words)
         if job is None:
             return result, audio
         result.file = job.write(item, audio, SAMPLE_RATE)
