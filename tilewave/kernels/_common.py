@@ -8,11 +8,6 @@ import triton
 import triton.language as tl
 
 
-# (major, minor) of the installed Triton: where its compiler allocates registers differently, a launcher's tile
-# choice follows it (the build gate compiles what the launchers pick, so it checks the same choice)
-TRITON_VERSION = tuple(int(part) for part in triton.__version__.split(".")[:2])
-
-
 @functools.lru_cache(maxsize=None)
 def hopper_or_newer(device: torch.device) -> bool:
     """sm_90+: TMA descriptors, wgmma and programmatic dependent launch are there."""

@@ -3,13 +3,12 @@ from __future__ import annotations
 
 import functools
 import math
-import dataclasses
 from dataclasses import dataclass
 
 import torch
 import triton
 
-from tilewave.kernels._common import TRITON_VERSION, hopper_or_newer
+from tilewave.kernels._common import hopper_or_newer
 from tilewave.kernels.conv.common import _cdiv, _interpreted
 from tilewave.kernels.conv.transpose import interleaved_extra_macs, interleaved_shifts, transpose_phase_plan
 from tilewave.precision import dot_input
@@ -155,11 +154,6 @@ def fused_input_config(cfg: GemmConfig, dtype: torch.dtype, precision: str) -> G
     cls = _gemm_class(dtype, precision)
     if cfg.BLOCK_M > FUSED_INPUT_MAX_M[cls]:
         cfg = next(c for c in GEMM_CONFIGS[cls] if c.BLOCK_M <= FUSED_INPUT_MAX_M[cls])
-    if cls == "16bit" and TRITON_VERSION >= (3, 9):
-        # Triton 3.9's register allocation (CUDA 13 ptxas, --regAllocOptLevel=2) spills the snake + residual
-        # forms at a 64-deep reduction step (4-24 B at 64x128 and 32x128; tilewave build): half the step
-        # fits (151-179 registers). Speed on 3.9 unmeasured (the GPU machine runs 3.6).
-        cfg = dataclasses.replace(cfg, BLOCK_K=32)
     return cfg
 
 
