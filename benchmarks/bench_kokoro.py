@@ -144,10 +144,16 @@ def batch_sentences(inputs_path: str, n: int) -> list[str]:
     return [found[i % len(found)] for i in range(n)]
 
 
-def _batch_mode(mode: str, model, items, device: str) -> dict:
-    """Run the items solo or as one batch; seconds, audio and durations, peak memory in MB."""
+# one by one through forward; the engine's scheduler over the B requests; one padded forward_batch of all B
+MODES = ("solo", "engine", "padded")  # padded last: its 2-3 GB peak slows what runs after it
+
+
+def _batch_mode(mode: str, model, items, device: str, texts=()) -> dict:
+    """Run the items solo, as one padded batch, or through the engine's scheduler (texts: their phonemes);
+    seconds, audio and durations, peak memory in MB."""
     import resource
     import time
+    from types import SimpleNamespace
 
     ids, ref_s, seeds = items
     gens = [torch.Generator(device).manual_seed(s) for s in seeds]
@@ -155,8 +161,17 @@ def _batch_mode(mode: str, model, items, device: str) -> dict:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
     t0 = time.perf_counter()
-    if mode == "batch":
-        outs = model.forward_batch(ids, ref_s, [1.0] * len(ids), gens)
+    if mode == "padded":
+        outs = model.forward_batch(ids, ref_s, [1.0] * len(ids), gens, padded=True)
+    elif mode == "engine":  # the scheduler's batches (length buckets, frame budget), the model's device policy
+        from tilewave.engine import Session
+
+        with Session(device=device, model=model, voice="jf_alpha") as session:
+            jobs = [session.prepare(ps, phonemes=True, seed=s)[0] for ps, s in zip(texts, seeds)]
+            requests = [session.scheduler.submit(j, s, block=True) for j, s in zip(jobs, seeds)]
+            chunks = [c for r in requests for c in r]
+        assert len(chunks) == len(ids), "a sentence was cut into several chunks: compare whole sentences"
+        outs = [SimpleNamespace(audio=torch.from_numpy(c.audio), durations=c.durations) for c in chunks]
     else:
         outs = [model(x[None], ref_s[i:i + 1], 1.0, gens[i]) for i, x in enumerate(ids)]
     if device == "cuda":
@@ -184,21 +199,22 @@ def run_batch(inputs_path: str, batch: int, device: str) -> None:
     _batch_mode("solo", model, (ids[:1], ref_s[:1], [0]), device)  # warm-up (first calls compile / allocate)
     # solo first: the process's RSS high-water mark only grows, so after the batch it is the batch's peak
     # unless that stayed below the solo one (then printed as "<=")
-    results = {mode: _batch_mode(mode, model, items, device) for mode in ("solo", "batch")}
+    results = {mode: _batch_mode(mode, model, items, device, sentences) for mode in MODES}
     audio_s = sum(a.numel() for a in results["solo"]["audio"]) / 24000
     lengths = [x.numel() - 2 for x in ids]
     print(f"# {batch} sentences of {min(lengths)}..{max(lengths)} phonemes ({sum(lengths)} in all) -> {audio_s:.1f} s "
           f"of audio on {device}, torch {torch.__version__}, {torch.get_num_threads()} threads")
-    for mode in ("solo", "batch"):
+    for mode in MODES:
         r = results[mode]
-        bound = "<=" if device == "cpu" and mode == "batch" and r["peak_mb"] <= results["solo"]["peak_mb"] else ""
-        print(f"  {mode:>5}: {r['seconds']:.2f} s, x{audio_s / r['seconds']:.1f} real time aggregate, "
+        bound = "<=" if device == "cpu" and mode != "solo" and r["peak_mb"] <= results["solo"]["peak_mb"] else ""
+        print(f"  {mode:>6}: {r['seconds']:.2f} s, x{audio_s / r['seconds']:.1f} real time aggregate, "
               f"peak {'RSS' if device == 'cpu' else 'GPU memory'} {bound}{r['peak_mb']:.0f} MB")
-    same = sum(torch.equal(a, b) for a, b in zip(results["batch"]["durations"], results["solo"]["durations"]))
-    diff = max(scaled_max_error(a, b) if a.shape == b.shape else float("inf")
-               for a, b in zip(results["batch"]["audio"], results["solo"]["audio"]))
-    print(f"  batch vs solo: durations identical for {same}/{batch} items, max audio difference {diff:.2e}; "
-          f"batch {results['solo']['seconds'] / results['batch']['seconds']:.2f}x the speed of one by one")
+    for mode in MODES[1:]:
+        same = sum(torch.equal(a, b) for a, b in zip(results[mode]["durations"], results["solo"]["durations"]))
+        diff = max(scaled_max_error(a, b) if a.shape == b.shape else float("inf")
+                   for a, b in zip(results[mode]["audio"], results["solo"]["audio"]))
+        print(f"  {mode} vs solo: durations identical for {same}/{batch} items, max audio difference {diff:.2e}; "
+              f"{results['solo']['seconds'] / results[mode]['seconds']:.2f}x the speed of one by one")
 
 
 def main() -> None:

@@ -31,7 +31,7 @@ def _assert_matches_solo(out, solo):
 def batch_and_solos(kokoro_cpu):
     ids, ref_s, speeds = _batch(ITEMS)
     gens = [torch.Generator().manual_seed(seed) for *_, seed in ITEMS]
-    outs = kokoro_cpu.forward_batch(ids, ref_s, speeds, gens)
+    outs = kokoro_cpu.forward_batch(ids, ref_s, speeds, gens, padded=True)
     solos = [kokoro_cpu(ids[i][None], ref_s[i:i + 1], speeds[i], torch.Generator().manual_seed(seed))
              for i, (*_, seed) in enumerate(ITEMS)]
     return ids, outs, solos
@@ -47,7 +47,7 @@ def test_each_item_of_a_batch_is_its_solo_run(batch_and_solos, i):
 def test_items_sharing_a_generator_draw_in_index_order(kokoro_cpu):
     # one request's consecutive chunks in one batch: the same generator object, twice
     ids, ref_s, speeds = _batch(ITEMS[2:4])
-    outs = kokoro_cpu.forward_batch(ids, ref_s, speeds, [torch.Generator().manual_seed(5)] * 2)
+    outs = kokoro_cpu.forward_batch(ids, ref_s, speeds, [torch.Generator().manual_seed(5)] * 2, padded=True)
     g = torch.Generator().manual_seed(5)
     for i, out in enumerate(outs):
         _assert_matches_solo(out, kokoro_cpu(ids[i][None], ref_s[i:i + 1], speeds[i], g))
@@ -55,7 +55,7 @@ def test_items_sharing_a_generator_draw_in_index_order(kokoro_cpu):
 
 def test_a_batch_of_one_is_bit_identical_to_forward(kokoro_cpu):
     ids, ref_s, speeds = _batch(ITEMS[3:4])
-    out, = kokoro_cpu.forward_batch(ids, ref_s, speeds, [torch.Generator().manual_seed(3)])
+    out, = kokoro_cpu.forward_batch(ids, ref_s, speeds, [torch.Generator().manual_seed(3)], padded=True)
     solo = kokoro_cpu(ids[0][None], ref_s, speeds[0], torch.Generator().manual_seed(3))
     assert torch.equal(out.durations, solo.durations) and torch.equal(out.audio, solo.audio)
 
@@ -89,3 +89,12 @@ def test_bad_batches_are_refused_with_the_value(kokoro_cpu, change, match):
     args = {"input_ids": ids, "ref_s": ref_s, "speeds": speeds, "generators": [None, None]}
     with pytest.raises(InputError, match=match):
         kokoro_cpu.forward_batch(**change(args))
+
+
+def test_on_the_cpu_a_batch_runs_its_items_one_after_another_by_default(kokoro_cpu):
+    ids, ref_s, speeds = _batch(ITEMS[:2])
+    gens = [torch.Generator().manual_seed(seed) for *_, seed in ITEMS[:2]]
+    outs = kokoro_cpu.forward_batch(ids, ref_s, speeds, gens)
+    for i, (*_, seed) in enumerate(ITEMS[:2]):
+        solo = kokoro_cpu(ids[i][None], ref_s[i:i + 1], speeds[i], torch.Generator().manual_seed(seed))
+        assert torch.equal(outs[i].durations, solo.durations) and torch.equal(outs[i].audio, solo.audio)

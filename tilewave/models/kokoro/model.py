@@ -146,15 +146,21 @@ class KokoroModel(nn.Module):
 
     @torch.no_grad()
     def forward_batch(self, input_ids: list[torch.Tensor], ref_s: torch.Tensor, speeds, generators,
-                      profile=None) -> list[KokoroOutput]:
+                      profile=None, padded: bool | None = None) -> list[KokoroOutput]:
         """B utterances of any lengths in one pass: input_ids[i] [N_i + 2] (wrapped with 0s), ref_s [B, 256]
         (row i the voice pack's style for item i), speeds and generators one per item (a generator may
         repeat). Item i draws from generators[i], items in index order, with the shapes its solo forward
         draws, so a request's consecutive chunks in one batch get exactly their solo audio; each item's
         durations are its solo run's and its audio equals its solo audio to float32 rounding.
-        Items are padded to the longest; padding costs compute, so batch items of similar lengths."""
+        padded: one pass with the items padded to the longest (padding costs compute, so batch items of
+        similar lengths), or False: the items one after another through forward. None: padded on a GPU, one
+        after another on a CPU, where the work is compute-bound and padding only adds to it (measured: 8 mixed
+        sentences padded took 2.3x as long as one by one; benchmarks/RESULTS.md)."""
         self._check_batch(input_ids, ref_s, speeds, generators)
         speeds = [float(v) for v in speeds]
+        if not (self.device.type == "cuda" if padded is None else padded):
+            return [self.forward(ids[None], ref_s[i:i + 1], speeds[i], generators[i], profile)
+                    for i, ids in enumerate(input_ids)]
         f = self._features(list(input_ids), ref_s, speeds, profile)
         _, _, audio = self._generate(f, ref_s, list(generators), profile)
         return [KokoroOutput(audio=a, durations=d) for a, d in zip(audio, f["durations"])]
