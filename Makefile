@@ -3,6 +3,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 TORCH_PIN := torch==2.13.0
 TRITON_PIN := triton==3.7.1
+# the official packages the parity tests compare with (their imports come from the test extra)
+REFERENCES := bigvgan==2.4.1 kokoro==0.9.4
 TEXT ?= Hello there. This is tilewave, speaking from a Triton engine.
 
 .PHONY: setup voices browser test test-newest speak
@@ -15,7 +17,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q $(TORCH_PIN) $(TRITON_PIN)
 	$(PY) -m pip install -q -e '.[test]'
-	$(PY) -m pip install -q --no-deps bigvgan==2.4.1 kokoro==0.9.4
+	$(PY) -m pip install -q --no-deps $(REFERENCES)
 	$(PY) -m pip install -q --no-deps pyopenjtalk-plus==0.4.1.post10 sudachipy==0.7.0
 	touch $@
 
@@ -45,6 +47,7 @@ test-newest:
 	$(NEWEST)/bin/python -m pip install -q --upgrade pip
 	$(NEWEST)/bin/python -m pip install -q $(TORCH_PIN)
 	$(NEWEST)/bin/python -m pip install -q -e '.[test]'
+	$(NEWEST)/bin/python -m pip install -q --no-deps $(REFERENCES)
 	$(NEWEST)/bin/python -c "import torch, triton; print('newest in range: torch', torch.__version__, 'triton', triton.__version__)"
 	$(NEWEST)/bin/python -m pytest -q tests/harness tests/kernels
 	$(NEWEST)/bin/tilewave build
