@@ -2,8 +2,10 @@
 run left in its folder."""
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -56,3 +58,18 @@ def partial_files(folder: Path) -> list[str]:
 def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
     """(inode, mtime) of each file: a file written again changes both."""
     return {f.name: (f.stat().st_ino, f.stat().st_mtime_ns) for f in folder.iterdir() if f.suffix == ".wav"}
+
+
+def kill_after(command: list[str], folder: Path, files: int, timeout: float = 180) -> None:
+    """Run a batch driver and SIGKILL it as soon as `files` audio files are in `folder` (a job killed mid-way)."""
+    driver = subprocess.Popen(command, env=batch_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + timeout
+        while len(list(folder.glob("*.wav"))) < files:
+            assert driver.poll() is None, "the run ended before it could be killed"
+            assert time.monotonic() < deadline, f"no {files} files within {timeout} s"
+            time.sleep(0.05)
+        driver.send_signal(signal.SIGKILL)
+    finally:
+        driver.kill()
+        driver.wait(timeout=30)

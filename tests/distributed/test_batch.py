@@ -1,15 +1,12 @@
 """`tilewave batch` in one process, with the real model on the CPU: every good item of a manifest written once,
 its bad items recorded with their errors, a rerun writes nothing, and a run killed mid-way then resumed ends
 with every item once, the same audio, and no partial file."""
-import signal
-import subprocess
-import time
 
 import numpy as np
 import pytest
 
 from tests.distributed import manifests
-from tests.distributed.helpers import (assert_same_audio, audio_files, batch_command, batch_env, partial_files,
+from tests.distributed.helpers import (assert_same_audio, audio_files, batch_command, kill_after, partial_files,
                                        results, run_batch, snapshot)
 from tilewave.distributed import Options, read_manifest, run_local
 from tilewave.errors import InputError
@@ -47,18 +44,7 @@ def test_a_second_run_writes_nothing_new(manifest, reference):
 def test_a_run_killed_mid_way_then_resumed_has_every_item_once_with_the_same_audio(manifest, reference, tmp_path):
     out = tmp_path / "out"
     # two items in flight: files come one batch at a time, so the kill lands between some of them
-    driver = subprocess.Popen(batch_command(manifest, out, "--in-flight", "2"), env=batch_env(),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 180
-        while len(list(out.glob("*.wav"))) < 3:
-            assert driver.poll() is None, "the run ended before it could be killed"
-            assert time.monotonic() < deadline, "no files within 180 s"
-            time.sleep(0.05)
-        driver.send_signal(signal.SIGKILL)
-    finally:
-        driver.kill()
-        driver.wait(timeout=30)
+    kill_after(batch_command(manifest, out, "--in-flight", "2"), out, 3)
     killed = audio_files(out)  # each file there decodes whole
     assert 3 <= len(killed) < len(manifests.GOOD)
     resumed = run_batch(manifest, out)

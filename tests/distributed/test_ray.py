@@ -2,8 +2,6 @@
 synthesis on Ray Data gives the single-process run's files (within the batched pass's bound), survives a killed
 driver, and Ray Serve answers the speech call and refuses a burst beyond its queue with 503s instead of hanging."""
 import io
-import signal
-import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -13,7 +11,7 @@ import requests
 import soundfile
 
 from tests.distributed import manifests
-from tests.distributed.helpers import (assert_same_audio, audio_files, batch_command, batch_env, partial_files,
+from tests.distributed.helpers import (assert_same_audio, audio_files, batch_command, kill_after, partial_files,
                                        results, snapshot)
 from tilewave.distributed import KokoroSynthesizer, Options, run_ray
 
@@ -56,18 +54,7 @@ def test_a_killed_ray_driver_resumed_has_every_item_once_with_the_same_audio(ray
                                                                              tmp_path):
     import ray
 
-    driver = subprocess.Popen(batch_command(small, tmp_path, "--ray", ray_cluster, "--batch-size", "1"),
-                              env=batch_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 180
-        while len(list(tmp_path.glob("*.wav"))) < 2:
-            assert driver.poll() is None, "the run ended before it could be killed"
-            assert time.monotonic() < deadline, "no files within 180 s"
-            time.sleep(0.05)
-        driver.send_signal(signal.SIGKILL)
-    finally:
-        driver.kill()
-        driver.wait(timeout=30)
+    kill_after(batch_command(small, tmp_path, "--ray", ray_cluster, "--batch-size", "1"), tmp_path, 2)
     deadline = time.monotonic() + 60  # the dead driver's actor is ended by Ray: its CPU comes back
     while ray.available_resources().get("CPU", 0) < 2:
         assert time.monotonic() < deadline, "the killed driver's actor still holds its CPU after 60 s"
