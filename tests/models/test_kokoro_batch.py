@@ -76,6 +76,20 @@ def test_a_long_item_beside_a_one_phoneme_item_keeps_its_durations_and_curves(ko
             assert scaled_max_error(got, solo[name]) <= tolerance("float32", "reduction"), name
 
 
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the CUDA batch path (Triton kernels) needs a GPU")
+def test_on_a_gpu_each_item_of_a_padded_batch_is_its_solo_run(kokoro_weights):
+    from tilewave.models.kokoro import KokoroModel
+
+    model = KokoroModel.from_weights(kokoro_weights, "cuda")
+    ids, ref_s, speeds = _batch(ITEMS)
+    ids, ref_s = [t.cuda() for t in ids], ref_s.cuda()
+    outs = model.forward_batch(ids, ref_s, speeds, [torch.Generator("cuda").manual_seed(s) for *_, s in ITEMS])
+    for i, (*_, seed) in enumerate(ITEMS):
+        _assert_matches_solo(outs[i], model(ids[i][None], ref_s[i:i + 1], speeds[i],
+                                            torch.Generator("cuda").manual_seed(seed)))
+
+
 @pytest.mark.parametrize("change, match", [
     (lambda a: dict(a, ref_s=a["ref_s"][:1]), "ref_s must be"),
     (lambda a: dict(a, speeds=a["speeds"][:1]), "speeds must have"),

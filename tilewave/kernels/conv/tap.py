@@ -1,7 +1,6 @@
 """The tap-major implicit GEMM (tensor cores; TMA on sm_90), its time-major input copy, and its launcher."""
 from __future__ import annotations
 
-import functools
 import math
 
 import torch
@@ -229,9 +228,10 @@ def _tma_scratch(size: int, alignment: int, stream):
     return torch.empty(size, dtype=torch.int8, device="cuda")
 
 
-@functools.lru_cache(maxsize=None)
 def _use_tma_scratch() -> None:
-    """Kernels that make TMA descriptors need global scratch for them: from PyTorch's allocator."""
+    """Kernels that make TMA descriptors need global scratch for them: from PyTorch's allocator. Set at every
+    launch: Triton keeps the allocator in a context variable, so one set in the main thread is not there in the
+    engine's scheduler thread (measured on the H200: "no allocator was set" from the worker's first conv)."""
     triton.set_allocator(_tma_scratch)
 
 

@@ -1,0 +1,111 @@
+"""First audio of a long text: from the request to its first streamed chunk, in the engine and through HTTP.
+
+    python benchmarks/bench_first_audio.py [--device cuda] [--chars 2000] [--reps 5] [--json F]
+
+One process loads Kokoro once. Engine: `Session.stream(text)` to the first Chunk out of the iterator, with the
+parts of that time measured apart in the same rounds: cutting and phonemizing the whole text
+(`session.pipeline.chunks`, what `stream` does before it queues anything) and the model call of the first chunk
+alone (`session.speak` of its phonemes). HTTP: the real app (server.app.create_app) under uvicorn on 127.0.0.1,
+POST /v1/audio/speech streamed as pcm, to the first audio byte. Every round uses a different text of the same
+length (a different start in the sentences) and seed; a warm-up round first (kernels compile, memory is
+allocated). Medians, with min and max.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import httpx2 as httpx  # noqa: E402
+
+from benchmarks.bench_server import SENTENCES, machine  # noqa: E402
+from tests.server.serving import serve  # noqa: E402
+from tilewave.engine import Session  # noqa: E402
+from tilewave.engine.pipeline import resolve_device  # noqa: E402
+from tilewave.engine.session import FIRST_CHUNK_PHONEMES, load_model  # noqa: E402
+from tilewave.server.app import create_app  # noqa: E402
+
+
+def long_text(chars: int, start: int) -> str:
+    """About `chars` characters of whole sentences, starting at sentence `start` (cycling)."""
+    out, i = [], start
+    while sum(len(s) + 1 for s in out) < chars:
+        out.append(SENTENCES[i % len(SENTENCES)])
+        i += 1
+    return " ".join(out)
+
+
+def engine_round(session: Session, text: str, seed: int) -> dict:
+    t0 = time.perf_counter()
+    chunks = session.pipeline.chunks(text, False, FIRST_CHUNK_PHONEMES, session.normalize)
+    t_phonemize = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    session.speak(chunks[0].phonemes, seed=seed, phonemes=True)
+    t_first_model = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    request = session.stream(text, seed=seed)
+    first = next(iter(request))
+    t_first = time.perf_counter() - t0
+    request.cancel()
+    return {"first_audio": t_first, "phonemize_all": t_phonemize, "first_chunk_alone": t_first_model,
+            "chunks": len(chunks), "first_chunk_phonemes": len(chunks[0].phonemes),
+            "first_chunk_audio_s": first.audio.size / 24000}
+
+
+def http_round(url: str, text: str, seed: int) -> float:
+    body = {"model": "kokoro", "input": text, "response_format": "pcm", "stream_format": "audio", "seed": seed}
+    with httpx.Client(timeout=120) as http:
+        t0 = time.perf_counter()
+        with http.stream("POST", f"{url}/v1/audio/speech", json=body) as r:
+            if r.status_code != 200:
+                raise RuntimeError(f"HTTP {r.status_code}: {r.read()[:200]!r}")
+            for part in r.iter_raw():
+                if part:
+                    return time.perf_counter() - t0
+    raise RuntimeError("a 200 response with no audio")
+
+
+def stats(xs: list[float]) -> str:
+    return f"{statistics.median(xs) * 1e3:.1f} ms (min {min(xs) * 1e3:.1f}, max {max(xs) * 1e3:.1f})"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--chars", type=int, default=2000)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    device = resolve_device(args.device)
+    model = load_model(None, str(device))
+    session = Session(device, model=model).load()
+    texts = [long_text(args.chars, r * 3) for r in range(args.reps + 1)]
+    engine_round(session, texts[-1], 999)  # warm-up
+    engine = [engine_round(session, texts[r], r) for r in range(args.reps)]
+    with serve(create_app(session)) as url:
+        http_round(url, texts[-1], 999)  # warm-up
+        http = [http_round(url, texts[r], r) for r in range(args.reps)]
+    session.close()
+    facts = machine()
+    print(f"machine: {facts['cpu']}, {facts['cores']} cores{', ' + facts['gpu'] if 'gpu' in facts else ''}; "
+          f"torch {facts['torch']}, triton {facts['triton']}; device {device}; {facts['date']}")
+    print(f"text: {len(texts[0])} characters, {engine[0]['chunks']} chunks, first chunk "
+          f"{engine[0]['first_chunk_phonemes']} phonemes -> {engine[0]['first_chunk_audio_s']:.2f} s of audio")
+    print(f"  engine, request -> first chunk:        {stats([e['first_audio'] for e in engine])}")
+    print(f"    of which: phonemize the whole text   {stats([e['phonemize_all'] for e in engine])}")
+    print(f"              the first chunk's model    {stats([e['first_chunk_alone'] for e in engine])}")
+    print(f"  HTTP, request -> first audio byte:     {stats(http)}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"machine": facts, "device": str(device), "args": vars(args),
+                                               "engine": engine, "http": http}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""Kokoro's padded batch on a GPU: where its time goes and why its items differ from their solo runs.
+
+    python3 benchmarks/diag_batch_gpu.py [--batches 8,64] [--json F]
+
+For each LSTM placement — `batched` (kernels/lstm_batched.py, what ops.rnn runs for B > 1 today), `one_seq`
+(kernels/rnn.py's kernel for the whole batch, as for B = 1), `cudnn` (PyTorch's LSTM, packed sequences) — and
+each B: the padded forward_batch's time (median of 3 after a warm-up) beside the same items one by one, its
+per-stage profile, and per item against its solo run under the same placement: durations identical, the
+largest F0 and audio differences. Then batch invariance of the pieces in isolation: is row b of a B-item call
+bit-identical to a 1-item call on row b (LSTM kernels on the Kokoro predictor shape, a conv at decoder shape)?
+Diagnostics only: the placements are swapped in by patching ops.rnn for this process.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.bench_kokoro import batch_sentences  # noqa: E402
+
+
+@contextlib.contextmanager
+def lstm_placement(name: str):
+    import tilewave.ops.rnn as R
+    from tilewave.kernels import rnn as K
+
+    saved_hidden, saved_lstm = R.KB.MAX_HIDDEN, R.lstm
+    if name == "one_seq":
+        R.KB.MAX_HIDDEN = 0
+    elif name == "cudnn":
+        def cudnn(x, directions, lengths=None):
+            flat = [t for d in directions for t in d]
+            return K.lstm_torch_flat(x, flat, len(directions) == 2, lengths)
+        R.lstm = cudnn
+    try:
+        yield
+    finally:
+        R.KB.MAX_HIDDEN, R.lstm = saved_hidden, saved_lstm
+
+
+def timed(fn, reps=3):
+    fn()
+    out = []
+    for _ in range(reps):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        out.append(time.perf_counter() - t0)
+    return statistics.median(out)
+
+
+def scaled(a, b):
+    from tilewave.spec.tolerance import scaled_max_error
+    return scaled_max_error(a, b) if a.shape == b.shape else float("inf")
+
+
+def invariance(dev) -> dict:
+    from tilewave.kernels import lstm_batched as KB
+    from tilewave.kernels import rnn as K
+    from tilewave.ops import conv
+
+    g = torch.Generator(dev).manual_seed(0)
+    B, T, I, H = 8, 97, 640, 256
+    x = torch.randn(B, T, I, device=dev, generator=g)
+    w = [torch.randn(2, 4 * H, I, device=dev, generator=g) * 0.05, torch.randn(2, 4 * H, H, device=dev, generator=g) * 0.05,
+         torch.randn(2, 4 * H, device=dev, generator=g) * 0.05, torch.randn(2, 4 * H, device=dev, generator=g) * 0.05]
+    res = {}
+    for name, fn in (("one_seq", K.lstm), ("batched", KB.lstm_batched)):
+        full = fn(x, *w)
+        rows = torch.cat([fn(x[b:b + 1], *w) for b in range(B)])
+        res[f"lstm_{name}_rows_bit_identical"] = bool(torch.equal(full, rows))
+        res[f"lstm_{name}_rows_max_diff"] = float((full - rows).abs().max())
+    c = torch.randn(B, 1090, 311, device=dev, generator=g)
+    wt = torch.randn(1024, 1090, 3, device=dev, generator=g) * 0.02
+    full = conv.conv1d(c, wt, None, 1, 1)
+    rows = torch.cat([conv.conv1d(c[b:b + 1], wt, None, 1, 1) for b in range(B)])
+    res["conv_decoder_rows_bit_identical"] = bool(torch.equal(full, rows))
+    res["conv_decoder_rows_max_diff"] = float((full - rows).abs().max())
+    return res
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--batches", default="8,64")
+    ap.add_argument("--placements", default="batched,one_seq,cudnn")
+    ap.add_argument("--precision", default="tf32x3")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    from tilewave.engine.voices import load_voice, style_for
+    from tilewave.models.kokoro import KokoroModel
+    from tilewave.precision import scope
+    from tilewave.profiling import StageProfiler
+    from tilewave.text.vocab import encode
+
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    dev = "cuda"
+    model = KokoroModel.from_pretrained(device=dev)
+    pack = load_voice("jf_alpha")
+    report = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "precision": args.precision, "rows": []}
+    with scope(args.precision):
+        report["invariance"] = invariance(dev)
+        print("batch invariance (row b of a B-item call vs a 1-item call):", report["invariance"])
+        for batch in [int(b) for b in args.batches.split(",")]:
+            sentences = batch_sentences(str(ROOT / "benchmarks" / "kokoro_inputs.json"), batch)
+            ids = [encode(ps)[0].to(dev) for ps in sentences]
+            ref_s = torch.cat([style_for(pack, len(ps)).reshape(1, -1) for ps in sentences]).to(dev)
+            gens = lambda: [torch.Generator(dev).manual_seed(i) for i in range(batch)]  # noqa: E731
+            for placement in args.placements.split(","):
+                with lstm_placement(placement):
+                    solo = [model(x[None], ref_s[i:i + 1], 1.0, torch.Generator(dev).manual_seed(i))
+                            for i, x in enumerate(ids)]
+                    outs = model.forward_batch(ids, ref_s, [1.0] * batch, gens(), padded=True)
+                    t_batch = timed(lambda: model.forward_batch(ids, ref_s, [1.0] * batch, gens(), padded=True))
+                    t_solo = timed(lambda: [model(x[None], ref_s[i:i + 1], 1.0, torch.Generator(dev).manual_seed(i))
+                                            for i, x in enumerate(ids)])
+                    prof = StageProfiler(dev)
+                    model.forward_batch(ids, ref_s, [1.0] * batch, gens(), profile=prof, padded=True)
+                    feats = model._features(ids, ref_s, [1.0] * batch, None)
+                    f0_diff = 0.0
+                    for i, x in enumerate(ids):
+                        s = model.features(x[None], ref_s[i:i + 1], 1.0)
+                        n = s["F0"].shape[-1]
+                        f0_diff = max(f0_diff, scaled(feats["F0"][i:i + 1, :n], s["F0"]))
+                same = sum(torch.equal(o.durations, s.durations) for o, s in zip(outs, solo))
+                audio_diff = max(scaled(o.audio, s.audio) for o, s in zip(outs, solo))
+                audio_s = sum(s.audio.numel() for s in solo) / 24000
+                row = {"batch": batch, "placement": placement, "ms_batch": t_batch * 1e3, "ms_solo": t_solo * 1e3,
+                       "audio_s": audio_s, "durations_identical": same, "max_f0_diff": f0_diff,
+                       "max_audio_diff": audio_diff, "stages_ms": {n: round(ms, 2) for n, _, ms, _ in prof.report()}}
+                report["rows"].append(row)
+                print(f"B={batch:3d} lstm={placement:8s}: batch {t_batch * 1e3:8.1f} ms (x{audio_s / t_batch:7.0f} real time)"
+                      f" | one by one {t_solo * 1e3:8.1f} ms | durations identical {same}/{batch} | max F0 diff "
+                      f"{f0_diff:.1e} | max audio diff {audio_diff:.1e}")
+                print("      stages:", row["stages_ms"])
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
