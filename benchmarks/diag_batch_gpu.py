@@ -3,9 +3,9 @@
     python3 benchmarks/diag_batch_gpu.py [--batches 8,64] [--json F]
 
 For each LSTM placement — `batched` (kernels/lstm_batched.py, what ops.rnn runs for B > 1 today), `one_seq`
-(kernels/rnn.py's kernel for the whole batch, as for B = 1), `cudnn` (PyTorch's LSTM, packed sequences) — and
+(kernels/rnn.py's kernel for the whole batch, the one B = 1 takes), `cudnn` (PyTorch's LSTM, packed sequences) — and
 each B: the padded forward_batch's time (median of 3 after a warm-up) beside the same items one by one, its
-per-stage profile, and per item against its solo run under the same placement: durations identical, the
+per-stage profile, and per item against its solo run as production makes it (B = 1: the one-sequence kernel): durations identical, the
 largest F0 and audio differences. Then batch invariance of the pieces in isolation: is row b of a B-item call
 bit-identical to a 1-item call on row b (LSTM kernels on the Kokoro predictor shape, a conv at decoder shape)?
 Diagnostics only: the placements are swapped in by patching ops.rnn for this process.
@@ -115,22 +115,19 @@ def main() -> int:
             ids = [encode(ps)[0].to(dev) for ps in sentences]
             ref_s = torch.cat([style_for(pack, len(ps)).reshape(1, -1) for ps in sentences]).to(dev)
             gens = lambda: [torch.Generator(dev).manual_seed(i) for i in range(batch)]  # noqa: E731
+            # solo runs as production makes them (B = 1 takes the one-sequence LSTM kernel whatever the placement)
+            solo = [model(x[None], ref_s[i:i + 1], 1.0, torch.Generator(dev).manual_seed(i)) for i, x in enumerate(ids)]
+            solo_f0 = [model.features(x[None], ref_s[i:i + 1], 1.0)["F0"] for i, x in enumerate(ids)]
+            t_solo = timed(lambda: [model(x[None], ref_s[i:i + 1], 1.0, torch.Generator(dev).manual_seed(i))
+                                    for i, x in enumerate(ids)])
             for placement in args.placements.split(","):
                 with lstm_placement(placement):
-                    solo = [model(x[None], ref_s[i:i + 1], 1.0, torch.Generator(dev).manual_seed(i))
-                            for i, x in enumerate(ids)]
                     outs = model.forward_batch(ids, ref_s, [1.0] * batch, gens(), padded=True)
                     t_batch = timed(lambda: model.forward_batch(ids, ref_s, [1.0] * batch, gens(), padded=True))
-                    t_solo = timed(lambda: [model(x[None], ref_s[i:i + 1], 1.0, torch.Generator(dev).manual_seed(i))
-                                            for i, x in enumerate(ids)])
                     prof = StageProfiler(dev)
                     model.forward_batch(ids, ref_s, [1.0] * batch, gens(), profile=prof, padded=True)
                     feats = model._features(ids, ref_s, [1.0] * batch, None)
-                    f0_diff = 0.0
-                    for i, x in enumerate(ids):
-                        s = model.features(x[None], ref_s[i:i + 1], 1.0)
-                        n = s["F0"].shape[-1]
-                        f0_diff = max(f0_diff, scaled(feats["F0"][i:i + 1, :n], s["F0"]))
+                f0_diff = max(scaled(feats["F0"][i:i + 1, :s.shape[-1]], s) for i, s in enumerate(solo_f0))
                 same = sum(torch.equal(o.durations, s.durations) for o, s in zip(outs, solo))
                 audio_diff = max(scaled(o.audio, s.audio) for o, s in zip(outs, solo))
                 audio_s = sum(s.audio.numel() for s in solo) / 24000

@@ -31,6 +31,21 @@ def test_adain1d_near_constant_channel_is_finite_where_naive_variance_goes_negat
     assert err <= TOL, f"max error {err:.2e} > {TOL:.0e}"
 
 
+def test_adain1d_with_lengths_gives_each_item_its_solo_result_bit_for_bit_and_zeros_past_it():
+    gen = torch.Generator().manual_seed(3)
+    B, C, L = 3, 5, 9000  # > one 8,192-frame chunk, so the chunked statistics are exercised
+    x = (torch.randn(B, C, L, generator=gen) * 2 + torch.randn(B, C, 1, generator=gen) * 3).to(KERNEL_DEVICE)
+    gamma, beta = (torch.randn(B, C, generator=gen).to(KERNEL_DEVICE) for _ in range(2))
+    lengths = torch.tensor([L, 8193, 1], device=KERNEL_DEVICE)
+    out = K.adain1d(x, gamma, beta, lengths=lengths)
+    for b, n in enumerate(lengths.tolist()):
+        solo = K.adain1d(x[b:b + 1, :, :n].contiguous(), gamma[b:b + 1], beta[b:b + 1])
+        assert torch.equal(out[b:b + 1, :, :n], solo), f"item {b}: not its solo result"
+        assert torch.equal(out[b, :, n:], torch.zeros_like(out[b, :, n:])), f"item {b}: nonzero past its length"
+    ref = K.adain1d_oracle(*_oracle_inputs(x, gamma, beta), lengths=lengths.cpu())
+    assert scaled_max_error(out, ref) <= TOL
+
+
 def test_adain1d_long_row_with_large_offset_matches_float64():
     # 50,000 frames, mean 300, std 0.01: a one-pass float32 sum of x loses the variance entirely.
     gen = torch.Generator().manual_seed(11)

@@ -41,19 +41,17 @@ _DTYPES = ("fp32", "fp16", "bf16")
 # kernels
 # ---------------------------------------------------------------------------------------------------
 @triton.jit
-def _adain1d_kernel(x_ptr, g_ptr, b_ptr, y_ptr, L, eps, BLOCK: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    x_row = x_ptr + row * L
-    y_row = y_ptr + row * L
+def _adain_row(x_row, y_row, g_ptr, b_ptr, n, eps, BLOCK: tl.constexpr):
+    """Normalise x_row[:n] into y_row[:n] with (g, b) at g_ptr / b_ptr."""
     shift = tl.load(x_row).to(tl.float32)
     count = shift * 0.0
     mean = shift * 0.0
     m2 = shift * 0.0
-    for start in range(0, L, BLOCK):
+    for start in range(0, n, BLOCK):
         offs = start + tl.arange(0, BLOCK)
-        mask = offs < L
+        mask = offs < n
         d = tl.where(mask, tl.load(x_row + offs, mask=mask, other=0.0).to(tl.float32) - shift, 0.0)
-        n_chunk = tl.minimum(L - start, BLOCK).to(tl.float32)
+        n_chunk = tl.minimum(n - start, BLOCK).to(tl.float32)
         mean_chunk = tl.sum(d, axis=0) / n_chunk
         dc = tl.where(mask, d - mean_chunk, 0.0)
         m2_chunk = tl.sum(dc * dc, axis=0)
@@ -63,15 +61,35 @@ def _adain1d_kernel(x_ptr, g_ptr, b_ptr, y_ptr, L, eps, BLOCK: tl.constexpr):
         m2 = m2 + m2_chunk + delta * delta * (count * (n_chunk / total))
         count = total
     var = tl.maximum(m2 / count, 0.0)
-    scale = tl.load(g_ptr + row).to(tl.float32) * tl.rsqrt(var + eps)
-    beta = tl.load(b_ptr + row).to(tl.float32)
-    for start in range(0, L, BLOCK):
+    scale = tl.load(g_ptr).to(tl.float32) * tl.rsqrt(var + eps)
+    beta = tl.load(b_ptr).to(tl.float32)
+    for start in range(0, n, BLOCK):
         offs = start + tl.arange(0, BLOCK)
-        mask = offs < L
+        mask = offs < n
         x = tl.load(x_row + offs, mask=mask, other=0.0).to(tl.float32)
         # masked lanes would be (0 - shift) * scale: out of range for float16 stores
         y = tl.where(mask, ((x - shift) - mean) * scale + beta, 0.0)
-        tl.store(y_row + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+        tl.store(y_row + offs, y.to(y_row.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _adain1d_kernel(x_ptr, g_ptr, b_ptr, y_ptr, L, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    _adain_row(x_ptr + row * L, y_ptr + row * L, g_ptr + row, b_ptr + row, L, eps, BLOCK)
+
+
+@triton.jit
+def _adain1d_lengths_kernel(x_ptr, g_ptr, b_ptr, y_ptr, len_ptr, L, C, eps, BLOCK: tl.constexpr):
+    # rows of a padded batch [B, C, L]: row r = (b, c) normalises its first lengths[b] frames exactly as the
+    # unmasked kernel normalises a row of that length (same chunks, same order: bit-identical to a solo
+    # run), and writes zeros past them
+    row = tl.program_id(0).to(tl.int64)
+    n = tl.minimum(tl.maximum(tl.load(len_ptr + row // C), 0), L).to(tl.int32)
+    y_row = y_ptr + row * L
+    _adain_row(x_ptr + row * L, y_row, g_ptr + row, b_ptr + row, n, eps, BLOCK)
+    for start in range(n, L, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        tl.store(y_row + offs, tl.zeros((BLOCK,), dtype=y_ptr.dtype.element_ty), mask=offs < L)
 
 
 @triton.jit
@@ -108,9 +126,14 @@ def _require_contiguous(name: str, **tensors: torch.Tensor | None) -> None:
 
 
 def adain1d(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float = 1e-5,
-            out: torch.Tensor | None = None) -> torch.Tensor:
+            out: torch.Tensor | None = None, lengths: torch.Tensor | None = None) -> torch.Tensor:
+    """lengths [B] (x [B, C, L]): item b's statistics over its first lengths[b] frames, zeros past them; one
+    launch, no host read of the lengths, each row bit-identical to the unmasked kernel on that many frames."""
     _require_contiguous("adain1d", x=x, gamma=gamma, beta=beta)
     L = x.shape[-1]
+    if lengths is not None and (x.dim() != 3 or lengths.shape != (x.shape[0],)):
+        raise ValueError(f"adain1d: lengths must be [B] for x [B, C, L], got {tuple(lengths.shape)} for x "
+                         f"{tuple(x.shape)}")
     rows = x.numel() // max(L, 1)
     if gamma.numel() != rows or beta.numel() != rows:
         raise ValueError(f"adain1d: gamma and beta need one value per (batch, channel) row ({rows} for x "
@@ -119,7 +142,11 @@ def adain1d(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float
     if rows and L:
         # one block size for every L: short rows waste masked lanes of one chunk, which costs nothing
         # measurable in a memory-bound kernel and keeps a single compiled variant per dtype
-        _adain1d_kernel[(rows,)](x, gamma, beta, out, L, float(eps), BLOCK=ADAIN_BLOCK, num_warps=8)
+        if lengths is None:
+            _adain1d_kernel[(rows,)](x, gamma, beta, out, L, float(eps), BLOCK=ADAIN_BLOCK, num_warps=8)
+        else:
+            _adain1d_lengths_kernel[(rows,)](x, gamma, beta, out, lengths.to(device=x.device, dtype=torch.int64),
+                                             L, x.shape[1], float(eps), BLOCK=ADAIN_BLOCK, num_warps=8)
     return out
 
 
@@ -161,11 +188,23 @@ def ada_layer_norm(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps
 # ---------------------------------------------------------------------------------------------------
 # PyTorch peers and float64 oracles
 # ---------------------------------------------------------------------------------------------------
-def adain1d_torch(x, gamma, beta, eps=1e-5):
+def _per_item(fn, x, gamma, beta, eps, lengths):
+    """fn on each item's own frames, zeros past them (the lengths contract of adain1d)."""
+    out = torch.zeros_like(x)
+    for b, n in enumerate(lengths.tolist()):
+        out[b, :, :n] = fn(x[b:b + 1, :, :n], gamma[b:b + 1], beta[b:b + 1], eps)[0]
+    return out
+
+
+def adain1d_torch(x, gamma, beta, eps=1e-5, lengths=None):
+    if lengths is not None:
+        return _per_item(adain1d_torch, x, gamma, beta, eps, lengths)
     return gamma.unsqueeze(-1) * F.instance_norm(x, eps=eps) + beta.unsqueeze(-1)
 
 
-def adain1d_oracle(x, gamma, beta, eps=1e-5):
+def adain1d_oracle(x, gamma, beta, eps=1e-5, lengths=None):
+    if lengths is not None:
+        return _per_item(adain1d_oracle, x, gamma, beta, eps, lengths)
     mu = x.mean(-1, keepdim=True)
     var = ((x - mu) ** 2).mean(-1, keepdim=True)
     return gamma.unsqueeze(-1) * (x - mu) / torch.sqrt(var.clamp_min(0) + eps) + beta.unsqueeze(-1)
@@ -202,8 +241,13 @@ def _adain_inputs(p, dtype, device, gen):
     else:
         x = randn((B, C, L), torch.float32, "cpu", gen, scale=2.0) + randn((B, C, 1), torch.float32, "cpu", gen, 3.0)
         x = x.to(dtype).to(device)
-    return {"x": x, "gamma": randn((B, C), dtype, device, gen, scale=0.5, shift=1.0),
-            "beta": randn((B, C), dtype, device, gen, scale=0.5), "eps": 1e-5}
+    inputs = {"x": x, "gamma": randn((B, C), dtype, device, gen, scale=0.5, shift=1.0),
+              "beta": randn((B, C), dtype, device, gen, scale=0.5), "eps": 1e-5}
+    if p.get("lengths"):  # a padded batch: one item full, the others shorter (one of them a single frame)
+        n = torch.randint(2, L, (B,), generator=gen)
+        n[0], n[-1] = L, 1
+        inputs["lengths"] = n.to(device)
+    return inputs
 
 
 def _adain_bytes(p, itemsize):
@@ -222,7 +266,9 @@ register(Kernel(
            Case({"shape": (1, 4, 7900), "near_constant": True}),
            Case({"shape": (2, 1024, 801)}, devices=("cuda",)),
            Case({"shape": (1, 64, 48001), "near_constant": True}, devices=("cuda",)),
-           Case({"shape": (1, 128, 48000)}, devices=("cuda",))],
+           Case({"shape": (1, 128, 48000)}, devices=("cuda",)),
+           Case({"shape": (3, 4, 300), "lengths": True}),
+           Case({"shape": (4, 512, 20000), "lengths": True}, devices=("cuda",))],
     # Kokoro decoder / generator AdaIN blocks at 10 s of speech, and one >= 256 MB input.
     bench=[BenchShape(label, {"shape": shape}, flops=lambda p: 7 * math.prod(p["shape"]), bytes=_adain_bytes)
            for label, shape in (("Kokoro decoder AdaIN [1, 1024, 800]", (1, 1024, 800)),
@@ -233,7 +279,12 @@ register(Kernel(
     variants=lambda: [AotVariant(f"_adain1d_kernel[{dt}]", _adain1d_kernel,
                                  {"x_ptr": f"*{dt}", "g_ptr": f"*{dt}", "b_ptr": f"*{dt}", "y_ptr": f"*{dt}",
                                   "L": "i32", "eps": "fp32"}, {"BLOCK": ADAIN_BLOCK}, num_warps=8)
-                      for dt in _DTYPES],
+                      for dt in _DTYPES]
+                     + [AotVariant(f"_adain1d_lengths_kernel[{dt}]", _adain1d_lengths_kernel,
+                                   {"x_ptr": f"*{dt}", "g_ptr": f"*{dt}", "b_ptr": f"*{dt}", "y_ptr": f"*{dt}",
+                                    "len_ptr": "*i64", "L": "i32", "C": "i32", "eps": "fp32"},
+                                   {"BLOCK": ADAIN_BLOCK}, num_warps=8)
+                        for dt in _DTYPES],
 ))
 
 

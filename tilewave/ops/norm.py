@@ -23,15 +23,13 @@ def adain1d(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float
 
 
 def _adain1d_lengths(x, gamma, beta, eps, lengths):
-    # Item by item on its own frames, with the unmasked op: each item's result is bit-identical to its solo
-    # run. Kokoro's harmonic source integrates F0 over thousands of radians of phase, so a rounding-level
-    # change upstream (masked sums round differently) becomes a visible change in the waveform.
-    # On CUDA that is one launch per item (the lengths are read on the host: a sync per call); a
-    # lengths-aware kernel in kernels/norm.py would make it one launch.
-    out = torch.zeros_like(x)
-    for b, n in enumerate(lengths.tolist()):
-        out[b, :, :n] = adain1d(x[b:b + 1, :, :n], gamma[b:b + 1], beta[b:b + 1], eps)[0]
-    return out
+    # Each item bit-identical to its solo run: Kokoro's harmonic source integrates F0 over thousands of radians
+    # of phase, so a rounding-level change upstream (masked sums that round differently) becomes a visible
+    # change in the waveform. The kernel normalises each row's own frames in the unmasked kernel's chunks and
+    # order (one launch, the lengths read on the device); PyTorch's instance_norm runs item by item.
+    if use_triton("adain1d", x, gamma, beta, lengths):
+        return K.adain1d(x.contiguous(), gamma.contiguous(), beta.contiguous(), eps, lengths=lengths)
+    return K.adain1d_torch(x, gamma, beta, eps, lengths=lengths)
 
 
 def layer_norm(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None,
