@@ -117,6 +117,22 @@ def run(inputs_path: str, reps: int, out_json: str | None, precisions: list[str]
             row[f"audio_rel_l2_triton_{precision}"] = rel_l2(a_p.audio, a_off)
             print(f"        precision {precision}: {row[f'ms_tilewave_triton_{precision}']:.1f} ms, durations equal "
                   f"{row[f'durations_equal_triton_{precision}']}, audio rel L2 {row[f'audio_rel_l2_triton_{precision}']:.2e}")
+        # the generator replayed from a CUDA graph of its frame bucket (the first call records it)
+        for precision in ["ieee"] + precisions:
+            ours.use_cuda_graphs()
+            with fp32_matmul_precision(precision):
+                a_g = tilewave_triton()
+                ms = time_cuda(tilewave_triton, warmup=2, reps=reps, flush_l2=False).median_us / 1e3
+                ours.graphs = None
+                a_eager = tilewave_triton()
+            row[f"ms_tilewave_triton_{precision}_graphs"] = ms
+            row[f"durations_equal_triton_{precision}_graphs"] = bool(torch.equal(a_g.durations.cpu(), d_off.cpu()))
+            row[f"audio_rel_l2_triton_{precision}_graphs"] = rel_l2(a_g.audio, a_off)
+            row[f"audio_max_diff_graphs_vs_eager_{precision}"] = float((a_g.audio - a_eager.audio).abs().max())
+            print(f"        precision {precision} + CUDA graphs: {ms:.1f} ms, durations equal "
+                  f"{row[f'durations_equal_triton_{precision}_graphs']}, audio rel L2 "
+                  f"{row[f'audio_rel_l2_triton_{precision}_graphs']:.2e}, max |graphs - eager| "
+                  f"{row[f'audio_max_diff_graphs_vs_eager_{precision}']:.1e}")
         prof = StageProfiler(dev)
         reset_placements()
         ours(ids, ref_s, 1.0, generator=torch.Generator(dev).manual_seed(0), profile=prof)

@@ -89,6 +89,26 @@ def invariance(dev) -> dict:
     return res
 
 
+def lstm_step_costs(dev) -> list[dict]:
+    """lstm_batched's time per step by B and by how its recurrent product runs (exact FMAs or one TF32 MMA):
+    if TF32 is much faster, the exact dot is what a step waits for; if not, the barrier or the gate shuffles."""
+    from tilewave.harness.timing import time_cuda
+    from tilewave.kernels import lstm_batched as KB
+
+    g = torch.Generator(dev).manual_seed(1)
+    T, I, H = 383, 640, 256
+    w = [torch.randn(2, 4 * H, I, device=dev, generator=g) * 0.05, torch.randn(2, 4 * H, H, device=dev, generator=g) * 0.05,
+         torch.randn(2, 4 * H, device=dev, generator=g) * 0.05, torch.randn(2, 4 * H, device=dev, generator=g) * 0.05]
+    rows = []
+    for B in (1, 16, 64):
+        x = torch.randn(B, T, I, device=dev, generator=g)
+        for precision in KB.PRECISIONS:
+            us = time_cuda(lambda: KB.lstm_batched(x, *w, precision=precision), warmup=3, reps=10).median_us
+            rows.append({"B": B, "precision": precision, "us": us, "us_per_step": us / T})
+            print(f"lstm_batched B={B:3d} {precision:5s}: {us / 1e3:8.2f} ms, {us / T:6.1f} us per step")
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batches", default="8,64")
@@ -108,6 +128,7 @@ def main() -> int:
     pack = load_voice("jf_alpha")
     report = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "precision": args.precision, "rows": []}
     with scope(args.precision):
+        report["lstm_step_costs"] = lstm_step_costs(dev)
         report["invariance"] = invariance(dev)
         print("batch invariance (row b of a B-item call vs a 1-item call):", report["invariance"])
         for batch in [int(b) for b in args.batches.split(",")]:

@@ -54,13 +54,22 @@ bench)  # bench [family ...]: default every kernel; then Kokoro and the vocoders
   tail -qn3 "$OUT"/bench*.txt
   timeout 240 python3 benchmarks/bench_kokoro.py --json "$OUT/kokoro.json" 2>&1 | tee "$OUT/kokoro.txt"
   timeout 180 python3 benchmarks/bench_vocoders.py --json "$OUT/vocoders.json" 2>&1 | tee "$OUT/vocoders.txt" ;;
-engine)
+engine)  # the batch path: LSTM placements and step costs, batch invariance, Nsight on one LSTM launch, CUDA tests
   install
-  timeout 150 python3 -m tilewave test --device cuda -f rnn > "$OUT/test_rnn.txt" 2>&1; tail -n3 "$OUT/test_rnn.txt"
-  grep -h -A2 '^\[FAIL\]' "$OUT/test_rnn.txt" | head -30
-  timeout 150 python3 -m tilewave bench -v -f rnn --json "$OUT/bench_rnn.json" > "$OUT/bench_rnn.txt" 2>&1
-  grep -i -E "lstm|batch" "$OUT/bench_rnn.txt" | head -40
-  timeout 200 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_lstm_batched.py tests/models/test_kokoro_batch.py \
+  timeout 300 python3 benchmarks/diag_batch_gpu.py --batches 8,64 --json "$OUT/diag_batch.json" 2>&1 \
+    | grep -v Warning | tee "$OUT/diag_batch.txt"
+  NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  timeout 120 "$NCU" --clock-control none --kernel-name regex:_lstm_batched --launch-count 1 --section SpeedOfLight \
+    --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis python3 -c "
+import torch
+from tilewave.kernels import lstm_batched as KB
+g = torch.Generator('cuda').manual_seed(0)
+x = torch.randn(1, 64, 640, device='cuda', generator=g)
+w = [torch.randn(*s, device='cuda', generator=g) * 0.05 for s in ((2, 1024, 640), (2, 1024, 256), (2, 1024), (2, 1024))]
+KB.lstm_batched(x, *w); torch.cuda.synchronize()" > "$OUT/ncu_lstm.txt" 2>&1
+  grep -E "Duration|Stall|Issue Slot|Warp Cycles|Active Warps|Eligible|Throughput" "$OUT/ncu_lstm.txt" | head -30
+  timeout 60 python3 -m tilewave test --device cuda -f adain1d 2>&1 | tail -n2
+  timeout 200 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_norm.py tests/models/test_kokoro_batch.py \
     2>&1 | tee "$OUT/pytest_engine.txt" | tail -15 ;;
 batch)  # batch [precision]: Kokoro batched beside one by one and the official model
   install

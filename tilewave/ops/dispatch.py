@@ -31,6 +31,11 @@ def backend(name: str):
         _backend.reset(token)
 
 
+def current_backend() -> str:
+    """The backend in force ('auto' outside any backend() block)."""
+    return _backend.get()
+
+
 def use_triton(op: str, *tensors: torch.Tensor | None, supported: bool = True, reason: str = "") -> bool:
     """Decide where `op` runs for these arguments, record the decision, and return True for Triton."""
     mode = _backend.get()

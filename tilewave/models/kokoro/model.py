@@ -20,14 +20,16 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from tilewave import profiling
+from tilewave import precision, profiling
 from tilewave.errors import InputError
 from tilewave.models.kokoro import weights as W
 from tilewave.models.kokoro.config import CONFIG, KokoroConfig
 from tilewave.models.kokoro.modules import Albert, Decoder, ProsodyPredictor, TextEncoder
 from tilewave.ops import spectral
+from tilewave.ops.dispatch import current_backend
 
 STAGES = ("albert", "duration", "f0_energy", "text_encoder", "decoder", "generator", "istft")
+GRAPH_BUCKET = 64  # decoder frames (1.6 s of audio): a graphed generator runs on inputs padded to a multiple
 
 
 @dataclass
@@ -46,6 +48,17 @@ class KokoroModel(nn.Module):
         self.predictor = ProsodyPredictor(cfg)
         self.text_encoder = TextEncoder(cfg)
         self.decoder = Decoder(cfg)
+        self.graphs = None  # a GraphCache once use_cuda_graphs() is called
+
+    def use_cuda_graphs(self, max_graphs: int = 8) -> "KokoroModel":
+        """Replay the generator of single utterances on a GPU from CUDA graphs, one per GRAPH_BUCKET of decoder
+        frames (at most max_graphs kept; see ops.graphs). The graphed pass runs on the padded bucket with the
+        lengths that keep padding out of the result; the harmonic source (random draws) and the iSTFT stay
+        eager on the item's own length."""
+        from tilewave.ops.graphs import GraphCache
+
+        self.graphs = GraphCache(max_graphs) if self.device.type == "cuda" else None
+        return self
 
     # -----------------------------------------------------------------------------------------------
     @classmethod
@@ -224,9 +237,12 @@ class KokoroModel(nn.Module):
         with stage("generator"):
             hars = [gen.source(f["F0"][b:b + 1, :2 * n], generators[b]) for b, n in enumerate(n_frames)]
             har = _pad_cat(hars)
-            spec, spec_lengths = gen.spectrum(f["decoder"], s_dec, har,
-                                              None if frame_lengths is None else 2 * frame_lengths,
-                                              self._lengths([h.shape[-1] for h in hars]))
+            if self.graphs is not None and len(n_frames) == 1:
+                spec, spec_lengths = self._spectrum_graphed(f["decoder"], s_dec, har), None
+            else:
+                spec, spec_lengths = gen.spectrum(f["decoder"], s_dec, har,
+                                                  None if frame_lengths is None else 2 * frame_lengths,
+                                                  self._lengths([h.shape[-1] for h in hars]))
         with stage("istft"):
             n_fft, hop = self.cfg.gen_istft_n_fft, self.cfg.gen_istft_hop_size
             if spec_lengths is None:
@@ -235,6 +251,26 @@ class KokoroModel(nn.Module):
                 audio = [spectral.istft_exp_sin(spec[b:b + 1, :, :n], n_fft, hop)[0]
                          for b, n in enumerate(spec_lengths.tolist())]
         return har, spec, audio
+
+    def _spectrum_graphed(self, x, s, har):
+        """gen.spectrum for one item from the graph of its frame bucket: x [1, 512, n], har [1, 22, 60n + 1]
+        zero-padded to the bucket, the true lengths as device tensors (every op of spectrum takes them there)."""
+        gen = self.decoder.generator
+        n, h = x.shape[-1], har.shape[-1]
+        nb = -(-n // GRAPH_BUCKET) * GRAPH_BUCKET
+        hb = h + (nb - n) * (gen.samples_per_frame // self.cfg.gen_istft_hop_size)
+        frames = n  # the conv_post output's frames for n decoder frames, as spectrum's lengths arithmetic gives
+        for i, up in enumerate(gen.ups):
+            frames = up.out_lengths(frames) + (1 if i == len(gen.ups) - 1 else 0)
+        lengths = torch.tensor([n], dtype=torch.long, device=x.device)
+        har_lengths = torch.tensor([h], dtype=torch.long, device=x.device)
+        # what a graph recorded depends on the precision and backend in force when it was recorded
+        key = ("generator", nb, x.dtype, precision.current(), current_backend())
+        spec, = self.graphs.run(
+            key, lambda *a: (gen.spectrum(*a)[0],),
+            (torch.nn.functional.pad(x, (0, nb - n)), s, torch.nn.functional.pad(har, (0, hb - h)), lengths,
+             har_lengths))
+        return spec[:, :, :frames]
 
     def _lengths(self, n: list[int]) -> torch.Tensor | None:
         return None if len(set(n)) == 1 else torch.tensor(n, dtype=torch.long, device=self.device)
