@@ -102,10 +102,20 @@ def lstm_step_costs(dev) -> list[dict]:
     rows = []
     for B in (1, 16, 64):
         x = torch.randn(B, T, I, device=dev, generator=g)
-        for precision in KB.PRECISIONS:
-            us = time_cuda(lambda: KB.lstm_batched(x, *w, precision=precision), warmup=3, reps=10).median_us
-            rows.append({"B": B, "precision": precision, "us": us, "us_per_step": us / T})
-            print(f"lstm_batched B={B:3d} {precision:5s}: {us / 1e3:8.2f} ms, {us / T:6.1f} us per step")
+        # the default split (64 programs of 4 units per direction) and coarser ones: fewer programs meet at each
+        # step's barrier, each with a wider slice of W_hh and a wider dot
+        for units in (4, 8, 16):
+            plan = (H // units, units, H, KB.MAX_BLOCK_B)
+            for precision in KB.PRECISIONS:
+                try:
+                    us = time_cuda(lambda: KB.lstm_batched(x, *w, precision=precision, plan=plan), warmup=3,
+                                   reps=10).median_us
+                except Exception as exc:  # a plan that does not compile or launch: say so and go on
+                    print(f"lstm_batched B={B} units={units} {precision}: {type(exc).__name__}: {exc}"[:300])
+                    continue
+                rows.append({"B": B, "units": units, "precision": precision, "us": us, "us_per_step": us / T})
+                print(f"lstm_batched B={B:3d} units={units:2d} {precision:5s}: {us / 1e3:8.2f} ms, "
+                      f"{us / T:6.1f} us per step")
     return rows
 
 

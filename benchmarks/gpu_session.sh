@@ -77,8 +77,10 @@ batch)  # batch [precision]: Kokoro batched beside one by one and the official m
     --json "$OUT/kokoro_batch_${2:-tf32x3}.json" 2>&1 | grep -v Warning | tee "$OUT/kokoro_batch_${2:-tf32x3}.txt" ;;
 serve)
   install
-  timeout 200 python3 benchmarks/bench_first_audio.py --device cuda --json "$OUT/first_audio.json" 2>&1 \
-    | tee "$OUT/first_audio.txt" | tail -8
+  for g in "" --graphs; do
+    timeout 150 python3 benchmarks/bench_first_audio.py --device cuda $g --json "$OUT/first_audio$g.json" 2>&1 \
+      | tee "$OUT/first_audio$g.txt" | tail -7
+  done
   timeout 300 python3 benchmarks/bench_server.py --device cuda --clients 16 --requests 2 --text-words 48 \
     --timeout 240 --json "$OUT/server.json" 2>&1 | tee "$OUT/server.txt" | tail -8 ;;
 *) echo "unknown phase $phase"; exit 2 ;;

@@ -14,6 +14,7 @@ decoder and generator, most of the work, run on the padded batch.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, field
 
@@ -63,7 +64,7 @@ class KokoroModel(nn.Module):
     # -----------------------------------------------------------------------------------------------
     @classmethod
     def expected_shapes(cls, cfg: KokoroConfig = CONFIG) -> dict[str, torch.Size]:
-        with torch.device("meta"):
+        with _shapes_only():
             model = cls(cfg)
         return {k: v.shape for k, v in model.state_dict().items()}
 
@@ -78,7 +79,7 @@ class KokoroModel(nn.Module):
     @classmethod
     def from_weights(cls, weights: dict[str, torch.Tensor], device: str | torch.device = "cpu") -> "KokoroModel":
         W.check_weights(weights, cls.expected_shapes(), "weights dict")
-        with torch.device("meta"):
+        with _shapes_only():
             model = cls()
         # contiguous: the Triton kernels behind tilewave.ops take dense row-major weights
         model.load_state_dict({k: v.contiguous() for k, v in weights.items()}, strict=True, assign=True)
@@ -274,6 +275,23 @@ class KokoroModel(nn.Module):
 
     def _lengths(self, n: list[int]) -> torch.Tensor | None:
         return None if len(set(n)) == 1 else torch.tensor(n, dtype=torch.long, device=self.device)
+
+
+@contextlib.contextmanager
+def _shapes_only():
+    """Build modules on the meta device without torch's random init: the weights are assigned right after, and
+    nn.init on meta tensors goes through torch._refs, whose first use imports torch._dynamo (measured: 3 s of a
+    `tilewave say` start on this CPU, benchmarks/RESULTS.md)."""
+    names = ("normal_", "uniform_", "kaiming_uniform_", "xavier_uniform_", "ones_", "zeros_", "constant_")
+    saved = {n: getattr(nn.init, n) for n in names}
+    for n in names:
+        setattr(nn.init, n, lambda tensor, *args, **kwargs: tensor)
+    try:
+        with torch.device("meta"):
+            yield
+    finally:
+        for n, fn in saved.items():
+            setattr(nn.init, n, fn)
 
 
 def _align(x: torch.Tensor, durations: list[torch.Tensor], n_frames: list[int]) -> torch.Tensor:
