@@ -1,27 +1,21 @@
-"""Kokoro-82M end to end on one GPU, same weights, same inputs, same run:
+"""Kokoro-82M end to end: the command lines that benchmarks/gpu_session.sh and RESULTS.md cite, over
+tilewave.harness.model_bench (`tilewave bench --model kokoro`, which documents the rows), and --make-inputs.
 
-  tilewave on its Triton kernels (float32 products exact, and with --precisions also tf32x3: float32-class
-  error on tensor cores), tilewave on PyTorch ops (`backend("torch")`), and the official `kokoro`
-  0.9.4 KModel (eager fp32, TF32 off), each timed with device events (median after warm-up), plus
-  tilewave's per-stage profile and its parity with the official model (durations, audio).
-
-The inputs are English sentences phonemized on a machine with espeak (`--make-inputs FILE`), so that the
-GPU machine needs no phonemizer:  python3 benchmarks/bench_kokoro.py --inputs benchmarks/kokoro_inputs.json
-
-`--batch B [--device cpu]`: B sentences of mixed lengths (cut from the same inputs) through
-KokoroModel.forward_batch, beside the same B one by one through forward, in one run: aggregate x real
-time, peak memory (the process's RSS high-water mark on the CPU, solo run first; the allocator's peak on a
-GPU) and the largest audio difference batch vs solo with the count of items whose durations are equal.
+  python3 benchmarks/bench_kokoro.py [--json F]      single utterances (GPU if present): tilewave at 'ieee' and at
+                                                     each of --precisions (default tf32x3), on its PyTorch ops
+                                                     (GPU), and the official KModel
+  python3 benchmarks/bench_kokoro.py --batch 1,8,32,64 --device cuda --precision tf32x3 --json F
+                                                     B mixed sentences one by one, through the engine, padded, and
+                                                     the official model one by one (default device: the CPU)
+  python3 benchmarks/bench_kokoro.py --make-inputs tilewave/harness/kokoro_inputs.json
+                                                     phonemize TEXTS (needs espeak): the packaged inputs
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-import tempfile
 from pathlib import Path
-
-import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -53,248 +47,37 @@ def make_inputs(path: str) -> None:
     print({k: len(v) for k, v in out.items()})
 
 
-def rel_l2(a: torch.Tensor, b: torch.Tensor) -> float:
-    n = min(a.numel(), b.numel())
-    a, b = a.flatten()[:n].double(), b.flatten()[:n].double()
-    return ((a - b).norm() / b.norm()).item()
-
-
-def run(inputs_path: str, reps: int, out_json: str | None, precisions: list[str]) -> None:
-    import triton
-
-    from tests.models.kokoro_reference import official_kmodel
-    from tilewave.engine.voices import load_voice, style_for
-    from tilewave.harness.timing import time_cuda
-    from tilewave.profiling import StageProfiler
-    from tilewave.models.kokoro import KokoroModel
-    from tilewave.models.kokoro import weights as W
-    from tilewave.ops import backend, placements, reset_placements
-    from tilewave.precision import scope as fp32_matmul_precision
-    from tilewave.text.vocab import encode
-
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
-    dev = "cuda"
-    weights = W.load_weights(None, KokoroModel.expected_shapes())
-    ours = KokoroModel.from_weights(weights, dev)
-    pth = W.save_official_layout(weights, Path(tempfile.mkdtemp()) / "kokoro-dequantized.pth")
-    official = official_kmodel(pth, dev)
-    pack = load_voice("jf_alpha")
-    phonemes = json.loads(Path(inputs_path).read_text())
-    report = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-              "rows": []}
-    print(f"# {report['gpu']}  torch {torch.__version__}  triton {triton.__version__}")
-    for name, ps in phonemes.items():
-        ids = encode(ps).to(dev)
-        ref_s = style_for(pack, len(ps)).to(dev)
-
-        def tilewave_triton(seed=0):
-            return ours(ids, ref_s, 1.0, generator=torch.Generator(dev).manual_seed(seed))
-
-        def tilewave_torch(seed=0):
-            with backend("torch"):
-                return ours(ids, ref_s, 1.0, generator=torch.Generator(dev).manual_seed(seed))
-
-        def official_fn(seed=0):
-            torch.manual_seed(seed)
-            with torch.no_grad():
-                return official.forward_with_tokens(ids, ref_s, 1.0)
-
-        a_tri, a_tt, (a_off, d_off) = tilewave_triton(), tilewave_torch(), official_fn()
-        row = {"input": name, "phonemes": len(ps), "audio_s": a_off.numel() / 24000,
-               "durations_equal_triton": bool(torch.equal(a_tri.durations.cpu(), d_off.cpu())),
-               "durations_equal_torch": bool(torch.equal(a_tt.durations.cpu(), d_off.cpu())),
-               "audio_rel_l2_triton": rel_l2(a_tri.audio, a_off), "audio_rel_l2_torch": rel_l2(a_tt.audio, a_off),
-               "finite": bool(torch.isfinite(a_tri.audio).all())}
-        for label, fn in (("ms_tilewave_triton", tilewave_triton), ("ms_tilewave_torch", tilewave_torch),
-                          ("ms_official", official_fn)):
-            row[label] = time_cuda(fn, warmup=2, reps=reps, flush_l2=False).median_us / 1e3
-        for precision in precisions:  # the same Triton path with float32 products on tensor cores
-            with fp32_matmul_precision(precision):
-                a_p = tilewave_triton()
-                row[f"ms_tilewave_triton_{precision}"] = time_cuda(tilewave_triton, warmup=2, reps=reps,
-                                                                   flush_l2=False).median_us / 1e3
-            row[f"durations_equal_triton_{precision}"] = bool(torch.equal(a_p.durations.cpu(), d_off.cpu()))
-            row[f"audio_rel_l2_triton_{precision}"] = rel_l2(a_p.audio, a_off)
-            print(f"        precision {precision}: {row[f'ms_tilewave_triton_{precision}']:.1f} ms, durations equal "
-                  f"{row[f'durations_equal_triton_{precision}']}, audio rel L2 {row[f'audio_rel_l2_triton_{precision}']:.2e}")
-        # the generator replayed from a CUDA graph of its frame bucket (the first call records it)
-        for precision in ["ieee"] + precisions:
-            ours.use_cuda_graphs()
-            with fp32_matmul_precision(precision):
-                a_g = tilewave_triton()
-                ms = time_cuda(tilewave_triton, warmup=2, reps=reps, flush_l2=False).median_us / 1e3
-                ours.graphs = None
-                a_eager = tilewave_triton()
-            row[f"ms_tilewave_triton_{precision}_graphs"] = ms
-            row[f"durations_equal_triton_{precision}_graphs"] = bool(torch.equal(a_g.durations.cpu(), d_off.cpu()))
-            row[f"audio_rel_l2_triton_{precision}_graphs"] = rel_l2(a_g.audio, a_off)
-            row[f"audio_max_diff_graphs_vs_eager_{precision}"] = float((a_g.audio - a_eager.audio).abs().max())
-            print(f"        precision {precision} + CUDA graphs: {ms:.1f} ms, durations equal "
-                  f"{row[f'durations_equal_triton_{precision}_graphs']}, audio rel L2 "
-                  f"{row[f'audio_rel_l2_triton_{precision}_graphs']:.2e}, max |graphs - eager| "
-                  f"{row[f'audio_max_diff_graphs_vs_eager_{precision}']:.1e}")
-        prof = StageProfiler(dev)
-        reset_placements()
-        ours(ids, ref_s, 1.0, generator=torch.Generator(dev).manual_seed(0), profile=prof)
-        row["stages_ms"] = {n: round(ms, 2) for n, _, ms, _ in prof.report()}
-        row["placements"] = placements()
-        report["rows"].append(row)
-        print(f"{name:>6}: {len(ps)} phonemes -> {row['audio_s']:.2f} s | tilewave/triton {row['ms_tilewave_triton']:.1f} ms"
-              f" | tilewave/torch {row['ms_tilewave_torch']:.1f} ms | official {row['ms_official']:.1f} ms"
-              f" | x{row['ms_official'] / row['ms_tilewave_triton']:.2f} vs official"
-              f" | durations equal {row['durations_equal_triton']}/{row['durations_equal_torch']}"
-              f" | audio rel L2 {row['audio_rel_l2_triton']:.2e}/{row['audio_rel_l2_torch']:.2e}")
-        print(prof.format("  stage"))
-        fallbacks = [p for p in row["placements"] if p[1] == "torch"]
-        print("  ops on PyTorch:", ", ".join(f"{op} ({why})" for op, _, why, _ in fallbacks) or "none")
-    if out_json:
-        Path(out_json).write_text(json.dumps(report, indent=1))
-
-
-def batch_sentences(inputs_path: str, n: int) -> list[str]:
-    """n phonemized sentences of mixed lengths: the inputs cut at sentence ends, taken in order, cycling."""
-    import re
-
-    found = [x for ps in json.loads(Path(inputs_path).read_text()).values()
-             for x in re.split(r"(?<=[.!?])\s+", ps) if x.strip()]
-    return [found[i % len(found)] for i in range(n)]
-
-
-# one by one through forward; the engine's scheduler over the B requests; one padded forward_batch of all B;
-# the official KModel one by one (the peer: it runs one utterance at a time)
-MODES = ("solo", "engine", "padded")  # padded last on the CPU: its 2-3 GB peak slows what runs after it
-
-
-def _batch_mode(mode: str, model, items, device: str, texts=(), official=None) -> dict:
-    """Run the items solo, as one padded batch, through the engine's scheduler (texts: their phonemes) or
-    through the official model one by one; seconds, audio and durations, peak memory in MB."""
-    import resource
-    import time
-    from types import SimpleNamespace
-
-    ids, ref_s, seeds = items
-    gens = [torch.Generator(device).manual_seed(s) for s in seeds]
-    if device == "cuda":
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-    t0 = time.perf_counter()
-    if mode == "padded":
-        outs = model.forward_batch(ids, ref_s, [1.0] * len(ids), gens, padded=True)
-    elif mode == "engine":  # the scheduler's batches (length buckets, frame budget), the model's device policy
-        from tilewave.engine import Session
-        from tilewave.precision import current
-
-        with Session(device=device, model=model, voice="jf_alpha", precision=current()) as session:
-            jobs = [session.prepare(ps, phonemes=True, seed=s)[0] for ps, s in zip(texts, seeds)]
-            requests = [session.scheduler.submit(j, s, block=True) for j, s in zip(jobs, seeds)]
-            chunks = [c for r in requests for c in r]
-        assert len(chunks) == len(ids), "a sentence was cut into several chunks: compare whole sentences"
-        outs = [SimpleNamespace(audio=torch.from_numpy(c.audio), durations=c.durations) for c in chunks]
-    elif mode == "official":
-        outs = []
-        for i, x in enumerate(ids):
-            torch.manual_seed(seeds[i])
-            audio, dur = official.forward_with_tokens(x[None], ref_s[i:i + 1], 1.0)
-            outs.append(SimpleNamespace(audio=audio, durations=dur))
-    else:
-        outs = [model(x[None], ref_s[i:i + 1], 1.0, gens[i]) for i, x in enumerate(ids)]
-    if device == "cuda":
-        torch.cuda.synchronize()
-    seconds = time.perf_counter() - t0
-    peak = (torch.cuda.max_memory_allocated() / 2 ** 20 if device == "cuda"
-            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-    return {"seconds": seconds, "peak_mb": peak, "audio": [o.audio.cpu() for o in outs],
-            "durations": [o.durations.cpu() for o in outs]}
-
-
-def run_batch(inputs_path: str, batches: list[int], device: str, precision: str, reps: int, with_official: bool,
-              out_json: str | None = None) -> None:
-    """Each B: the modes in turn (and the official model one by one), `reps` timed rounds after one warm-up
-    round of every mode (first calls compile and allocate), the median round per mode."""
-    import statistics
-
-    from tilewave.engine.voices import load_voice, style_for
-    from tilewave.models.kokoro import KokoroModel
-    from tilewave.models.kokoro import weights as W
-    from tilewave.precision import scope
-    from tilewave.spec.tolerance import scaled_max_error
-    from tilewave.text.vocab import encode
-
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
-    weights = W.load_weights(None, KokoroModel.expected_shapes())
-    model = KokoroModel.from_weights(weights, device)
-    official = None
-    if with_official:
-        from tests.models.kokoro_reference import official_kmodel
-
-        official = official_kmodel(W.save_official_layout(weights, Path(tempfile.mkdtemp()) / "k.pth"), device)
-    modes = MODES + (("official",) if official is not None else ())
-    pack = load_voice("jf_alpha")
-    report = {"device": device, "torch": torch.__version__, "precision": precision, "threads": torch.get_num_threads(),
-              "gpu": torch.cuda.get_device_name() if device == "cuda" else None, "rows": []}
-    for batch in batches:
-        sentences = batch_sentences(inputs_path, batch)
-        ids = [encode(ps)[0].to(device) for ps in sentences]
-        ref_s = torch.cat([style_for(pack, len(ps)).reshape(1, -1) for ps in sentences]).to(device)
-        items = (ids, ref_s, list(range(batch)))
-        with scope(precision):
-            if device == "cuda":
-                for mode in modes:
-                    _batch_mode(mode, model, items, device, sentences, official)
-            else:
-                _batch_mode("solo", model, (ids[:1], ref_s[:1], [0]), device)
-            # solo first: on the CPU the process's RSS high-water mark only grows, so after the batch it is the
-            # batch's peak unless that stayed below the solo one (then printed as "<=")
-            rounds = [{mode: _batch_mode(mode, model, items, device, sentences, official) for mode in modes}
-                      for _ in range(reps)]
-        results = {mode: dict(rounds[-1][mode], seconds=statistics.median(r[mode]["seconds"] for r in rounds))
-                   for mode in modes}
-        audio_s = sum(a.numel() for a in results["solo"]["audio"]) / 24000
-        lengths = [x.numel() - 2 for x in ids]
-        row = {"batch": batch, "phonemes": lengths, "audio_s": audio_s, "modes": {}}
-        print(f"# {batch} sentences of {min(lengths)}..{max(lengths)} phonemes ({sum(lengths)} in all) -> "
-              f"{audio_s:.1f} s of audio on {device} ({report['gpu'] or 'CPU'}), torch {torch.__version__}, "
-              f"{torch.get_num_threads()} threads, precision {precision}, median of {reps}")
-        for mode in modes:
-            r = results[mode]
-            bound = "<=" if device == "cpu" and mode != "solo" and r["peak_mb"] <= results["solo"]["peak_mb"] else ""
-            same = sum(torch.equal(a, b) for a, b in zip(r["durations"], results["solo"]["durations"]))
-            diff = max(scaled_max_error(a.flatten(), b.flatten()) if a.numel() == b.numel() else float("inf")
-                       for a, b in zip(r["audio"], results["solo"]["audio"]))
-            row["modes"][mode] = {"seconds": r["seconds"], "x_real_time": audio_s / r["seconds"], "peak_mb": r["peak_mb"],
-                                  "durations_identical": same, "max_audio_diff_vs_solo": diff}
-            print(f"  {mode:>8}: {r['seconds'] * 1e3:9.1f} ms, x{audio_s / r['seconds']:8.1f} real time aggregate, "
-                  f"{results['solo']['seconds'] / r['seconds']:.2f}x one by one, peak "
-                  f"{'RSS' if device == 'cpu' else 'GPU memory'} {bound}{r['peak_mb']:.0f} MB; vs solo: durations "
-                  f"identical {same}/{batch}, max audio difference {diff:.2e}")
-        report["rows"].append(row)
-    if out_json:
-        Path(out_json).write_text(json.dumps(report, indent=1))
-
-
 def main() -> None:
+    import torch
+
+    from tilewave.harness import model_bench
+    from tilewave.precision import DEFAULT
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--make-inputs", metavar="FILE", help="phonemize the benchmark texts into FILE (needs espeak)")
-    p.add_argument("--inputs", default=str(ROOT / "benchmarks" / "kokoro_inputs.json"))
-    p.add_argument("--reps", type=int, help="timed runs (default 5; --batch: rounds, 3 on a GPU, 1 on the CPU)")
+    p.add_argument("--inputs", help=f"phonemes JSON (default {model_bench.INPUTS.relative_to(ROOT)})")
+    p.add_argument("--reps", type=int, help="timed runs (default 5 on a GPU; --batch: rounds, 3 on a GPU, 1 on the CPU)")
     p.add_argument("--json", metavar="FILE")
-    p.add_argument("--precisions", default="tf32x3", help="comma-separated extra float32 precisions to time (or '')")
+    p.add_argument("--precisions", default="tf32x3", help="comma-separated float32 precisions to time beside ieee (or '')")
     p.add_argument("--batch", metavar="B[,B...]", help="B mixed-length sentences batched vs one by one (several: 1,8,64)")
-    p.add_argument("--device", default="cpu", help="device for --batch (cpu or cuda)")
+    p.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda if present; --batch: cpu")
     p.add_argument("--precision", default=None, help="float32 products for --batch (default: the engine's)")
     p.add_argument("--official", action=argparse.BooleanOptionalAction, default=None,
                    help="--batch: the official KModel one by one too (default: on a GPU)")
     args = p.parse_args()
     if args.make_inputs:
-        make_inputs(args.make_inputs)
-    elif args.batch:
-        from tilewave.precision import DEFAULT
-
-        run_batch(args.inputs, [int(b) for b in args.batch.split(",")], args.device, args.precision or DEFAULT,
-                  args.reps or (3 if args.device == "cuda" else 1),
-                  args.device == "cuda" if args.official is None else args.official, args.json)
+        return make_inputs(args.make_inputs)
+    if args.batch:
+        device = args.device or "cpu"
+        opt = model_bench.Options("kokoro", device, (args.precision or DEFAULT,),
+                                  batches=model_bench.parse_batches(args.batch), reps=args.reps, inputs=args.inputs,
+                                  official=device == "cuda" if args.official is None else args.official)
     else:
-        run(args.inputs, args.reps or 5, args.json, [x for x in args.precisions.split(",") if x])
+        device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        extra = tuple(x for x in args.precisions.split(",") if x and x != "ieee")
+        opt = model_bench.Options("kokoro", device, ("ieee",) + extra, reps=args.reps, inputs=args.inputs,
+                                  official=args.official is not False)
+    model_bench.run(opt, args.json)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_kokoro import batch_sentences  # noqa: E402
+from tilewave.harness.model_bench import batch_sentences  # noqa: E402
 
 
 @contextlib.contextmanager
@@ -142,7 +142,7 @@ def main() -> int:
         report["invariance"] = invariance(dev)
         print("batch invariance (row b of a B-item call vs a 1-item call):", report["invariance"])
         for batch in [int(b) for b in args.batches.split(",")]:
-            sentences = batch_sentences(str(ROOT / "benchmarks" / "kokoro_inputs.json"), batch)
+            sentences = batch_sentences(None, batch)
             ids = [encode(ps)[0].to(dev) for ps in sentences]
             ref_s = torch.cat([style_for(pack, len(ps)).reshape(1, -1) for ps in sentences]).to(dev)
             gens = lambda: [torch.Generator(dev).manual_seed(i) for i in range(batch)]  # noqa: E731

