@@ -9,13 +9,15 @@
 #   test [family ...]   : the families' kernel cases on CUDA (families in parallel: compilation is CPU-bound), the
 #                         LSTM alone (its resident path wants every SM), then the CUDA pytest suites
 #   bench [family ...]  : kernel benches beside their PyTorch peers, Kokoro and vocoders end to end
-#   engine              : the LSTM kernels' CUDA cases and benches beside cuDNN, the batch parity tests on CUDA,
-#                         Kokoro batched (B = 1, 8, 32, 64) beside one by one and the official model
-#   serve               : first audio of a 2,000-character text (engine and HTTP), the server's load test
+#   engine              : the batch path: LSTM placements and step costs, batch invariance, Nsight Compute on
+#                         one LSTM launch, the adain/batch CUDA tests
+#   batch [precision]   : Kokoro batched (B = 1, 8, 32, 64) beside one by one, the engine and the official model
+#   serve               : first audio of a 2,000-character text (engine and HTTP, eager and graphed), the load test
+#   precision           : Kokoro and the vocoders in every mode and dtype, the fidelity table, launches re-recorded
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels-1 | wheels-2 | test | bench | engine | serve}
+phase=${1:?phase: wheels-1 | wheels-2 | test | bench | engine | batch | serve | precision}
 install() {
   [ -f /tmp/site/.done ] && return
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site /var/tmp/w/*.whl \
@@ -69,7 +71,7 @@ w = [torch.randn(*s, device='cuda', generator=g) * 0.05 for s in ((2, 1024, 640)
 KB.lstm_batched(x, *w); torch.cuda.synchronize()" > "$OUT/ncu_lstm.txt" 2>&1
   grep -E "Duration|Stall|Issue Slot|Warp Cycles|Active Warps|Eligible|Throughput" "$OUT/ncu_lstm.txt" | head -30
   timeout 60 python3 -m tilewave test --device cuda -f adain1d 2>&1 | tail -n2
-  timeout 200 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_norm.py tests/models/test_kokoro_batch.py \
+  timeout 200 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_norm.py tests/models/test_kokoro_batch.py tests/models/test_kokoro_graphs.py \
     2>&1 | tee "$OUT/pytest_engine.txt" | tail -15 ;;
 batch)  # batch [precision]: Kokoro batched beside one by one and the official model
   install
@@ -83,5 +85,21 @@ serve)
   done
   timeout 300 python3 benchmarks/bench_server.py --device cuda --clients 16 --requests 2 --text-words 48 \
     --timeout 240 --json "$OUT/server.json" 2>&1 | tee "$OUT/server.txt" | tail -8 ;;
+precision)  # single utterances and vocoders in every mode and dtype, the fidelity table, launches re-recorded
+  install
+  timeout 240 python3 benchmarks/bench_kokoro.py --precisions tf32x3,tf32 --json "$OUT/kokoro.json" 2>&1 \
+    | grep -v Warning | tee "$OUT/kokoro.txt" | grep -v "^  stage" | tail -25
+  timeout 120 python3 -m tilewave bench --model kokoro --device cuda --dtype bfloat16 --json "$OUT/kokoro_bf16.json" \
+    2>&1 | grep -v Warning | tee "$OUT/kokoro_bf16.txt" | grep -v "^  stage" | tail -8
+  [ -f benchmarks/fidelity_kokoro.py ] && timeout 150 python3 benchmarks/fidelity_kokoro.py --device cuda \
+    --json "$OUT/fidelity.json" 2>&1 | tee "$OUT/fidelity.txt" | tail -14
+  timeout 150 python3 benchmarks/bench_vocoders.py --json "$OUT/vocoders.json" 2>&1 | grep -v Warning \
+    | tee "$OUT/vocoders.txt" | grep -v "^  stage" | tail -10
+  for dt in bfloat16 float16; do
+    timeout 90 python3 -m tilewave bench --model bigvgan --device cuda --dtype $dt --json "$OUT/bigvgan_$dt.json" 2>&1 \
+      | grep -v Warning | tee "$OUT/bigvgan_$dt.txt" | grep -v "^  stage" | tail -4
+  done
+  timeout 90 python3 -m tilewave.harness.launches > "$OUT/launches.txt" 2>&1; tail -n2 "$OUT/launches.txt"
+  cp tilewave/harness/launches.json "$OUT/" ;;
 *) echo "unknown phase $phase"; exit 2 ;;
 esac

@@ -437,6 +437,17 @@ def bench_vocoder(opt: Options) -> list[dict]:
                           max_abs_diff_vs_official=(y.float() - ref.float()).abs().max().item())
         rows.append(_row(opt, workload, "tilewave", precision, opt.dtype, audio_s, ms, peak, flop, off_ms,
                          **parity, **extra))
+    for precision in opt.precisions if dev == "cuda" else ():  # the whole pass replayed from one CUDA graph
+        from tilewave.ops.graphs import GraphCache
+
+        graphs = GraphCache(max_graphs=1)
+        with scope(precision):
+            eager = ours()
+            ms, y, peak = timed(lambda: graphs.run((precision, tuple(x.shape)), lambda v: (model(v),), (x,))[0],
+                                dev, reps, warmup)
+        rows.append(_row(opt, workload, "tilewave from a CUDA graph", precision, opt.dtype, audio_s, ms, peak, flop,
+                         off_ms, finite=bool(torch.isfinite(y.float()).all()),
+                         max_abs_diff_vs_eager=float((y.float() - eager.float()).abs().max())))
     return rows
 
 
