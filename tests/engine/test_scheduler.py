@@ -183,6 +183,37 @@ def test_closing_never_hangs_and_ends_every_request():
     gate.opened.set()
 
 
+EXIT_MID_BATCH = """
+import threading, time, torch
+from tests.engine.fake_model import FakeKokoro
+from tests.engine.test_scheduler import job
+from tilewave.engine.scheduler import Scheduler
+
+started = threading.Event()
+def busy(batch):  # a batch still inside torch ops for about a second
+    started.set()
+    x = torch.randn(256, 256)
+    end = time.monotonic() + 1.0
+    while time.monotonic() < end:
+        x = torch.tanh(x @ x)
+scheduler = Scheduler(FakeKokoro(on_batch=busy))
+request = scheduler.submit([job(1, 4)])
+assert started.wait(30)
+request.cancel()
+scheduler.close(timeout=0.01)
+print("main thread done", flush=True)
+"""
+
+
+def test_the_process_exits_cleanly_while_a_cancelled_batch_is_still_running():
+    # a daemon worker inside a torch op when the interpreter tears down aborts the process (status 134)
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", EXIT_MID_BATCH], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "main thread done" in done.stdout, (done.returncode, done.stderr[-2000:])
+
+
 def test_a_budget_that_fits_one_item_runs_batch_by_batch_under_it(monkeypatch):
     # The double holds 15 kB per padded frame while it runs, and its audio temporaries ~35 kB more; the
     # session is told 60 kB, as it is told what Kokoro takes.

@@ -17,11 +17,13 @@ generators' saved states, so the others still get their solo audio.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import logging
 import math
 import queue
 import threading
+import weakref
 from collections import deque
 from dataclasses import dataclass
 from typing import Callable, Iterator
@@ -146,6 +148,7 @@ class Scheduler:
         self.batches: list[BatchStats] = []
         self._worker = threading.Thread(target=self._work, name="tilewave-scheduler", daemon=True)
         self._worker.start()
+        atexit.register(_finish_at_exit, weakref.ref(self))
 
     # -- callers ------------------------------------------------------------------------------------
     def submit(self, jobs: list[Job], seed: int | None = None, block: bool = False,
@@ -176,8 +179,10 @@ class Scheduler:
         with self._cond:
             return len(self._active)
 
-    def close(self, timeout: float = 10.0) -> None:
-        """Stop: requests not finished end with Cancelled; waits up to `timeout` s for the running batch."""
+    def close(self, timeout: float | None = 10.0) -> None:
+        """Stop: requests not finished end with Cancelled; waits up to `timeout` s (None: as long as it takes)
+        for the running batch. A batch still running at interpreter exit is waited for then (see
+        _finish_at_exit)."""
         with self._cond:
             self._closed = True
             for request in list(self._active):
@@ -358,3 +363,13 @@ def _reset_rss_peak() -> int | None:
     except OSError:
         return None
     return _status_bytes("VmRSS")
+
+
+def _finish_at_exit(ref: weakref.ref) -> None:
+    """At interpreter exit, let a batch still running in the worker end first: a daemon thread inside a torch op
+    while the interpreter tears down aborts the whole process ("terminate called without an active exception",
+    exit status 134; seen after a cancelled stream's session was closed while its next chunk was being made)."""
+    scheduler = ref()
+    if scheduler is not None:
+        scheduler.close(timeout=None)
+
