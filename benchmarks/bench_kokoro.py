@@ -157,6 +157,10 @@ def _batch_mode(mode: str, model, items, device: str, texts=()) -> dict:
 
     ids, ref_s, seeds = items
     gens = [torch.Generator(device).manual_seed(s) for s in seeds]
+    if mode == "engine":  # made before the clock, like the model and the voice pack: one session serves every request
+        from tilewave.engine import Session
+
+        session = Session(device=device, model=model, voice="jf_alpha").load()
     if device == "cuda":
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
@@ -164,9 +168,7 @@ def _batch_mode(mode: str, model, items, device: str, texts=()) -> dict:
     if mode == "padded":
         outs = model.forward_batch(ids, ref_s, [1.0] * len(ids), gens, padded=True)
     elif mode == "engine":  # the scheduler's batches (length buckets, frame budget), the model's device policy
-        from tilewave.engine import Session
-
-        with Session(device=device, model=model, voice="jf_alpha") as session:
+        with session:
             jobs = [session.prepare(ps, phonemes=True, seed=s)[0] for ps, s in zip(texts, seeds)]
             requests = [session.scheduler.submit(j, s, block=True) for j, s in zip(jobs, seeds)]
             chunks = [c for r in requests for c in r]
