@@ -162,7 +162,9 @@ def ada_layer_norm(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps
 # PyTorch peers and float64 oracles
 # ---------------------------------------------------------------------------------------------------
 def adain1d_torch(x, gamma, beta, eps=1e-5):
-    return gamma.unsqueeze(-1) * F.instance_norm(x, eps=eps) + beta.unsqueeze(-1)
+    # statistics and affine in float32, stored in x's dtype, as the kernel does (float32 x: the same operations)
+    y = gamma.float().unsqueeze(-1) * F.instance_norm(x.float(), eps=eps) + beta.float().unsqueeze(-1)
+    return y.to(x.dtype)
 
 
 def adain1d_oracle(x, gamma, beta, eps=1e-5):
