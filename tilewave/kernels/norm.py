@@ -162,8 +162,10 @@ def ada_layer_norm(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps
 # PyTorch peers and float64 oracles
 # ---------------------------------------------------------------------------------------------------
 def adain1d_torch(x, gamma, beta, eps=1e-5):
-    # statistics and affine in float32, stored in x's dtype, as the kernel does (float32 x: the same operations)
-    y = gamma.float().unsqueeze(-1) * F.instance_norm(x.float(), eps=eps) + beta.float().unsqueeze(-1)
+    # 16-bit x: statistics and affine in float32, stored in its dtype, as the kernel does (float32 or float64 x:
+    # as it comes)
+    work = torch.promote_types(x.dtype, torch.float32)
+    y = gamma.to(work).unsqueeze(-1) * F.instance_norm(x.to(work), eps=eps) + beta.to(work).unsqueeze(-1)
     return y.to(x.dtype)
 
 
