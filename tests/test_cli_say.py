@@ -6,6 +6,7 @@ import sys
 import numpy as np
 import pytest
 import soundfile
+import torch
 
 from tests.engine.fake_model import STAGES, FakeKokoro
 from tilewave import cli_say
@@ -147,6 +148,17 @@ def test_precision_flag_reaches_the_model(tmp_path, monkeypatch):
     assert model.calls_precision == ["tf32x3"]
     with pytest.raises(SystemExit):  # argparse: an unknown choice is a usage error
         say("Hello.", "--precision", "half", "-o", str(tmp_path / "q.wav"))
+
+
+def test_dtype_flag_reaches_the_model_and_a_bad_one_names_the_choices(tmp_path, fake_model, capsys):
+    assert say("Hello.", "--dtype", "bfloat16", "-o", str(tmp_path / "b.wav"), "--device", "cpu") == 0
+    assert say("Hello.", "-o", str(tmp_path / "f.wav"), "--device", "cpu") == 0
+    assert fake_model.dtypes == [torch.bfloat16, torch.float32]
+    with pytest.raises(SystemExit) as exit_:  # argparse: an unknown choice is a usage error, exit 2
+        say("Hello.", "--dtype", "float16", "-o", str(tmp_path / "h.wav"))
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "float16" in err and "float32" in err and "bfloat16" in err
+    assert not (tmp_path / "h.wav").exists()
 
 
 def test_progress_shows_on_a_terminal_only():

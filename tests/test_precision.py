@@ -54,3 +54,23 @@ def test_16bit_operands_keep_their_familys_dot_form_and_float32_takes_the_mode()
             assert precision.dot_input(mode, dt, "tf32") == "tf32"
     with pytest.raises(InputError):
         precision.dot_input("fast", torch.float16, "tf32")
+
+
+@pytest.mark.parametrize("outer, inner", [("tf32", "tf32x3"), ("tf32x3", "tf32x3"), ("ieee", "ieee")])
+def test_float32_class_raises_tf32_to_tf32x3_and_keeps_the_rest(outer, inner):
+    with precision.scope(outer):
+        with precision.float32_class() as mode:
+            assert mode == precision.current() == inner
+        assert precision.current() == outer
+    with precision.float32_class():
+        assert precision.current() == "ieee"  # outside any scope: exact stays exact
+
+
+def test_a_dtype_name_gives_its_torch_dtype_and_an_unknown_one_names_the_choices():
+    assert precision.check_dtype("bfloat16") is torch.bfloat16
+    assert precision.check_dtype("float32", precision.KOKORO_DTYPES) is torch.float32
+    with pytest.raises(InputError, match=r"Kokoro dtype 'float16' is not one of float32, bfloat16"):
+        precision.check_dtype("float16", precision.KOKORO_DTYPES, "Kokoro dtype")
+    for bad in ("fp16", None, torch.float32):
+        with pytest.raises(InputError, match=r"dtype .* is not one of float32, float16, bfloat16"):
+            precision.check_dtype(bad)

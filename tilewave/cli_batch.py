@@ -38,7 +38,7 @@ def run(args) -> int:
     from tilewave.distributed.local import Options, run_local
 
     opts = Options(args.output_dir, args.fmt, args.voice, args.speed, args.seed, args.lang, args.device,
-                   args.precision, args.weights, args.memory_budget, args.retry_failed)
+                   args.precision, args.weights, args.memory_budget, dtype=args.dtype, retry_failed=args.retry_failed)
     try:
         for flag, value in (("--in-flight", args.in_flight), ("--actors", args.actors), ("--batch-size", args.batch_size)):
             if value is not None and value < 1:

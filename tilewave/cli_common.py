@@ -1,7 +1,7 @@
 """Arguments several commands share (say, profile, serve, vocode), so that each is spelled and explained once."""
 from __future__ import annotations
 
-from tilewave.engine import DEFAULT_PRECISION, PRECISIONS
+from tilewave.engine import DEFAULT_PRECISION, KOKORO_DTYPES, PRECISIONS
 from tilewave.text.languages import LANGUAGE_CHOICES
 
 
@@ -16,11 +16,14 @@ def add_precision_arg(p) -> None:
 
 
 def add_kokoro_args(p) -> None:
-    """The options of a Kokoro session: language, device, weights, precision, memory budget."""
+    """The options of a Kokoro session: language, device, weights, precision, dtype, memory budget."""
     p.add_argument("--lang", default="en-us", choices=LANGUAGE_CHOICES, metavar="LANG",
                    help="en-us (default), en-gb, es, fr, hi, it, pt-br, ja, zh, or the one-letter codes a b e f h i p j z")
     add_device_arg(p)
     p.add_argument("--weights", metavar="PATH", help="Kokoro weights (.onnx or .pth; default: the installed int8 ONNX)")
     add_precision_arg(p)
+    p.add_argument("--dtype", choices=KOKORO_DTYPES, default="float32",
+                   help="storage of the decoder and generator, most of the work: float32 (default) or bfloat16 "
+                        "(tensor cores on a GPU; durations unchanged; fidelity in benchmarks/RESULTS.md)")
     p.add_argument("--memory-budget", metavar="SIZE",
                    help="bound the memory a batch of chunks may take, e.g. 2GB (default: ~100 s of speech a batch)")

@@ -114,7 +114,7 @@ def _progress(total: int, console=None):
 def _session(args):
     from tilewave.engine import Session
 
-    return Session(device=args.device, precision=args.precision, lang=args.lang, voice=args.voice,
+    return Session(device=args.device, precision=args.precision, dtype=args.dtype, lang=args.lang, voice=args.voice,
                    weights=args.weights, memory_budget=args.memory_budget, profile=args.profile,
                    normalize=args.normalize)
 

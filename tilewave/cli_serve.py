@@ -32,7 +32,7 @@ def run(args) -> int:
         from tilewave.distributed.serve import run_serve
 
         run_serve(args.ray or None, args.host, args.port, args.replicas, lang=args.lang, device=args.device,
-                  weights=args.weights, precision=args.precision, memory_budget=args.memory_budget)
+                  weights=args.weights, precision=args.precision, dtype=args.dtype, memory_budget=args.memory_budget)
         return 0
     import uvicorn
 
@@ -41,6 +41,7 @@ def run(args) -> int:
 
     try:
         session = Session(lang=args.lang, device=args.device, weights=args.weights, precision=args.precision,
+                          dtype=args.dtype,
                           memory_budget=args.memory_budget, max_requests=args.max_requests)
     except TilewaveError as exc:
         print(f"error: {exc}", file=sys.stderr)

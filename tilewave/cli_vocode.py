@@ -15,7 +15,7 @@ from tilewave.errors import InputError, TilewaveError
 
 
 def add_parser(subparsers) -> None:
-    from tilewave.engine.session import VOCODER_DTYPES
+    from tilewave.engine import DTYPES
     from tilewave.engine.vocode import CHECKPOINT_HELP, DEFAULT_CHUNK_FRAMES
 
     p = subparsers.add_parser(
@@ -29,7 +29,7 @@ def add_parser(subparsers) -> None:
                         "batched mel (WAV files in it)")
     p.add_argument("--checkpoint", metavar="DIR", help="folder with config.json and bigvgan_generator.pt")
     add_device_arg(p)
-    p.add_argument("--dtype", choices=sorted(VOCODER_DTYPES), default="float32",
+    p.add_argument("--dtype", choices=sorted(DTYPES), default="float32",
                    help="storage dtype of the vocoder's weights and activations (default float32)")
     add_precision_arg(p)
     p.add_argument("--chunk-frames", type=int, default=DEFAULT_CHUNK_FRAMES, metavar="N",

@@ -1,4 +1,5 @@
-"""How float32 products meet a GPU's tensor cores: the modes, the engine's default, the one check, the mode in force.
+"""How float32 products meet a GPU's tensor cores (the modes, the engine's default, the one check, the mode in force),
+and the storage dtypes a model may run in (their names, the one check).
 
 A mode only changes products of float32 operands (tl.dot in the conv, attention and spectral kernels);
 16-bit storage runs on the tensor cores whatever the mode, and accumulation is float32 always.
@@ -10,7 +11,12 @@ A mode only changes products of float32 operands (tl.dot in the conv, attention 
 The mode in force is set for a block of work with `scope(mode)` and read by the ops with `current()`; outside any
 scope it is exact ('ieee'), so a model or kernel test that sets nothing compares exact float32 with its reference.
 The engine runs its models inside `scope(DEFAULT)` unless told otherwise.
-(A kernel's tolerance row, `spec.Kernel.tolerance_row`, and the vocoder's storage dtype are other things.)
+
+A storage dtype (DTYPES: 'float32', 'float16', 'bfloat16') is another thing: what a model's weights and
+activations are held in. 16-bit storage multiplies on the tensor cores with float32 accumulation whatever the
+mode. BigVGAN takes all three; Kokoro float32 or bfloat16 (KOKORO_DTYPES: its bfloat16 stages, and why the
+others stay float32, are in models/kokoro/model.py). A kernel's tolerance row, `spec.Kernel.tolerance_row`, is
+a third thing.
 """
 from __future__ import annotations
 
@@ -30,6 +36,9 @@ MODES = ("ieee", "tf32x3", "tf32")
 DEFAULT = "tf32x3"
 OUTSIDE_SCOPE = "ieee"  # what current() is outside any scope: exact
 
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+KOKORO_DTYPES = ("float32", "bfloat16")  # float16 untried: Kokoro's decoder activations have not been range-checked
+
 _in_force: contextvars.ContextVar[str] = contextvars.ContextVar("tilewave_precision", default=OUTSIDE_SCOPE)
 
 
@@ -39,6 +48,13 @@ def check(mode) -> str:
         raise InputError(f"precision {mode!r} is not one of {', '.join(MODES)}: 'ieee' is exact float32, "
                          "'tf32x3' (the default) float32-class error on tensor cores, 'tf32' ~1e-3 relative")
     return mode
+
+
+def check_dtype(name, choices=tuple(DTYPES), what: str = "dtype") -> torch.dtype:
+    """The torch dtype of `name` if it is one of `choices`, else an InputError naming it and the choices."""
+    if not isinstance(name, str) or name not in choices:
+        raise InputError(f"{what} {name!r} is not one of {', '.join(choices)}")
+    return DTYPES[name]
 
 
 @contextlib.contextmanager
@@ -54,6 +70,19 @@ def scope(mode: str) -> Iterator[str]:
 def current() -> str:
     """The mode in force: the innermost scope's, or OUTSIDE_SCOPE ('ieee', exact) outside any scope."""
     return _in_force.get()
+
+
+@contextlib.contextmanager
+def float32_class() -> Iterator[str]:
+    """Run the block with float32-class products: the mode in force, except that 'tf32' becomes 'tf32x3'.
+
+    For the stages whose float32 results decide something discrete — Kokoro's durations, integer frame counts
+    rounded from a sum of 50 sigmoids: one TF32 product (~1e-3 relative) moves a sum across a .5 and changes
+    the utterance's timing (measured on the H200: `--precision tf32` changed the durations of a 510-phoneme
+    input). No mode may change the durations, so those stages never run coarser than float32-class; 'ieee'
+    stays exact."""
+    with scope("tf32x3" if current() == "tf32" else current()) as mode:
+        yield mode
 
 
 def is_float32(dtype: torch.dtype) -> bool:

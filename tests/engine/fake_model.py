@@ -27,11 +27,13 @@ class FakeKokoro:
         self.nan, self.bytes_per_frame, self.fail_on, self.on_batch = nan, bytes_per_frame, fail_on, on_batch
         self.calls: list[dict] = []
         self.batches: list[list[list[int]]] = []  # token ids of each item, per batch
+        self.dtypes: list[torch.dtype] = []  # the storage dtype asked for, per batch
 
-    def forward_batch(self, input_ids, ref_s, speeds, generators, profile=None):
+    def forward_batch(self, input_ids, ref_s, speeds, generators, profile=None, dtype=torch.float32):
         assert len(input_ids) == ref_s.shape[0] == len(speeds) == len(generators) >= 1
         record = [ids.tolist() for ids in input_ids]
         self.batches.append(record)
+        self.dtypes.append(dtype)
         if self.on_batch is not None:
             self.on_batch(record)
         frames = max(int(ids.numel()) for ids in input_ids) * 3 / min(speeds) * len(input_ids)

@@ -41,6 +41,8 @@ def test_speak_many_checks_every_item_before_any_audio():
 def test_values_are_checked_when_the_session_is_made():
     for kwargs, message in (({"device": "tpu"}, "device"), ({"precision": "half"}, "precision"),
                             ({"lang": "tlh"}, "language"), ({"voice": "nobody"}, "unknown voice"),
-                            ({"memory_budget": "-1GB"}, "not a size")):
+                            ({"memory_budget": "-1GB"}, "not a size"),
+                            ({"dtype": "float16"}, "Kokoro dtype 'float16' is not one of float32, bfloat16"),
+                            ({"dtype": torch.bfloat16}, "Kokoro dtype .* is not one of float32, bfloat16")):
         with pytest.raises(InputError, match=message):
             Session(model=FakeKokoro(), **{"device": "cpu", **kwargs})

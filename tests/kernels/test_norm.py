@@ -95,3 +95,27 @@ def test_adain1d_rejects_parameters_of_the_wrong_size():
     x = torch.randn(2, 3, 10, device=KERNEL_DEVICE)
     with pytest.raises(ValueError, match="one value per"):
         K.adain1d(x, torch.ones(2, 4, device=KERNEL_DEVICE), torch.zeros(2, 4, device=KERNEL_DEVICE))
+
+
+def test_the_cpu_path_of_16bit_adain_and_snake_computes_in_float32_and_keeps_the_storage_dtype():
+    # Kokoro's bfloat16 decoder: its AdaIN (statistics over a row) and snake get bfloat16 activations and
+    # float32 parameters; the PyTorch path must do as the kernels do (float32 inside, x's dtype out)
+    from tilewave.kernels import activation as KA
+    from tilewave.ops import activation as act
+
+    g = torch.Generator().manual_seed(4)
+    x = (torch.randn(2, 6, 700, generator=g) * 2 + torch.randn(2, 6, 1, generator=g) * 3).to(torch.bfloat16)
+    gamma, beta = 1 + 0.5 * torch.randn(2, 6, generator=g), 0.5 * torch.randn(2, 6, generator=g)
+    alpha = 0.5 + torch.rand(6, generator=g)
+    bound = tolerance("bfloat16", "pointwise")
+    y = ops.adain1d(x, gamma, beta)
+    assert y.dtype == torch.bfloat16
+    assert scaled_max_error(y, K.adain1d_oracle(*_oracle_inputs(x, gamma, beta))) <= bound
+    lengths = torch.tensor([700, 333])
+    short = ops.adain1d(x, gamma, beta, lengths=lengths)
+    assert short.dtype == torch.bfloat16 and not short[1, :, 333:].any()
+    assert scaled_max_error(short[1:, :, :333],
+                            K.adain1d_oracle(*_oracle_inputs(x[1:, :, :333], gamma[1:], beta[1:]))) <= bound
+    s = act.snake(x, alpha)
+    assert s.dtype == torch.bfloat16
+    assert scaled_max_error(s, KA.snake_oracle(x.double(), alpha.double())) <= bound

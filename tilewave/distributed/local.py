@@ -23,6 +23,7 @@ class Options:
     precision: str | None = None
     weights: str | None = None
     memory_budget: str | None = None
+    dtype: str = "float32"
     retry_failed: bool = False  # make the items refused by an earlier run again
 
 
@@ -107,7 +108,8 @@ def run_local(manifest, opts: Options, in_flight: int = WINDOW, progress_every: 
     ahead of the one being written: what a kill may lose); the results manifest is OUTPUT_DIR/results.jsonl."""
     start = time.perf_counter()
     items, job, todo, _ = plan(manifest, opts)
-    synth = Synthesizer(opts.device, opts.precision, opts.weights, opts.memory_budget, opts.lang, job.model_id)
+    synth = Synthesizer(opts.device, opts.precision, opts.weights, opts.memory_budget, opts.lang, job.model_id,
+                        opts.dtype)
     progress = Progress(len(todo), progress_every)
     try:
         for result, _ in synth.run(todo, job, in_flight):

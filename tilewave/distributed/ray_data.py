@@ -58,11 +58,12 @@ class KokoroSynthesizer:
 
     def __init__(self, output_dir: str | None = None, fmt: str = "wav", voice: str | None = None, speed: float = 1.0,
                  seed: int | None = None, lang: str = "en-us", device: str | None = None, precision: str | None = None,
-                 weights: str | None = None, memory_budget: str | None = None, model_id: str | None = None) -> None:
+                 weights: str | None = None, memory_budget: str | None = None, model_id: str | None = None,
+                 dtype: str = "float32") -> None:
         self.defaults = (voice, speed, seed, lang)
         model_id = model_id if model_id is not None else model_identity(weights)
         self.job = None if output_dir is None else Job(output_dir, fmt, model_id)
-        self.synth = Synthesizer(device, precision, weights, memory_budget, lang, model_id).load()
+        self.synth = Synthesizer(device, precision, weights, memory_budget, lang, model_id, dtype).load()
 
     def __call__(self, batch: dict) -> dict:
         if "text" not in batch:
@@ -126,7 +127,8 @@ def run_ray(manifest, opts: Options, address: str | None = None, batch_size: int
                 fn_constructor_kwargs=dict(output_dir=str(job.dir), fmt=opts.fmt, voice=opts.voice, speed=opts.speed,
                                            seed=opts.seed, lang=opts.lang, device=opts.device,
                                            precision=opts.precision, weights=opts.weights,
-                                           memory_budget=opts.memory_budget, model_id=job.model_id),
+                                           memory_budget=opts.memory_budget, model_id=job.model_id,
+                                           dtype=opts.dtype),
                 compute=ray.data.ActorPoolStrategy(size=size), **resources)
             try:
                 _collect(ds, job, len(todo_ray), progress_every)

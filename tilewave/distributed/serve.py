@@ -24,10 +24,10 @@ class SpeechServer:
     """One replica: an engine session, its model loaded in the constructor, and the server's app over it."""
 
     def __init__(self, lang: str = "en-us", device: str | None = None, weights: str | None = None,
-                 precision: str | None = None, memory_budget: str | None = None) -> None:
+                 precision: str | None = None, memory_budget: str | None = None, dtype: str = "float32") -> None:
         from tilewave.engine import Session
 
-        options = {} if precision is None else {"precision": precision}
+        options = {"dtype": dtype} if precision is None else {"precision": precision, "dtype": dtype}
         self.session = Session(lang=lang, device=device, weights=weights, memory_budget=memory_budget,
                                **options).load()
 

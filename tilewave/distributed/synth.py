@@ -24,8 +24,8 @@ class Synthesizer:
     its checks (or by `load()`); a weights error stops the run instead of failing each item."""
 
     def __init__(self, device=None, precision=None, weights=None, memory_budget=None, lang: str = "en-us",
-                 model_id: str = "") -> None:
-        self._options = {"device": device, "weights": weights, "memory_budget": memory_budget}
+                 model_id: str = "", dtype: str = "float32") -> None:
+        self._options = {"device": device, "weights": weights, "memory_budget": memory_budget, "dtype": dtype}
         if precision is not None:
             self._options["precision"] = precision
         self.lang, self.model_id = lang, model_id

@@ -137,10 +137,10 @@ class Scheduler:
 
     def __init__(self, model, device: str | torch.device = "cpu", *, frame_budget: int = DEFAULT_FRAME_BUDGET,
                  max_batch: int = DEFAULT_MAX_BATCH, max_requests: int = DEFAULT_MAX_REQUESTS,
-                 context: Callable = contextlib.nullcontext, profile=None) -> None:
+                 context: Callable = contextlib.nullcontext, profile=None, dtype: torch.dtype = torch.float32) -> None:
         self.device = torch.device(device)
         self.model, self.frame_budget, self.max_batch, self.max_requests = model, frame_budget, max_batch, max_requests
-        self._context, self.profile = context, profile
+        self._context, self.profile, self.dtype = context, profile, dtype
         self._active: deque[Request] = deque()  # admitted and not finished, in order of arrival
         self._cond = threading.Condition()
         self._closed = False
@@ -294,7 +294,7 @@ class Scheduler:
         jobs = [request.jobs[i] for request, i in speaking]
         outputs = iter(self.model.forward_batch([job.ids for job in jobs], torch.cat([job.ref_s for job in jobs]),
                                                 [job.speed for job in jobs], [r.generator for r, _ in speaking],
-                                                profile=self.profile) if jobs else [])
+                                                profile=self.profile, dtype=self.dtype) if jobs else [])
         return [next(outputs) if request.jobs[i].phonemes else None for request, i in batch]
 
 

@@ -7,8 +7,8 @@ the model, and runs every request through the scheduler. `say`, `profile`, `voco
             ...
         results = session.speak_many(["Hi.", {"text": "Bye.", "voice": "jm_kumo", "seed": 3}])
 
-Each value a user gives is checked once, here, where it enters: device, precision, language, memory budget
-when the session is made; text, voice, speed and seed when a request is made (before any audio).
+Each value a user gives is checked once, here, where it enters: device, precision, dtype, language, memory
+budget when the session is made; text, voice, speed and seed when a request is made (before any audio).
 """
 from __future__ import annotations
 
@@ -44,7 +44,6 @@ FIRST_CHUNK_PHONEMES = 64
 # first call 934 MB for 594 (one-time allocations). 1.2 MB keeps above the warm figures.
 BYTES_PER_FRAME = 1_200_000
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30}
-VOCODER_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
 def parse_memory(budget) -> int | None:
@@ -79,7 +78,9 @@ def load_model(weights: str | None, device: str):
 
 
 class Session:
-    """Device, precision, profiler, placements and model for a run of requests. `voice`: the voice of requests
+    """Device, precision, profiler, placements and model for a run of requests. `dtype`: Kokoro's storage dtype,
+    'float32' or 'bfloat16' (its decoder and generator; durations as float32's; figures in benchmarks/RESULTS.md).
+    `voice`: the voice of requests
     that name none (default: the language's, see voices.default_voice). `profile`: True for a new stage profiler (its report:
     `profiler.format()`), or any object with `.stage(name)`. `memory_budget` ('2GB', or bytes): the memory a
     batch may take above the loaded model, which bounds its size x frames; `max_requests`: the requests held
@@ -89,9 +90,10 @@ class Session:
     def __init__(self, device: str | torch.device | None = None, precision: str = fp32_precision.DEFAULT,
                  lang: str = "en-us", voice=None, weights: str | os.PathLike | None = None, model=None,
                  memory_budget=None, profile=False, max_requests: int = DEFAULT_MAX_REQUESTS,
-                 normalize: bool = True) -> None:
+                 normalize: bool = True, dtype: str = "float32") -> None:
         self.device = resolve_device(device)
         self.precision = fp32_precision.check(precision)
+        self.dtype = fp32_precision.check_dtype(dtype, fp32_precision.KOKORO_DTYPES, "Kokoro dtype")
         self.pipeline = Pipeline(lang)
         self.normalize = bool(normalize)
         self._voice = None if voice is None else load_voice(voice)  # the default pack is read on first use
@@ -138,7 +140,7 @@ class Session:
             if self._scheduler is None:
                 self._scheduler = Scheduler(self.model, self.device, frame_budget=self.frame_budget,
                                             max_requests=self.max_requests, context=self._batch_context,
-                                            profile=self.profiler)
+                                            profile=self.profiler, dtype=self.dtype)
         return self._scheduler
 
     @contextlib.contextmanager
@@ -282,9 +284,7 @@ class Session:
         """A BigVGAN from an official checkpoint folder, on the session's device; `dtype` its storage type."""
         from tilewave.engine.vocode import load_vocoder
 
-        if dtype not in VOCODER_DTYPES:
-            raise InputError(f"vocoder dtype {dtype!r} is not one of {', '.join(VOCODER_DTYPES)}")
-        return load_vocoder(checkpoint, device=self.device, dtype=VOCODER_DTYPES[dtype])
+        return load_vocoder(checkpoint, device=self.device, dtype=fp32_precision.check_dtype(dtype, what="vocoder dtype"))
 
     def vocode_files(self, vocoder, paths: Sequence, chunk_frames: int) -> list[torch.Tensor]:
         """Audio [B, N] per input file (a wav for copy-synthesis, or a mel .npy), in the session's precision."""
@@ -296,29 +296,33 @@ class Session:
 
 def speak(text: str, voice=None, speed: float = 1.0, device: str | None = None, seed: int | None = None,
           lang: str = "en-us", phonemes: bool = False, weights: str | None = None, model=None, profile=None,
-          precision: str = fp32_precision.DEFAULT, normalize: bool = True, timestamps: bool = False):
+          precision: str = fp32_precision.DEFAULT, normalize: bool = True, timestamps: bool = False,
+          dtype: str = "float32"):
     """Say `text`: (audio float32 [samples], 24000). `precision`: how float32 products run on a GPU's tensor
-    cores ('tf32x3' default, 'ieee' exact, 'tf32'); a CPU run is exact float32 whatever it says.
+    cores ('tf32x3' default, 'ieee' exact, 'tf32'); a CPU run is exact float32 whatever it says. `dtype`:
+    'float32' or 'bfloat16' (the decoder and generator; see Session).
     `normalize=False` hands the text to the phonemizer as written; `timestamps=True` returns
     (audio, 24000, words), words a list of tilewave.engine.timestamps.WordTime (word, start and end seconds)."""
-    with Session(device, precision, lang, voice, weights, model, profile=profile, normalize=normalize) as session:
+    with Session(device, precision, lang, voice, weights, model, profile=profile, normalize=normalize,
+                 dtype=dtype) as session:
         return session.speak(text, seed=seed, speed=speed, phonemes=phonemes, timestamps=timestamps)
 
 
 def speak_many(items: Sequence, voice=None, speed: float = 1.0, seed: int | None = None,
                device: str | None = None, precision: str = fp32_precision.DEFAULT, lang: str = "en-us",
-               weights: str | None = None, model=None, memory_budget=None) -> list[tuple[np.ndarray, int]]:
+               weights: str | None = None, model=None, memory_budget=None,
+               dtype: str = "float32") -> list[tuple[np.ndarray, int]]:
     """One (audio, 24000) per item (a text, or a dict with "text" and optional "voice", "speed", "seed"), in
     order, made in shared batches; with the same seed an item's audio is `speak(text, seed=...)`'s."""
-    with Session(device, precision, lang, voice, weights, model, memory_budget=memory_budget) as session:
+    with Session(device, precision, lang, voice, weights, model, memory_budget=memory_budget, dtype=dtype) as session:
         return session.speak_many(items, speed=speed, seed=seed)
 
 
 def stream(text: str, voice=None, speed: float = 1.0, seed: int | None = None, device: str | None = None,
            precision: str = fp32_precision.DEFAULT, lang: str = "en-us", phonemes: bool = False,
-           weights: str | None = None, model=None) -> Iterator[Chunk]:
+           weights: str | None = None, model=None, dtype: str = "float32") -> Iterator[Chunk]:
     """The Chunks of `text` as they are made, the first one early (see Session.stream)."""
-    session = Session(device, precision, lang, voice, weights, model)
+    session = Session(device, precision, lang, voice, weights, model, dtype=dtype)
     chunks = _closing(session, session.stream(text, speed=speed, seed=seed, phonemes=phonemes))
     weakref.finalize(chunks, session.close)  # an iterator dropped before its first chunk still frees the worker
     return chunks

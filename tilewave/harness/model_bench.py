@@ -36,12 +36,11 @@ import torch
 from tilewave.errors import InputError
 from tilewave.harness.timing import time_model
 from tilewave.ops import backend, placements, reset_placements
-from tilewave.precision import check as check_precision, scope
+from tilewave.precision import DTYPES as TORCH_DTYPES, KOKORO_DTYPES, check as check_precision, scope
 
 MODELS = ("kokoro", "bigvgan", "decoder")
-DTYPES = ("float32", "bfloat16")
-# KokoroModel is float32 only on this branch: when it takes a dtype, this becomes DTYPES and load_kokoro passes it
-KOKORO_DTYPES = ("float32",)
+DTYPES = tuple(TORCH_DTYPES)  # the vocoders' storage dtypes; Kokoro's: KOKORO_DTYPES
+
 INPUTS = Path(__file__).with_name("kokoro_inputs.json")
 VOICE = "jf_alpha"
 SAMPLE_RATE = 24_000  # Kokoro's, BigVGAN v2 24 kHz's and the seed decoder's
@@ -100,7 +99,7 @@ def check(opt: Options) -> Options:
     dtypes = KOKORO_DTYPES if opt.model == "kokoro" else DTYPES
     if opt.dtype not in dtypes:
         raise InputError(f"--dtype {opt.dtype!r}: the {opt.model} bench runs in {' or '.join(dtypes)}"
-                         + (" (Kokoro has no other dtype yet)" if opt.model == "kokoro" else ""))
+                         + (" (float16 is untried for Kokoro: precision.KOKORO_DTYPES)" if opt.model == "kokoro" else ""))
     if opt.batches and opt.model != "kokoro":
         raise InputError(f"--batch is for --model kokoro (batched utterances); {opt.model} runs one input")
     if opt.inputs is not None and opt.model != "kokoro":
@@ -243,7 +242,8 @@ def bench_kokoro(opt: Options) -> list[dict]:
         ids, ref_s = encode(ps).to(dev), style_for(pack, len(ps)).to(dev)
 
         def ours(profile=None):
-            return model(ids, ref_s, 1.0, generator=torch.Generator(dev).manual_seed(0), profile=profile)
+            return model(ids, ref_s, 1.0, generator=torch.Generator(dev).manual_seed(0), profile=profile,
+                         dtype=TORCH_DTYPES[opt.dtype])
 
         def official_fn():
             torch.manual_seed(0)
@@ -291,7 +291,7 @@ def bench_kokoro(opt: Options) -> list[dict]:
     return rows
 
 
-def _batch_fn(mode: str, model, items, device: str, sentences, official):
+def _batch_fn(mode: str, model, items, device: str, sentences, official, dtype: str = "float32"):
     """A function running the B items one way, returning their outputs (.audio, .durations) in order."""
     ids, ref_s, seeds = items
 
@@ -299,10 +299,11 @@ def _batch_fn(mode: str, model, items, device: str, sentences, official):
         return [torch.Generator(device).manual_seed(s) for s in seeds]
 
     def solo():
-        return [model(x[None], ref_s[i:i + 1], 1.0, g) for i, (x, g) in enumerate(zip(ids, gens()))]
+        return [model(x[None], ref_s[i:i + 1], 1.0, g, dtype=TORCH_DTYPES[dtype])
+                for i, (x, g) in enumerate(zip(ids, gens()))]
 
     def padded():
-        return model.forward_batch(ids, ref_s, [1.0] * len(ids), gens(), padded=True)
+        return model.forward_batch(ids, ref_s, [1.0] * len(ids), gens(), padded=True, dtype=TORCH_DTYPES[dtype])
 
     def engine():  # the scheduler's batches (length buckets, frame budget), the model's device policy
         jobs = [session.prepare(ps, phonemes=True, seed=s)[0] for ps, s in zip(sentences, seeds)]
@@ -327,7 +328,7 @@ def _batch_fn(mode: str, model, items, device: str, sentences, official):
         from tilewave.engine import Session
         from tilewave.precision import current
 
-        session = Session(device=device, model=model, voice=VOICE, precision=current()).load()
+        session = Session(device=device, model=model, voice=VOICE, precision=current(), dtype=dtype).load()
         engine.close = session.close
     return {"solo": solo, "padded": padded, "engine": engine, "official": official_one_by_one}[mode]
 
@@ -361,7 +362,7 @@ def bench_kokoro_batches(opt: Options) -> list[dict]:
             for mode in modes:
                 if mode == "official" and official is None:
                     continue
-                fn = _batch_fn(mode, model, items, dev, sentences, official)
+                fn = _batch_fn(mode, model, items, dev, sentences, official, opt.dtype)
                 try:
                     results[mode] = timed(fn, dev, reps, warmup)
                 finally:

@@ -195,11 +195,14 @@ def upsample_nearest1d(x, factor: int, out=None):
 # PyTorch peers (also the CPU path of tilewave.ops) and float64 oracles
 # ---------------------------------------------------------------------------------------------------
 def snake_torch(x, alpha, beta=None, log_scale=False):
-    a = alpha.view(-1, 1)
-    b = a if beta is None else beta.view(-1, 1)
+    # 16-bit x computed in float32 and stored in its dtype, as the kernel does (float32 or float64 x: as it comes)
+    work = torch.promote_types(x.dtype, torch.float32)
+    a = alpha.to(work).view(-1, 1)
+    b = a if beta is None else beta.to(work).view(-1, 1)
     if log_scale:
         a, b = a.exp(), b.exp()
-    return x + torch.sin(a * x).pow(2) / (b + 1e-9)
+    xw = x.to(work)
+    return (xw + torch.sin(a * xw).pow(2) / (b + 1e-9)).to(x.dtype)
 
 
 def snake_oracle(x, alpha, beta=None, log_scale=False):

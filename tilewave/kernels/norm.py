@@ -199,7 +199,11 @@ def _per_item(fn, x, gamma, beta, eps, lengths):
 def adain1d_torch(x, gamma, beta, eps=1e-5, lengths=None):
     if lengths is not None:
         return _per_item(adain1d_torch, x, gamma, beta, eps, lengths)
-    return gamma.unsqueeze(-1) * F.instance_norm(x, eps=eps) + beta.unsqueeze(-1)
+    # 16-bit x: statistics and affine in float32, stored in its dtype, as the kernel does (float32 or float64 x:
+    # as it comes)
+    work = torch.promote_types(x.dtype, torch.float32)
+    y = gamma.to(work).unsqueeze(-1) * F.instance_norm(x.to(work), eps=eps) + beta.to(work).unsqueeze(-1)
+    return y.to(x.dtype)
 
 
 def adain1d_oracle(x, gamma, beta, eps=1e-5, lengths=None):

@@ -14,12 +14,14 @@ def adain1d(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float
 
     lengths [B] (optional): item b's statistics cover its frames t < lengths[b] only, and its output is 0
     past them (a batch of utterances padded to one length: each item normalised as if alone).
+    Statistics and affine are float32 whatever x's dtype (a 16-bit sum over 1,000 frames would lose the
+    variance); the output has x's dtype.
     """
     if lengths is not None:
         return _adain1d_lengths(x, gamma, beta, eps, lengths)
     if use_triton("adain1d", x, gamma, beta):
         return K.adain1d(x.contiguous(), gamma.contiguous(), beta.contiguous(), eps)
-    return gamma.unsqueeze(-1) * F.instance_norm(x, eps=eps) + beta.unsqueeze(-1)
+    return K.adain1d_torch(x, gamma, beta, eps)
 
 
 def _adain1d_lengths(x, gamma, beta, eps, lengths):

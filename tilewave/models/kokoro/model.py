@@ -11,6 +11,19 @@ moves the waveform by ~1e-3: the stages that feed F0 therefore repeat each item'
 ALBERT and the F0/energy blocks run item by item on the item's own steps, as do AdaIN's statistics and,
 on the CPU, the LSTMs (on CUDA one batched LSTM kernel takes every item) — while the text encoder,
 decoder and generator, most of the work, run on the padded batch.
+
+Storage dtype (`dtype`, float32 or bfloat16): in bfloat16 the decoder (Decoder.features, the AdainResBlk1d
+stack at 1024 channels) and the generator's convs and resblocks hold bfloat16 weights and activations and
+multiply on the tensor cores with float32 accumulation; that is most of the work. Everything whose numerics
+demand more stays float32 in every dtype: ALBERT, the text encoder and the duration predictor (the durations are
+decided there and must be float32's), the F0/energy predictor (F0 feeds the harmonic source's phase), the
+harmonic source and its STFT, AdaIN's statistics (ops.norm.adain1d), conv_post (its output is exp()'d into the
+iSTFT's magnitudes) and the iSTFT; the audio is float32. Measured on the CPU (log-spectral distance to float32;
+a new seed of the source's random draws alone makes 0.042): the generator's convs in bfloat16 0.014, the
+decoder's 0.005, both 0.016; conv_post in bfloat16 too 0.047, so it stays float32. The fidelity of each dtype and
+precision mode against exact float32: benchmarks/fidelity_kokoro.py, its figures in benchmarks/RESULTS.md.
+Precision modes never change the durations: the stages that decide them run float32-class products in every
+mode (precision.float32_class).
 """
 from __future__ import annotations
 
@@ -25,12 +38,13 @@ from tilewave import precision, profiling
 from tilewave.errors import InputError
 from tilewave.models.kokoro import weights as W
 from tilewave.models.kokoro.config import CONFIG, KokoroConfig
-from tilewave.models.kokoro.modules import Albert, Decoder, ProsodyPredictor, TextEncoder
+from tilewave.models.kokoro.modules import Albert, Conv1d, ConvTranspose1d, Decoder, ProsodyPredictor, TextEncoder
 from tilewave.ops import spectral
 from tilewave.ops.dispatch import current_backend
 
 STAGES = ("albert", "duration", "f0_energy", "text_encoder", "decoder", "generator", "istft")
 GRAPH_BUCKET = 64  # decoder frames (1.6 s of audio): a graphed generator runs on inputs padded to a multiple
+STORAGE_DTYPES = tuple(precision.DTYPES[name] for name in precision.KOKORO_DTYPES)  # torch dtypes of KOKORO_DTYPES
 
 
 @dataclass
@@ -49,6 +63,7 @@ class KokoroModel(nn.Module):
         self.predictor = ProsodyPredictor(cfg)
         self.text_encoder = TextEncoder(cfg)
         self.decoder = Decoder(cfg)
+        self._decoders: dict = {}  # (dtype, device) -> the decoder with 16-bit conv weights (_decoder_in)
         self.graphs = None  # a GraphCache once use_cuda_graphs() is called
 
     def use_cuda_graphs(self, max_graphs: int = 8) -> "KokoroModel":
@@ -90,6 +105,12 @@ class KokoroModel(nn.Module):
         return self.bert_encoder.weight.device
 
     # -----------------------------------------------------------------------------------------------
+    @staticmethod
+    def _check_dtype(dtype):
+        if dtype not in STORAGE_DTYPES:
+            raise InputError(f"dtype {dtype} is not one of {', '.join(map(str, STORAGE_DTYPES))}: Kokoro runs in "
+                             "float32 or in bfloat16 (its decoder and generator)")
+
     def _check_inputs(self, input_ids, ref_s, speed):
         if not isinstance(input_ids, torch.Tensor) or input_ids.dtype != torch.long or input_ids.dim() != 2:
             raise InputError(f"input_ids must be a LongTensor [1, N+2], got "
@@ -111,10 +132,11 @@ class KokoroModel(nn.Module):
 
     @torch.no_grad()
     def features(self, input_ids: torch.Tensor, ref_s: torch.Tensor, speed: float = 1.0, profile=None,
-                 durations: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+                 durations: torch.Tensor | None = None, dtype: torch.dtype = torch.float32) -> dict[str, torch.Tensor]:
         """Everything before the iSTFTNet generator: a dict with each stage's output, "durations" [N+2]
-        and "decoder" (the generator's input [1, 512, 2 x frames]). Arguments as for forward()."""
+        and "decoder" (the generator's input [1, 512, 2 x frames], in `dtype`). Arguments as for forward()."""
         self._check_inputs(input_ids, ref_s, speed)
+        self._check_dtype(dtype)
         if durations is not None:
             durations = torch.as_tensor(durations)
             if durations.shape != input_ids.shape[1:] or durations.is_floating_point() or int(durations.min()) < 0 \
@@ -122,23 +144,25 @@ class KokoroModel(nn.Module):
                 raise InputError(f"durations must be non-negative integers (not all 0), one per token "
                                  f"({input_ids.shape[1]}), got {durations.dtype} {tuple(durations.shape)}")
             durations = [durations]
-        f = self._features([input_ids[0]], ref_s, [speed], profile, durations)
+        f = self._features([input_ids[0]], ref_s, [speed], profile, durations, dtype)
         return dict(f, durations=f["durations"][0])
 
     @torch.no_grad()
     def forward(self, input_ids: torch.Tensor, ref_s: torch.Tensor, speed: float = 1.0,
                 generator: torch.Generator | None = None, profile=None,
-                keep_intermediates: bool = False, durations: torch.Tensor | None = None) -> KokoroOutput:
+                keep_intermediates: bool = False, durations: torch.Tensor | None = None,
+                dtype: torch.dtype = torch.float32) -> KokoroOutput:
         """input_ids [1, N+2] (already wrapped with 0s), ref_s [1, 256] -> KokoroOutput.
 
         generator: the source of the harmonic source's random draws (None: torch's global RNG, as the
         official model). profile: any object whose .stage(name) returns a context manager, entered
         around each of STAGES. keep_intermediates: also return every stage's output (for parity tests).
         durations: frames per token [N+2] to use instead of the predicted ones (e.g. to align with
-        another model's timing); speed then has no effect.
+        another model's timing); speed then has no effect. dtype: torch.float32, or torch.bfloat16 for the
+        decoder and generator (see the module's doc); the durations are float32's either way, the audio float32.
         """
-        f = self.features(input_ids, ref_s, speed, profile, durations)
-        har, spec, audio = self._generate(f, ref_s, [generator], profile)
+        f = self.features(input_ids, ref_s, speed, profile, durations, dtype)
+        har, spec, audio = self._generate(f, ref_s, [generator], profile, dtype)
         keep = dict(f, har=har, spectrum=spec) if keep_intermediates else {}
         return KokoroOutput(audio=audio[0], durations=f["durations"], intermediates=keep)
 
@@ -160,7 +184,7 @@ class KokoroModel(nn.Module):
 
     @torch.no_grad()
     def forward_batch(self, input_ids: list[torch.Tensor], ref_s: torch.Tensor, speeds, generators,
-                      profile=None, padded: bool | None = None) -> list[KokoroOutput]:
+                      profile=None, padded: bool | None = None, dtype: torch.dtype = torch.float32) -> list[KokoroOutput]:
         """B utterances of any lengths in one pass: input_ids[i] [N_i + 2] (wrapped with 0s), ref_s [B, 256]
         (row i the voice pack's style for item i), speeds and generators one per item (a generator may
         repeat). Item i draws from generators[i], items in index order, with the shapes its solo forward
@@ -169,18 +193,20 @@ class KokoroModel(nn.Module):
         padded: one pass with the items padded to the longest (padding costs compute, so batch items of
         similar lengths), or False: the items one after another through forward. None: padded on a GPU, one
         after another on a CPU, where the work is compute-bound and padding only adds to it (measured: 8 mixed
-        sentences padded took 2.3x as long as one by one; benchmarks/RESULTS.md)."""
+        sentences padded took 2.3x as long as one by one; benchmarks/RESULTS.md). dtype: as for forward."""
         self._check_batch(input_ids, ref_s, speeds, generators)
+        self._check_dtype(dtype)
         speeds = [float(v) for v in speeds]
         if not (self.device.type == "cuda" if padded is None else padded):
-            return [self.forward(ids[None], ref_s[i:i + 1], speeds[i], generators[i], profile)
+            return [self.forward(ids[None], ref_s[i:i + 1], speeds[i], generators[i], profile, dtype=dtype)
                     for i, ids in enumerate(input_ids)]
-        f = self._features(list(input_ids), ref_s, speeds, profile)
-        _, _, audio = self._generate(f, ref_s, list(generators), profile)
+        f = self._features(list(input_ids), ref_s, speeds, profile, dtype=dtype)
+        _, _, audio = self._generate(f, ref_s, list(generators), profile, dtype)
         return [KokoroOutput(audio=a, durations=d) for a, d in zip(audio, f["durations"])]
 
     # -----------------------------------------------------------------------------------------------
-    def _features(self, input_ids: list[torch.Tensor], ref_s, speeds: list[float], profile, durations=None):
+    def _features(self, input_ids: list[torch.Tensor], ref_s, speeds: list[float], profile, durations=None,
+                  dtype=torch.float32):
         """The batched pass up to the generator's input. Token and frame axes are padded to the longest item;
         `*_lengths` are None when every item fills the axis (then nothing is masked: a batch of one runs
         exactly the unpadded ops)."""
@@ -192,9 +218,9 @@ class KokoroModel(nn.Module):
         tok_lengths = self._lengths(n_tok)
         ref_s = ref_s.to(self.device, torch.float32)
         s_pro, s_dec = ref_s[:, self.cfg.style_dim:], ref_s[:, :self.cfg.style_dim]
-        with stage("albert"):
+        with stage("albert"), precision.float32_class():
             bert, d_en = self._albert(ids, n_tok)
-        with stage("duration"):
+        with stage("duration"), precision.float32_class():
             d, logits, dur = self.predictor.durations(d_en, s_pro, speeds, tok_lengths)
             if durations is not None:
                 dur = [t.to(self.device, torch.long) for t in durations]
@@ -206,7 +232,7 @@ class KokoroModel(nn.Module):
         with stage("text_encoder"):
             asr = _align(self.text_encoder(ids, tok_lengths), dur, n_frames)
         with stage("decoder"):
-            x = self.decoder.features(asr, f0, n, s_dec, frame_lengths)
+            x = self._decoder_in(dtype).features(asr, f0, n, s_dec, frame_lengths)
         return {"bert": bert, "d_en": d_en, "d": d, "duration_logits": logits, "durations": dur, "en": en,
                 "F0": f0, "N": n, "asr": asr, "decoder": x, "frames": n_frames}
 
@@ -226,12 +252,12 @@ class KokoroModel(nn.Module):
             d_en[b:b + 1, :n] = self.bert_encoder(bert[b:b + 1, :n])
         return bert, d_en
 
-    def _generate(self, f, ref_s, generators, profile):
+    def _generate(self, f, ref_s, generators, profile, dtype):
         """Decoder features -> (source STFT, conv_post output, list of B waveforms). The harmonic source,
         its STFT and the iSTFT run item by item (each looks at its item's ends); the generator's convs
-        run on the padded batch."""
+        run on the padded batch, in `dtype`."""
         stage = _stages(profile)
-        gen = self.decoder.generator
+        gen = self._decoder_in(dtype).generator
         s_dec = ref_s.to(self.device, torch.float32)[:, :self.cfg.style_dim]
         n_frames = f["frames"]
         frame_lengths = self._lengths(n_frames)
@@ -239,7 +265,7 @@ class KokoroModel(nn.Module):
             hars = [gen.source(f["F0"][b:b + 1, :2 * n], generators[b]) for b, n in enumerate(n_frames)]
             har = _pad_cat(hars)
             if self.graphs is not None and len(n_frames) == 1:
-                spec, spec_lengths = self._spectrum_graphed(f["decoder"], s_dec, har), None
+                spec, spec_lengths = self._spectrum_graphed(gen, f["decoder"], s_dec, har), None
             else:
                 spec, spec_lengths = gen.spectrum(f["decoder"], s_dec, har,
                                                   None if frame_lengths is None else 2 * frame_lengths,
@@ -253,10 +279,9 @@ class KokoroModel(nn.Module):
                          for b, n in enumerate(spec_lengths.tolist())]
         return har, spec, audio
 
-    def _spectrum_graphed(self, x, s, har):
+    def _spectrum_graphed(self, gen, x, s, har):
         """gen.spectrum for one item from the graph of its frame bucket: x [1, 512, n], har [1, 22, 60n + 1]
         zero-padded to the bucket, the true lengths as device tensors (every op of spectrum takes them there)."""
-        gen = self.decoder.generator
         n, h = x.shape[-1], har.shape[-1]
         nb = -(-n // GRAPH_BUCKET) * GRAPH_BUCKET
         hb = h + (nb - n) * (gen.samples_per_frame // self.cfg.gen_istft_hop_size)
@@ -272,6 +297,26 @@ class KokoroModel(nn.Module):
             (torch.nn.functional.pad(x, (0, nb - n)), s, torch.nn.functional.pad(har, (0, hb - h)), lengths,
              har_lengths))
         return spec[:, :, :frames]
+
+    def _decoder_in(self, dtype: torch.dtype) -> Decoder:
+        """The decoder with its convs' weights in `dtype` (float32: self.decoder itself). A 16-bit one is made at
+        its first use and kept, so that no call casts weights and float32 runs never touch it; it shares every
+        other parameter (the style affines, snake alphas, the source's merge, conv_post: float32) with
+        self.decoder. Two threads making it at once make two, and keep the first."""
+        if dtype == torch.float32:
+            return self.decoder
+        key = (dtype, self.device)
+        if key not in self._decoders:
+            post = self.decoder.generator.conv_post
+            cast = {f"{name}.{p}" for name, m in self.decoder.named_modules()
+                    if isinstance(m, (Conv1d, ConvTranspose1d)) and m is not post
+                    for p, _ in m.named_parameters(recurse=False)}
+            with _shapes_only():
+                decoder = Decoder(self.cfg)
+            decoder.load_state_dict({k: v.to(dtype) if k in cast else v for k, v in self.decoder.state_dict().items()},
+                                    strict=True, assign=True)
+            self._decoders.setdefault(key, decoder.eval().requires_grad_(False))
+        return self._decoders[key]
 
     def _lengths(self, n: list[int]) -> torch.Tensor | None:
         return None if len(set(n)) == 1 else torch.tensor(n, dtype=torch.long, device=self.device)

@@ -387,6 +387,8 @@ class Generator(nn.Module):
             else:
                 self.noise_convs.append(Conv1d(n_fft + 2, c, 1))
                 self.noise_res.append(AdaINResBlock1(c, 11, (1, 3, 5), sd))
+        # float32 in every storage dtype: its output is exp()'d into magnitudes and sin()'d into phases for the
+        # iSTFT, where a bfloat16 rounding (2^-9 relative) of a log-magnitude would be a ~1% amplitude error
         self.conv_post = Conv1d(c, n_fft + 2, 7, padding=3)
 
     @property
@@ -410,8 +412,11 @@ class Generator(nn.Module):
     def spectrum(self, x, s, har, lengths=None, har_lengths=None):
         """Decoder features [B, 512, F'] -> conv_post output [B, 22, frames] (log-magnitude | phase logits).
         lengths: item frames on F' (None: all full); har_lengths: on the source's STFT frames. Returns the
-        output and its per-item frame counts (None when lengths is None)."""
+        output and its per-item frame counts (None when lengths is None). x and the (float32) source meet the
+        convs in their storage dtype; conv_post runs in its own (see __init__)."""
         n = len(self.cfg.resblock_kernel_sizes)
+        dtype = self.ups[0].weight.dtype
+        x, har = x.to(dtype), har.to(dtype)
         for i, up in enumerate(self.ups):
             x = act.leaky_relu(x, 0.1)
             x_source = self.noise_res[i](self.noise_convs[i](har, har_lengths), s,
@@ -427,7 +432,7 @@ class Generator(nn.Module):
             for j in range(1, n):
                 xs = xs + self.resblocks[i * n + j](x, s, lengths)
             x = xs / n
-        return self.conv_post(act.leaky_relu(x, 0.01), lengths), lengths
+        return self.conv_post(act.leaky_relu(x, 0.01).to(self.conv_post.weight.dtype), lengths), lengths
 
 
 class Decoder(nn.Module):
@@ -443,7 +448,10 @@ class Decoder(nn.Module):
         self.generator = Generator(cfg)
 
     def features(self, asr, f0_curve, n_curve, s, lengths=None):
-        """asr [B, 512, F], F0/energy [B, 2F] -> generator input [B, 512, 2F]; lengths: frames on F."""
+        """asr [B, 512, F], F0/energy [B, 2F] -> generator input [B, 512, 2F] in the convs' storage dtype;
+        lengths: frames on F."""
+        dtype = self.encode.conv1.weight.dtype
+        asr, f0_curve, n_curve = asr.to(dtype), f0_curve.to(dtype), n_curve.to(dtype)
         curve_lengths = None if lengths is None else 2 * lengths
         f0 = self.F0_conv(f0_curve.unsqueeze(1), curve_lengths)
         n = self.N_conv(n_curve.unsqueeze(1), curve_lengths)
