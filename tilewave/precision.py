@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from typing import Iterator
-
-import torch
+from typing import TYPE_CHECKING, Iterator
 
 from tilewave.errors import InputError
+
+if TYPE_CHECKING:  # torch is imported where a dtype is looked at: the command line reads MODES before any model
+    import torch
 
 MODES = ("ieee", "tf32x3", "tf32")
 # The engine's default for float32 products on a GPU: three TF32 MMAs per product (float32-class error, what
@@ -57,6 +58,8 @@ def current() -> str:
 
 
 def is_float32(dtype: torch.dtype) -> bool:
+    import torch
+
     return dtype == torch.float32
 
 
