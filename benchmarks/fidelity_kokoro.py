@@ -66,7 +66,7 @@ def run(phonemes: dict[str, str], device: str, precisions: list[str], dtypes: li
     def synthesize(ids, ref_s, mode, dtype, draw_seed):
         with precision.scope(mode):
             out = model(ids, ref_s, generator=torch.Generator(device).manual_seed(draw_seed),
-                        dtype=precision.DTYPES[dtype])
+                        dtype=precision.torch_dtype(dtype))
         return out.durations.cpu(), out.audio.cpu()
 
     # (label, mode, dtype, seed of the draws); the reference first, the scale second

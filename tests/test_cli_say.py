@@ -1,7 +1,9 @@
 """`tilewave say` around a model double: it writes a 24 kHz WAV, and every bad input is one line and no file."""
 import argparse
 import io
+import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -63,7 +65,44 @@ def test_phonemes_voice_blend_lang_speed(tmp_path, fake_model):
 def test_profile_prints_stages_and_placements(tmp_path, fake_model, monkeypatch, capsys):
     assert say("Hello.", "--profile", "-o", str(tmp_path / "p.wav")) == 0
     out = capsys.readouterr().out
-    assert all(name in out for name in ("phonemize", *STAGES)) and "ran on" in out and "peak memory: " in out
+    assert all(name in out for name in ("load model", "phonemize", *STAGES)) and "ran on" in out
+    assert "peak memory: " in out and "s of imports, " in out and "s of model loading, " in out
+
+
+def test_threads_are_set_and_checked(tmp_path, fake_model, capsys):
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        assert say("Hello.", "--threads", "1", "-o", str(tmp_path / "t.wav")) == 0 and torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+    assert say("Hello.", "--threads", "0", "-o", str(tmp_path / "t.wav")) == 2
+    assert "threads must be a whole number of at least 1, got 0" in capsys.readouterr().err
+
+
+# Run in a fresh interpreter: what `tilewave say` imports, with the model double in place of Kokoro.
+SAY_IMPORTS = """
+import sys
+from tilewave.cli import build_parser
+build_parser("say").parse_args(["say", "Hi.", "--device", "cpu"])
+print("parsed:", *(m for m in ("torch", "triton", "numpy") if m in sys.modules))
+from tests.engine.fake_model import FakeKokoro
+from tilewave.cli import main
+from tilewave.engine import session
+session.load_model = lambda weights, device: FakeKokoro()
+assert main(["say", "Hi.", "--device", "cpu", "-o", sys.argv[1]]) == 0
+print("ran:", *(m for m in sys.modules if m.split(".")[0] in ("fastapi", "uvicorn", "starlette", "ray", "onnx")
+               or m.startswith(("tilewave.server", "tilewave.distributed", "tilewave.asr", "tilewave.harness"))))
+"""
+
+
+def test_say_parses_without_torch_and_runs_without_the_server_ray_or_onnx(tmp_path):
+    run = subprocess.run([sys.executable, "-c", SAY_IMPORTS, str(tmp_path / "hi.wav")], capture_output=True,
+                         text=True, timeout=120, cwd=Path(__file__).parents[1])
+    assert run.returncode == 0, run.stderr
+    lines = {line.split(":")[0]: line for line in run.stdout.splitlines()}
+    assert lines["parsed"] == "parsed:" and lines["ran"] == "ran:", run.stdout
 
 
 BAD_INPUTS = [

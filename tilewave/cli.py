@@ -1,10 +1,22 @@
-"""The `tilewave` command: a thin shell over the harness and the engine."""
+"""The `tilewave` command: a thin shell over the harness and the engine.
+
+Building the parser imports no model code, torch or triton: each command imports what it needs when it runs, and
+only the parser of the command given is built (all of them for `tilewave --help` or a mistyped command)."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
+
+# command -> the function that adds its parser (module:function)
+COMMANDS = {
+    "say": "tilewave.cli_say:add_parser", "profile": "tilewave.cli_say:add_profile_parser",
+    "vocode": "tilewave.cli_vocode:add_parser", "serve": "tilewave.cli_serve:add_parser",
+    "voices": "tilewave.cli_voices:add_parser", "phonemize": "tilewave.cli_phonemize:add_parser",
+    "batch": "tilewave.cli_batch:add_parser", "tune": "tilewave.harness.tune:add_parser",
+}
 
 
 def _kernel_registry():
@@ -21,8 +33,8 @@ def _test_device(device: str | None) -> str:
 
 def _use_interpreter_for(argv: list[str]) -> None:
     """`tilewave test` on the CPU runs kernels on Triton's interpreter and `tilewave build` never does; the
-    switch is read at the first `import triton`, and building the parser already imports the engine (and so
-    triton), hence this look at the raw arguments first."""
+    switch is read at the first `import triton`, which an imported module may make at any time, hence this look
+    at the raw arguments before anything else."""
     if argv and argv[0] == "build" and os.environ.pop("TRITON_INTERPRET", None) == "1":
         print("note: TRITON_INTERPRET=1 ignored: tilewave build compiles with Triton's GPU compiler", file=sys.stderr)
     if not argv or argv[0] != "test":
@@ -130,9 +142,11 @@ def cmd_build(args) -> int:
     return 0 if all(r.passed for r in results) else 1
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of `command` (with test, bench and build, which are cheap), or of every command for None or a
+    name that is not one."""
     from tilewave import __version__
-    from tilewave.engine import DEFAULT_PRECISION, PRECISIONS
+    from tilewave.precision import DEFAULT as DEFAULT_PRECISION, MODES as PRECISIONS
 
     p = argparse.ArgumentParser(prog="tilewave", description=__doc__)
     p.add_argument("--version", action="version", version=f"tilewave {__version__}")
@@ -179,25 +193,17 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--out", help="directory for emitted artifacts")
     c.set_defaults(run=cmd_build)
 
-    from tilewave import cli_batch, cli_phonemize, cli_say, cli_serve, cli_vocode, cli_voices
-
-    cli_say.add_parser(sub)
-    cli_say.add_profile_parser(sub)
-    cli_vocode.add_parser(sub)
-    cli_serve.add_parser(sub)
-    cli_voices.add_parser(sub)
-    cli_phonemize.add_parser(sub)
-    cli_batch.add_parser(sub)
-    from tilewave.harness import tune
-
-    tune.add_parser(sub)
+    for name, target in COMMANDS.items():
+        if command in (None, name) or command not in COMMANDS:
+            module, function = target.split(":")
+            getattr(importlib.import_module(module), function)(sub)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     _use_interpreter_for(argv)
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv[0] if argv else None).parse_args(argv)
     return args.run(args)
 
 

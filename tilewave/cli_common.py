@@ -1,7 +1,7 @@
 """Arguments several commands share (say, profile, serve, vocode), so that each is spelled and explained once."""
 from __future__ import annotations
 
-from tilewave.engine import DEFAULT_PRECISION, KOKORO_DTYPES, PRECISIONS
+from tilewave.precision import DEFAULT as DEFAULT_PRECISION, KOKORO_DTYPES, MODES as PRECISIONS
 from tilewave.text.languages import LANGUAGE_CHOICES
 
 

@@ -47,6 +47,8 @@ def _add_synthesis_args(p) -> None:
     p.add_argument("--phonemes", action="store_true", help="TEXT is Kokoro phonemes, not English")
     p.add_argument("--no-normalize", dest="normalize", action="store_false",
                    help="give the phonemizer the text as written (no reading of numbers, money, dates, abbreviations)")
+    p.add_argument("--threads", type=int, metavar="N",
+                   help="CPU threads for the model (default: PyTorch's, one per core, or $OMP_NUM_THREADS)")
     add_kokoro_args(p)
     p.set_defaults(run=run)
 
@@ -116,7 +118,7 @@ def _session(args):
 
     return Session(device=args.device, precision=args.precision, dtype=args.dtype, lang=args.lang, voice=args.voice,
                    weights=args.weights, memory_budget=args.memory_budget, profile=args.profile,
-                   normalize=args.normalize)
+                   normalize=args.normalize, threads=args.threads)
 
 
 def _joined(request, chunks: list):
@@ -133,7 +135,8 @@ def _joined(request, chunks: list):
 
 
 def run(args) -> int:
-    from tilewave.engine import SAMPLE_RATE
+    start = time.perf_counter()
+    from tilewave.engine import SAMPLE_RATE, Session  # noqa: F401 (imported here to time it: torch, espeak, the model code)
     from tilewave.engine.wav import write_audio_stream
 
     chunks: list = []
@@ -145,13 +148,16 @@ def run(args) -> int:
             from tilewave.engine.timestamps import check_timestamps_path
 
             check_timestamps_path(args.timestamps)
-        start = time.perf_counter()
+        imported = time.perf_counter()
         with _session(args) as session:
+            session.load()
+            loaded = time.perf_counter()
             if session.profiler is not None and session.device.type == "cuda":
                 # Triton compiles each kernel at its first call: a warm-up pass keeps compilation out of the profile.
                 session.warm_up(text, speed=args.speed, seed=args.seed, phonemes=args.phonemes)
             session.reset_placements()
-            # checks the text, phonemizes it and loads the model; the worker starts on its chunks at once
+            warmed = time.perf_counter()
+            # checks the text and phonemizes it; the worker starts on its chunks at once
             request = session.submit(text, speed=args.speed, seed=args.seed, phonemes=args.phonemes)
             ready = time.perf_counter()
             blocks = _joined(request, chunks)
@@ -159,7 +165,9 @@ def run(args) -> int:
                 samples = write_audio_stream(args.output, blocks, SAMPLE_RATE)
             else:
                 samples = sum(b.size for b in blocks)
-            synth_s, setup_s = time.perf_counter() - ready, ready - start
+            synth_s = time.perf_counter() - ready
+        setup = {"imports": imported - start, "model loading": loaded - imported, "warm-up": warmed - loaded,
+                 "phonemizing": ready - warmed}
         if args.timestamps is not None:
             from tilewave.engine.timestamps import word_timestamps, write_timestamps
 
@@ -171,12 +179,13 @@ def run(args) -> int:
         print(f"error: cannot write {exc.filename or args.output!r}: {exc.strerror or exc}", file=sys.stderr)
         return 1
     seconds = samples / SAMPLE_RATE
-    warm_up = " and warm-up" if session.profiler is not None and session.device.type == "cuda" else ""
+    if not (session.profiler is not None and session.device.type == "cuda"):
+        del setup["warm-up"]
     n_phonemes = sum(len(c.phonemes) for c in chunks)
     made = f"wrote {args.output}" if args.output is not None else "synthesised"
     print(f"{made}: {seconds:.2f} s of speech, {len(chunks)} chunk(s), {n_phonemes} phonemes; "
           f"made in {synth_s:.2f} s on {session.device} (real-time factor {synth_s / max(seconds, 1e-9):.2f}) "
-          f"after {setup_s:.2f} s of phonemizing, model loading{warm_up}")
+          f"after {', '.join(f'{s:.2f} s of {what}' for what, s in setup.items())}")
     if session.profiler is not None:
         _print_profile(session)
     return 0

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from typing import Iterator
-
-import torch
+from typing import TYPE_CHECKING, Iterator
 
 from tilewave.errors import InputError
+
+if TYPE_CHECKING:  # torch is imported where a dtype is looked at: the command line reads MODES before any model
+    import torch
 
 MODES = ("ieee", "tf32x3", "tf32")
 # The engine's default for float32 products on a GPU: three TF32 MMAs per product (float32-class error, what
@@ -36,7 +37,7 @@ MODES = ("ieee", "tf32x3", "tf32")
 DEFAULT = "tf32x3"
 OUTSIDE_SCOPE = "ieee"  # what current() is outside any scope: exact
 
-DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+DTYPES = ("float32", "float16", "bfloat16")  # names of torch dtypes: torch_dtype(name)
 KOKORO_DTYPES = ("float32", "bfloat16")  # float16 untried: Kokoro's decoder activations have not been range-checked
 
 _in_force: contextvars.ContextVar[str] = contextvars.ContextVar("tilewave_precision", default=OUTSIDE_SCOPE)
@@ -50,11 +51,18 @@ def check(mode) -> str:
     return mode
 
 
-def check_dtype(name, choices=tuple(DTYPES), what: str = "dtype") -> torch.dtype:
+def torch_dtype(name: str) -> "torch.dtype":
+    """The torch dtype named by one of DTYPES."""
+    import torch
+
+    return getattr(torch, name)
+
+
+def check_dtype(name, choices=DTYPES, what: str = "dtype") -> "torch.dtype":
     """The torch dtype of `name` if it is one of `choices`, else an InputError naming it and the choices."""
     if not isinstance(name, str) or name not in choices:
         raise InputError(f"{what} {name!r} is not one of {', '.join(choices)}")
-    return DTYPES[name]
+    return torch_dtype(name)
 
 
 @contextlib.contextmanager
@@ -86,6 +94,8 @@ def float32_class() -> Iterator[str]:
 
 
 def is_float32(dtype: torch.dtype) -> bool:
+    import torch
+
     return dtype == torch.float32
 
 

@@ -97,6 +97,28 @@ def test_bad_pth_files_name_the_file(tmp_path, kokoro_weights):
         W.load_weights(truncated, expected)
 
 
+def test_the_default_weights_are_dequantized_once_then_mapped_from_the_cache(tmp_path, kokoro_weights, monkeypatch,
+                                                                          caplog):
+    expected = KokoroModel.expected_shapes()
+    (tmp_path / W.ONNX_FILE_NAME).symlink_to(W.onnx_weights_path())
+    made = W.load_default(expected, tmp_path)  # a miss: dequantized from the ONNX and written
+    cached, = tmp_path.glob("*.float32.*.pt")
+    assert cached.name.startswith("kokoro-v1.0.float32.fold") and W.expected_onnx_sha256()[:16] in cached.name
+    assert all(torch.equal(made[k], kokoro_weights[k]) for k in expected)
+
+    def no_onnx(*args):
+        raise AssertionError("the cache was not used")
+
+    monkeypatch.setattr(W, "load_onnx", no_onnx)
+    mapped = W.load_default(expected, tmp_path)
+    assert all(torch.equal(mapped[k], kokoro_weights[k]) and mapped[k].is_contiguous() for k in expected)
+
+    cached.write_bytes(cached.read_bytes()[:1_000_000])  # a damaged copy is made again, with a warning
+    monkeypatch.setattr(W, "load_onnx", lambda path, expected: kokoro_weights)
+    assert W.load_default(expected, tmp_path) is kokoro_weights
+    assert "unreadable" in caplog.text and cached.stat().st_size > 300_000_000
+
+
 def test_every_parameter_filled_finite_and_identity_norms(kokoro_weights):
     expected = KokoroModel.expected_shapes()
     assert set(kokoro_weights) == set(expected) and len(expected) == 597

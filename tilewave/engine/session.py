@@ -85,12 +85,18 @@ class Session:
     `profiler.format()`), or any object with `.stage(name)`. `memory_budget` ('2GB', or bytes): the memory a
     batch may take above the loaded model, which bounds its size x frames; `max_requests`: the requests held
     at once (more wait, or get QueueFull). `normalize=False`: the phonemizer gets the text as written (no
-    reading of numbers, money, dates, abbreviations as words; tilewave.text.normalize)."""
+    reading of numbers, money, dates, abbreviations as words; tilewave.text.normalize). `threads`: the CPU
+    threads PyTorch's ops use, for the whole process (torch.set_num_threads); None leaves torch's choice: one
+    per core, or OMP_NUM_THREADS where that is set."""
 
     def __init__(self, device: str | torch.device | None = None, precision: str = fp32_precision.DEFAULT,
                  lang: str = "en-us", voice=None, weights: str | os.PathLike | None = None, model=None,
                  memory_budget=None, profile=False, max_requests: int = DEFAULT_MAX_REQUESTS,
-                 normalize: bool = True, dtype: str = "float32") -> None:
+                 normalize: bool = True, dtype: str = "float32", threads: int | None = None) -> None:
+        if threads is not None:
+            if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+                raise InputError(f"threads must be a whole number of at least 1, got {threads!r}")
+            torch.set_num_threads(threads)
         self.device = resolve_device(device)
         self.precision = fp32_precision.check(precision)
         self.dtype = fp32_precision.check_dtype(dtype, fp32_precision.KOKORO_DTYPES, "Kokoro dtype")
@@ -131,7 +137,8 @@ class Session:
     @property
     def model(self):
         if self._model is None:
-            self._model = load_model(self._weights, str(self.device))
+            with profiling.of(self.profiler).stage("load model"):
+                self._model = load_model(self._weights, str(self.device))
         return self._model
 
     @property

@@ -36,10 +36,10 @@ import torch
 from tilewave.errors import InputError
 from tilewave.harness.timing import time_model
 from tilewave.ops import backend, placements, reset_placements
-from tilewave.precision import DTYPES as TORCH_DTYPES, KOKORO_DTYPES, check as check_precision, scope
+from tilewave.precision import DTYPES as TORCH_DTYPES, KOKORO_DTYPES, check as check_precision, scope, torch_dtype
 
 MODELS = ("kokoro", "bigvgan", "decoder")
-DTYPES = tuple(TORCH_DTYPES)  # the vocoders' storage dtypes; Kokoro's: KOKORO_DTYPES
+DTYPES = TORCH_DTYPES  # the vocoders' storage dtypes; Kokoro's: KOKORO_DTYPES
 
 INPUTS = Path(__file__).with_name("kokoro_inputs.json")
 VOICE = "jf_alpha"
@@ -243,7 +243,7 @@ def bench_kokoro(opt: Options) -> list[dict]:
 
         def ours(profile=None):
             return model(ids, ref_s, 1.0, generator=torch.Generator(dev).manual_seed(0), profile=profile,
-                         dtype=TORCH_DTYPES[opt.dtype])
+                         dtype=torch_dtype(opt.dtype))
 
         def official_fn():
             torch.manual_seed(0)
@@ -299,11 +299,11 @@ def _batch_fn(mode: str, model, items, device: str, sentences, official, dtype: 
         return [torch.Generator(device).manual_seed(s) for s in seeds]
 
     def solo():
-        return [model(x[None], ref_s[i:i + 1], 1.0, g, dtype=TORCH_DTYPES[dtype])
+        return [model(x[None], ref_s[i:i + 1], 1.0, g, dtype=torch_dtype(dtype))
                 for i, (x, g) in enumerate(zip(ids, gens()))]
 
     def padded():
-        return model.forward_batch(ids, ref_s, [1.0] * len(ids), gens(), padded=True, dtype=TORCH_DTYPES[dtype])
+        return model.forward_batch(ids, ref_s, [1.0] * len(ids), gens(), padded=True, dtype=torch_dtype(dtype))
 
     def engine():  # the scheduler's batches (length buckets, frame budget), the model's device policy
         jobs = [session.prepare(ps, phonemes=True, seed=s)[0] for ps, s in zip(sentences, seeds)]

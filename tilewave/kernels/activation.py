@@ -201,8 +201,11 @@ def snake_torch(x, alpha, beta=None, log_scale=False):
     b = a if beta is None else beta.to(work).view(-1, 1)
     if log_scale:
         a, b = a.exp(), b.exp()
+    # x + sin(a x)^2 / (b + 1e-9) in one buffer, the last two steps one addcdiv: the same roundings, 2.4x faster
+    # on the CPU at Kokoro's generator shapes (no temporaries to allocate and fault in; benchmarks/RESULTS.md)
     xw = x.to(work)
-    return (xw + torch.sin(a * xw).pow(2) / (b + 1e-9)).to(x.dtype)
+    s = torch.mul(a, xw).sin_()
+    return torch.addcdiv(xw, s.mul_(s), b + 1e-9, out=s).to(x.dtype)
 
 
 def snake_oracle(x, alpha, beta=None, log_scale=False):

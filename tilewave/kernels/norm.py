@@ -200,9 +200,10 @@ def adain1d_torch(x, gamma, beta, eps=1e-5, lengths=None):
     if lengths is not None:
         return _per_item(adain1d_torch, x, gamma, beta, eps, lengths)
     # 16-bit x: statistics and affine in float32, stored in its dtype, as the kernel does (float32 or float64 x:
-    # as it comes)
+    # as it comes); in place on the normalised x: the roundings of gamma * IN(x) + beta without two temporaries
+    # (not addcmul, whose fused multiply-add rounds once)
     work = torch.promote_types(x.dtype, torch.float32)
-    y = gamma.to(work).unsqueeze(-1) * F.instance_norm(x.to(work), eps=eps) + beta.to(work).unsqueeze(-1)
+    y = F.instance_norm(x.to(work), eps=eps).mul_(gamma.to(work).unsqueeze(-1)).add_(beta.to(work).unsqueeze(-1))
     return y.to(x.dtype)
 
 

