@@ -91,8 +91,11 @@ precision)  # single utterances and vocoders in every mode and dtype, the fideli
     | grep -v Warning | tee "$OUT/kokoro.txt" | grep -v "^  stage" | tail -25
   timeout 120 python3 -m tilewave bench --model kokoro --device cuda --dtype bfloat16 --json "$OUT/kokoro_bf16.json" \
     2>&1 | grep -v Warning | tee "$OUT/kokoro_bf16.txt" | grep -v "^  stage" | tail -8
-  [ -f benchmarks/fidelity_kokoro.py ] && timeout 150 python3 benchmarks/fidelity_kokoro.py --device cuda \
-    --json "$OUT/fidelity.json" 2>&1 | tee "$OUT/fidelity.txt" | tail -14
+  for f in benchmarks/fidelity_inputs.json tilewave/harness/kokoro_inputs.json; do  # the second: 77, 383, 510 phonemes
+    n=$(basename "$f" .json)
+    timeout 150 python3 benchmarks/fidelity_kokoro.py --device cuda --inputs "$f" --json "$OUT/fidelity_$n.json" 2>&1 \
+      | grep -v Warning | tee "$OUT/fidelity_$n.txt" | tail -12
+  done
   timeout 150 python3 benchmarks/bench_vocoders.py --json "$OUT/vocoders.json" 2>&1 | grep -v Warning \
     | tee "$OUT/vocoders.txt" | grep -v "^  stage" | tail -10
   for dt in bfloat16 float16; do
