@@ -78,16 +78,26 @@ def test_a_long_item_beside_a_one_phoneme_item_keeps_its_durations_and_curves(ko
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="the CUDA batch path (Triton kernels) needs a GPU")
-def test_on_a_gpu_each_item_of_a_padded_batch_is_its_solo_run(kokoro_weights):
+def test_on_a_gpu_each_item_of_a_padded_batch_says_what_its_solo_run_says(kokoro_weights):
+    # On a GPU the batch's LSTMs and the solo run's are different kernels (one product per step for all items,
+    # a multiply-reduce for one), so F0 differs in rounding (measured <= 6.3e-7) and the harmonic source's phase
+    # integral turns that into waveform differences of ~1e-2 (H200, 2026-12-02): the same durations, the same
+    # F0 to float32 rounding, the same spectrum within the float32 spectral bound.
     from tilewave.models.kokoro import KokoroModel
+    from tilewave.spec.tolerance import log_spectral_distance
 
     model = KokoroModel.from_weights(kokoro_weights, "cuda")
     ids, ref_s, speeds = _batch(ITEMS)
     ids, ref_s = [t.cuda() for t in ids], ref_s.cuda()
     outs = model.forward_batch(ids, ref_s, speeds, [torch.Generator("cuda").manual_seed(s) for *_, s in ITEMS])
+    feats = model._features(ids, ref_s, speeds, None)
     for i, (*_, seed) in enumerate(ITEMS):
-        _assert_matches_solo(outs[i], model(ids[i][None], ref_s[i:i + 1], speeds[i],
-                                            torch.Generator("cuda").manual_seed(seed)))
+        solo = model(ids[i][None], ref_s[i:i + 1], speeds[i], torch.Generator("cuda").manual_seed(seed))
+        f0 = model.features(ids[i][None], ref_s[i:i + 1], speeds[i])["F0"]
+        assert torch.equal(outs[i].durations, solo.durations)
+        assert torch.isfinite(outs[i].audio).all() and outs[i].audio.shape == solo.audio.shape
+        assert scaled_max_error(feats["F0"][i:i + 1, :f0.shape[-1]], f0) <= tolerance("float32", "reduction")
+        assert log_spectral_distance(outs[i].audio, solo.audio) <= tolerance("float32", "spectral")
 
 
 @pytest.mark.parametrize("change, match", [

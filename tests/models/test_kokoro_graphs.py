@@ -24,10 +24,10 @@ def test_the_bucket_padded_generator_gives_the_unpadded_spectrum(kokoro_cpu, pho
     f = kokoro_cpu.features(ids, ref_s)
     f["frames"] = [int(f["durations"].sum())]
     gen = torch.Generator().manual_seed(1)
-    _, spec, audio = kokoro_cpu._generate(f, ref_s, [gen], None)
+    _, spec, audio = kokoro_cpu._generate(f, ref_s, [gen], None, torch.float32)
     kokoro_cpu.graphs = EagerGraphs()
     try:
-        _, spec_b, audio_b = kokoro_cpu._generate(f, ref_s, [torch.Generator().manual_seed(1)], None)
+        _, spec_b, audio_b = kokoro_cpu._generate(f, ref_s, [torch.Generator().manual_seed(1)], None, torch.float32)
         assert kokoro_cpu.graphs.keys and kokoro_cpu.graphs.keys[0][1] % GRAPH_BUCKET == 0
         assert kokoro_cpu.graphs.keys[0][1] > f["decoder"].shape[-1] or f["decoder"].shape[-1] % GRAPH_BUCKET == 0
     finally:

@@ -16,7 +16,10 @@ on chip for the whole sequence, and a step is, per block of BLOCK_B items, one t
 [BLOCK_B, H] x [H, 4·UNITS] (tensor cores at 'tf32x3' / 'tf32', exact FMAs at 'ieee'): all items' recurrent
 products in one instruction stream, so the step cost should stay nearly flat in B (blocks of BLOCK_B = 16
 items, looped inside the step). At H = 256, UNITS = 4: 64 programs per direction, a 16 K-element slice each.
-Not measured yet (no GPU this session).
+Measured on the H200 (benchmarks/RESULTS.md, session 7): exact ('ieee') steps take 28.7 / 33.9 / 121.5 us at
+B = 1 / 16 / 64, one TF32 MMA 2.4 / 3.7 / 11.7: the exact FMA dot is what a step waits for. 8 units per program
+measured 10.3 / 11.6 / 43.4 us exact, but the sm_90 build of that form spills 4 KB (ptxas reports 32 registers),
+so it is not taken until that is understood.
 
 Layout and synchronisation are rnn.py's: the input projection of every step and direction is one GEMM
 before the recurrence (xp [B, T, D·4H]); NSPLIT programs per direction each own UNITS units; `out` doubles

@@ -14,9 +14,11 @@ import torch
 # recurrence: errors compound over time steps (LSTM) -- float32 only, as the spec requires.
 # spectral: a whole model's audio against its float32 run, log_spectral_distance (not the scaled max error);
 # only the rows a model runs in. bfloat16: Kokoro measured 0.014-0.017 on the CPU (benchmarks/RESULTS.md), and a
-# new seed of its harmonic source's random draws alone makes 0.042: the bound is that scale, inaudible.
+# new seed of its harmonic source's random draws alone makes 0.042: the bound is that scale, inaudible. float32:
+# a quarter of that scale, above what float32-class arithmetic moves it (tf32x3 against exact: at most 0.0041 on
+# the H200, 2026-12-02), for runs that differ in rounding only (a GPU batch against its items' solo runs).
 TOLERANCE: dict[str, dict[str, float]] = {
-    "float32": {"pointwise": 1e-4, "reduction": 1e-3, "recurrence": 2e-3},
+    "float32": {"pointwise": 1e-4, "reduction": 1e-3, "recurrence": 2e-3, "spectral": 1e-2},
     "tf32": {"pointwise": 1e-3, "reduction": 1e-2, "recurrence": 2e-2},
     "float16": {"pointwise": 1e-2, "reduction": 2e-2, "recurrence": 5e-2},
     "bfloat16": {"pointwise": 5e-2, "reduction": 8e-2, "recurrence": 2e-1, "spectral": 4e-2},
