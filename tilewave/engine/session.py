@@ -87,17 +87,21 @@ class Session:
     at once (more wait, or get QueueFull). `normalize=False`: the phonemizer gets the text as written (no
     reading of numbers, money, dates, abbreviations as words; tilewave.text.normalize). `threads`: the CPU
     threads PyTorch's ops use, for the whole process (torch.set_num_threads); None leaves torch's choice: one
-    per core, or OMP_NUM_THREADS where that is set."""
+    per core, or OMP_NUM_THREADS where that is set. `cuda_graphs` (on a GPU): single items of up to 12.8 s of
+    audio replay the generator from CUDA graphs (KokoroModel.use_cuda_graphs: launch time is most of a short
+    item's generator; measured 2x on the H200 for a 77-phoneme sentence, benchmarks/RESULTS.md)."""
 
     def __init__(self, device: str | torch.device | None = None, precision: str = fp32_precision.DEFAULT,
                  lang: str = "en-us", voice=None, weights: str | os.PathLike | None = None, model=None,
                  memory_budget=None, profile=False, max_requests: int = DEFAULT_MAX_REQUESTS,
-                 normalize: bool = True, dtype: str = "float32", threads: int | None = None) -> None:
+                 normalize: bool = True, dtype: str = "float32", threads: int | None = None,
+                 cuda_graphs: bool = True) -> None:
         if threads is not None:
             if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
                 raise InputError(f"threads must be a whole number of at least 1, got {threads!r}")
             torch.set_num_threads(threads)
         self.device = resolve_device(device)
+        self.cuda_graphs = bool(cuda_graphs) and self.device.type == "cuda"
         self.precision = fp32_precision.check(precision)
         self.dtype = fp32_precision.check_dtype(dtype, fp32_precision.KOKORO_DTYPES, "Kokoro dtype")
         self.pipeline = Pipeline(lang)
@@ -145,6 +149,8 @@ class Session:
     def scheduler(self) -> Scheduler:
         with self._starting:
             if self._scheduler is None:
+                if self.cuda_graphs and self.model.graphs is None:
+                    self.model.use_cuda_graphs()
                 self._scheduler = Scheduler(self.model, self.device, frame_budget=self.frame_budget,
                                             max_requests=self.max_requests, context=self._batch_context,
                                             profile=self.profiler, dtype=self.dtype)

@@ -56,7 +56,8 @@ class GraphCache:
             fn(*static_in)  # compiles and allocates outside the recording
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self._pool):
+        # thread_local: CUDA work of other threads (another session on the same GPU) may go on while this records
+        with torch.cuda.graph(graph, pool=self._pool, capture_error_mode="thread_local"):
             static_out = fn(*static_in)
         self._pool = graph.pool()
         self.captures += 1
