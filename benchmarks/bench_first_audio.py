@@ -8,7 +8,7 @@ parts of that time measured apart in the same rounds: cutting and phonemizing th
 alone (`session.speak` of its phonemes). HTTP: the real app (server.app.create_app) under uvicorn on 127.0.0.1,
 POST /v1/audio/speech streamed as pcm, to the first audio byte. Every round uses a different text of the same
 length (a different start in the sentences) and seed; a warm-up pass over every text first (kernels compile,
-memory is allocated, and with --graphs the buckets of the first chunks are recorded: steady state). Medians,
+memory is allocated, and on a GPU the graph buckets of the first chunks are recorded: steady state). Medians,
 with min and max.
 """
 from __future__ import annotations
@@ -89,15 +89,13 @@ def main() -> int:
     ap.add_argument("--chars", type=int, default=2000)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--json", default=None)
-    ap.add_argument("--graphs", action="store_true", help="the generator from CUDA graphs (KokoroModel.use_cuda_graphs)")
+    ap.add_argument("--no-graphs", action="store_true", help="the generator eager (Session(cuda_graphs=False))")
     args = ap.parse_args()
     device = resolve_device(args.device)
     model = load_model(None, str(device))
-    if args.graphs:
-        model.use_cuda_graphs(max_graphs=16)
-    session = Session(device, model=model).load()
+    session = Session(device, model=model, cuda_graphs=not args.no_graphs).load()
     texts = [long_text(args.chars, r * 3) for r in range(args.reps + 1)]
-    for text in texts:  # warm-up, every text once: kernels compile; with --graphs each first chunk's bucket is recorded
+    for text in texts:  # warm-up, every text once: kernels compile; on a GPU each first chunk's graph bucket is recorded
         engine_round(session, text, 999)
     engine = [engine_round(session, texts[r], r) for r in range(args.reps)]
     with serve(create_app(session)) as url:
@@ -111,7 +109,7 @@ def main() -> int:
     facts = machine()
     print(f"machine: {facts['cpu']}, {facts['cores']} cores{', ' + facts['gpu'] if 'gpu' in facts else ''}; "
           f"torch {facts['torch']}, triton {facts['triton']}; device {device}; {facts['date']}; "
-          f"{'generator from CUDA graphs' if args.graphs else 'eager'}")
+          f"{'generator eager' if args.no_graphs or device.type != 'cuda' else 'generator from CUDA graphs'}")
     print(f"text: {len(texts[0])} characters, {engine[0]['chunks']} chunks, first chunk "
           f"{engine[0]['first_chunk_phonemes']} phonemes -> {engine[0]['first_chunk_audio_s']:.2f} s of audio")
     print(f"  engine, request -> first chunk:        {stats([e['first_audio'] for e in engine])}")

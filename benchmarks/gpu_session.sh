@@ -79,7 +79,7 @@ batch)  # batch [precision]: Kokoro batched beside one by one and the official m
     --json "$OUT/kokoro_batch_${2:-tf32x3}.json" 2>&1 | grep -v Warning | tee "$OUT/kokoro_batch_${2:-tf32x3}.txt" ;;
 serve)
   install
-  for g in "" --graphs; do
+  for g in "" --no-graphs; do
     timeout 150 python3 benchmarks/bench_first_audio.py --device cuda $g --json "$OUT/first_audio$g.json" 2>&1 \
       | tee "$OUT/first_audio$g.txt" | tail -7
   done
