@@ -80,8 +80,7 @@ def load_model(weights: str | None, device: str):
 class Session:
     """Device, precision, profiler, placements and model for a run of requests. `dtype`: Kokoro's storage dtype,
     'float32' or 'bfloat16' (its decoder and generator; durations as float32's; figures in benchmarks/RESULTS.md).
-    `voice`: the voice of requests
-    that name none (default: the language's, see voices.default_voice). `profile`: True for a new stage profiler (its report:
+    `voice`: the voice of requests that name none (default: the language's, see voices.default_voice). `profile`: True for a new stage profiler (its report:
     `profiler.format()`), or any object with `.stage(name)`. `memory_budget` ('2GB', or bytes): the memory a
     batch may take above the loaded model, which bounds its size x frames; `max_requests`: the requests held
     at once (more wait, or get QueueFull). `normalize=False`: the phonemizer gets the text as written (no
@@ -149,7 +148,7 @@ class Session:
     def scheduler(self) -> Scheduler:
         with self._starting:
             if self._scheduler is None:
-                if self.cuda_graphs and self.model.graphs is None:
+                if self.cuda_graphs and getattr(self.model, "graphs", False) is None:  # a Kokoro model, not yet
                     self.model.use_cuda_graphs()
                 self._scheduler = Scheduler(self.model, self.device, frame_budget=self.frame_budget,
                                             max_requests=self.max_requests, context=self._batch_context,
