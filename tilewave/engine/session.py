@@ -80,8 +80,8 @@ def load_model(weights: str | None, device: str):
 class Session:
     """Device, precision, profiler, placements and model for a run of requests. `dtype`: Kokoro's storage dtype,
     'float32' or 'bfloat16' (its decoder and generator; durations as float32's; figures in benchmarks/RESULTS.md).
-    `voice`: the voice of requests that name none (default: the language's, see voices.default_voice). `profile`: True for a new stage profiler (its report:
-    `profiler.format()`), or any object with `.stage(name)`. `memory_budget` ('2GB', or bytes): the memory a
+    `voice`: the voice of requests that name none (default: the language's, see voices.default_voice).
+    `profile`: True for a new stage profiler (its report: `profiler.format()`), or any object with `.stage(name)`. `memory_budget` ('2GB', or bytes): the memory a
     batch may take above the loaded model, which bounds its size x frames; `max_requests`: the requests held
     at once (more wait, or get QueueFull). `normalize=False`: the phonemizer gets the text as written (no
     reading of numbers, money, dates, abbreviations as words; tilewave.text.normalize). `threads`: the CPU

@@ -72,9 +72,9 @@ class KokoroModel(nn.Module):
 
     def use_cuda_graphs(self, max_graphs: int = GRAPH_MAX_FRAMES // GRAPH_BUCKET) -> "KokoroModel":
         """Replay the generator of single utterances of up to GRAPH_MAX_FRAMES decoder frames on a GPU from CUDA
-        graphs, one per GRAPH_BUCKET of decoder frames (at most max_graphs kept; see ops.graphs). The graphed pass runs on the padded bucket with the
-        lengths that keep padding out of the result; the harmonic source (random draws) and the iSTFT stay
-        eager on the item's own length."""
+        graphs, one per GRAPH_BUCKET of decoder frames (at most max_graphs kept; see ops.graphs). The graphed pass
+        runs on the padded bucket with the lengths that keep padding out of the result; the harmonic source (random
+        draws) and the iSTFT stay eager on the item's own length."""
         from tilewave.ops.graphs import GraphCache
 
         self.graphs = GraphCache(max_graphs) if self.device.type == "cuda" else None
