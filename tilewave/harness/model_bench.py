@@ -328,7 +328,10 @@ def _batch_fn(mode: str, model, items, device: str, sentences, official, dtype: 
         from tilewave.engine import Session
         from tilewave.precision import current
 
-        session = Session(device=device, model=model, voice=VOICE, precision=current(), dtype=dtype).load()
+        # graphs off: every mode of the batch bench runs the same eager model (the graphs' gain is a row of the
+        # single-utterance bench), and a session must not turn them on for the modes timed after it
+        session = Session(device=device, model=model, voice=VOICE, precision=current(), dtype=dtype,
+                          cuda_graphs=False).load()
         engine.close = session.close
     return {"solo": solo, "padded": padded, "engine": engine, "official": official_one_by_one}[mode]
 

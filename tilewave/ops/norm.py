@@ -17,18 +17,10 @@ def adain1d(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float
     Statistics and affine are float32 whatever x's dtype (a 16-bit sum over 1,000 frames would lose the
     variance); the output has x's dtype.
     """
-    if lengths is not None:
-        return _adain1d_lengths(x, gamma, beta, eps, lengths)
-    if use_triton("adain1d", x, gamma, beta):
-        return K.adain1d(x.contiguous(), gamma.contiguous(), beta.contiguous(), eps)
-    return K.adain1d_torch(x, gamma, beta, eps)
-
-
-def _adain1d_lengths(x, gamma, beta, eps, lengths):
-    # Each item bit-identical to its solo run: Kokoro's harmonic source integrates F0 over thousands of radians
-    # of phase, so a rounding-level change upstream (masked sums that round differently) becomes a visible
-    # change in the waveform. The kernel normalises each row's own frames in the unmasked kernel's chunks and
-    # order (one launch, the lengths read on the device); PyTorch's instance_norm runs item by item.
+    # With lengths, each item bit-identical to its solo run: Kokoro's harmonic source integrates F0 over thousands
+    # of radians of phase, so a rounding-level change upstream (masked sums that round differently) becomes a
+    # visible change in the waveform. The kernel normalises each row's own frames in the unmasked kernel's chunks
+    # and order (one launch, the lengths read on the device); PyTorch's instance_norm runs item by item.
     if use_triton("adain1d", x, gamma, beta, lengths):
         return K.adain1d(x.contiguous(), gamma.contiguous(), beta.contiguous(), eps, lengths=lengths)
     return K.adain1d_torch(x, gamma, beta, eps, lengths=lengths)
