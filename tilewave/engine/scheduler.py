@@ -155,24 +155,35 @@ class Scheduler:
                timeout: float | None = None) -> Request:
         """Queue a request's jobs (already checked). A full queue raises QueueFull at once, or, with
         block=True, after waiting up to `timeout` seconds (None: until there is room)."""
-        if not jobs:
-            raise InputError("a request needs at least one chunk to say")
-        generator = None
-        if seed is not None:
-            generator = torch.Generator(self.device).manual_seed(seed)
-        request = Request(self, jobs, generator)
+        return self.submit_many([(jobs, seed)], block, timeout)[0]
+
+    def submit_many(self, requests: list[tuple[list[Job], int | None]], block: bool = False,
+                    timeout: float | None = None) -> list[Request]:
+        """Queue several requests (jobs, seed) as submit does, in one hold of the lock while there is room, so
+        that the worker's next batch can take all of them (one at a time, it could start on the first alone)."""
+        made = []
+        for jobs, seed in requests:
+            if not jobs:
+                raise InputError("a request needs at least one chunk to say")
+            made.append(Request(self, jobs, None if seed is None else torch.Generator(self.device).manual_seed(seed)))
         with self._cond:
-            if block:
-                self._cond.wait_for(lambda: self._closed or len(self._active) < self.max_requests, timeout)
-            if self._closed:
-                raise Cancelled("the scheduler is closed; start a new session")
-            if len(self._active) >= self.max_requests:
-                then = f"no room came within {timeout} s" if block else "submit with block=True to wait for room"
-                raise QueueFull(f"the engine already holds {self.max_requests} requests (max_requests); {then}, "
-                                "or try again later")
-            self._active.append(request)
+            try:
+                for request in made:
+                    if block:
+                        self._cond.wait_for(lambda: self._closed or len(self._active) < self.max_requests, timeout)
+                    if self._closed:
+                        raise Cancelled("the scheduler is closed; start a new session")
+                    if len(self._active) >= self.max_requests:
+                        then = f"no room came within {timeout} s" if block else "submit with block=True to wait for room"
+                        raise QueueFull(f"the engine already holds {self.max_requests} requests (max_requests); "
+                                        f"{then}, or try again later")
+                    self._active.append(request)
+            except (Cancelled, QueueFull) as exc:  # all or none: the ones already queued leave with the error
+                for request in made:
+                    self._finish_locked(request, Cancelled(f"not queued: {exc}"))
+                raise
             self._cond.notify_all()
-        return request
+        return made
 
     def pending(self) -> int:
         """Requests admitted and not yet finished."""

@@ -238,10 +238,8 @@ class Session:
         if isinstance(items, (str, dict)) or not isinstance(items, Sequence):
             raise InputError(f"items must be a list of texts or of dicts with 'text', got {type(items).__name__}")
         prepared = [self._prepare_item(i, item, voice, speed, seed, phonemes) for i, item in enumerate(items)]
-        requests = []
+        requests = self.scheduler.submit_many(prepared, block=True)
         try:
-            for jobs, item_seed in prepared:
-                requests.append(self.scheduler.submit(jobs, item_seed, block=True))
             return [(join_chunks([c.audio for c in request]), SAMPLE_RATE) for request in requests]
         finally:
             for request in requests:
