@@ -26,6 +26,7 @@ import torch
 
 from tilewave import precision as fp32_precision
 from tilewave import profiling
+from tilewave.engine.host_memory import keep_freed_memory
 from tilewave.engine.pipeline import SAMPLE_RATE, Chunk, Pipeline, check_seed, check_speed, join_chunks, resolve_device
 from tilewave.engine.scheduler import DEFAULT_FRAME_BUDGET, DEFAULT_MAX_REQUESTS, Job, Request, Scheduler
 from tilewave.engine.voices import default_voice, load_voice, style_for
@@ -100,6 +101,8 @@ class Session:
                 raise InputError(f"threads must be a whole number of at least 1, got {threads!r}")
             torch.set_num_threads(threads)
         self.device = resolve_device(device)
+        if self.device.type == "cpu":
+            keep_freed_memory()  # the generator's 50 MB activations reused, not faulted in again (host_memory)
         self.cuda_graphs = bool(cuda_graphs) and self.device.type == "cuda"
         self.precision = fp32_precision.check(precision)
         self.dtype = fp32_precision.check_dtype(dtype, fp32_precision.KOKORO_DTYPES, "Kokoro dtype")
