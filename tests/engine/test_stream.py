@@ -24,24 +24,66 @@ def test_a_long_texts_first_chunk_is_short_and_leaves_before_the_last_is_made():
     events, first_out = [], threading.Event()
 
     def hook(batch):
+        later = any(e[0] == "batch" for e in events)
         events.append(("batch", len(batch)))
-        if batch[-1] == last_ids:  # the batch that makes the text's last chunk waits for the first to be out
-            events.append(("last chunk starts", first_out.wait(WAIT)))
+        if later:  # every batch after the first waits for the first chunk to be out
+            events.append(("a later batch starts", first_out.wait(WAIT)))
 
     with Session(device="cpu", model=FakeKokoro(on_batch=hook)) as session:
         stream = session.stream(LONG, seed=2)
-        last_ids = stream.jobs[-1].ids.tolist()
         chunks = []
         for chunk in stream:
             if not chunks:
                 events.append(("first chunk out", len(chunk.phonemes)))
                 first_out.set()
             chunks.append(chunk)
-    assert len(chunks) == len(stream) >= 3
-    assert events.index(("first chunk out", len(chunks[0].phonemes))) < events.index(("last chunk starts", True))
+    assert stream.complete and len(chunks) == len(stream) >= 3
+    assert events.index(("first chunk out", len(chunks[0].phonemes))) < events.index(("a later batch starts", True))
     assert len(chunks[0].phonemes) <= FIRST_CHUNK_PHONEMES < len(chunks[1].phonemes)
     assert chunks[0].text == "This is sentence number 0,"
     assert " ".join(c.text for c in chunks) == LONG
+
+
+class _HeldPhonemizer:
+    """The session's phonemizer, held on any text past the first sentence until `release` is set (or raising
+    there, with `fail`)."""
+
+    def __init__(self, real, fail: bool = False):
+        self.real, self.fail, self.release, self.held = real, fail, threading.Event(), threading.Event()
+
+    def __call__(self, pieces):
+        if any("number one," in p for p in pieces):  # the text past the first sentence, as normalized
+            self.held.set()
+            if self.fail:
+                raise RuntimeError("the phonemizer broke")
+            assert self.release.wait(WAIT)
+        return self.real(pieces)
+
+
+def test_a_streams_first_chunk_is_made_while_the_rest_of_its_text_is_still_being_phonemized():
+    with Session(device="cpu", model=FakeKokoro()) as session:
+        held = _HeldPhonemizer(session.pipeline.phonemizer)
+        session.pipeline._phonemizer = held
+        stream = session.stream(LONG, seed=2)
+        first = next(stream)  # made while the phonemizer is held on the second sentence
+        assert held.held.wait(WAIT) and not held.release.is_set() and not stream.complete
+        assert first.text == "This is sentence number 0,"
+        held.release.set()
+        rest = list(stream)
+    whole = Session(device="cpu", model=FakeKokoro()).stream(LONG, seed=2)
+    expected = list(whole)
+    assert [c.phonemes for c in [first, *rest]] == [c.phonemes for c in expected]
+    assert all(np.array_equal(a.audio, b.audio) for a, b in zip([first, *rest], expected))
+
+
+def test_a_stream_whose_rest_cannot_be_phonemized_ends_with_the_error_after_its_first_chunk():
+    with Session(device="cpu", model=FakeKokoro()) as session:
+        session.pipeline._phonemizer = _HeldPhonemizer(session.pipeline.phonemizer, fail=True)
+        stream = session.stream(LONG, seed=2)
+        first = next(stream)
+        with pytest.raises(TilewaveError, match="could not be phonemized: RuntimeError: the phonemizer broke"):
+            list(stream)
+    assert first.text == "This is sentence number 0,"
 
 
 def test_the_stream_joined_as_it_comes_is_the_whole_join():

@@ -75,7 +75,9 @@ def test_a_client_that_disconnects_frees_its_slot_and_its_chunks_are_not_made():
         release.set()
         r = httpx.post(url + SPEECH, json={"input": "Hi there.", "response_format": "pcm"}, timeout=WAIT)
         assert r.status_code == 200 and len(r.content) > 0
-    assert len(model.batches) == 3 < n_chunks + 1  # first chunk, second (begun before the cancel), "Hi there."
+    # the first chunk, the second if it was queued and begun before the cancel (the rest of a stream's text is
+    # phonemized while its first chunk is made), then "Hi there."; none of the others
+    assert 2 <= len(model.batches) <= 3 < n_chunks + 1
 
 
 def test_concurrent_clients_all_get_their_own_audio_and_503_only_when_the_queue_is_full():

@@ -143,3 +143,44 @@ def test_every_chunk_of_a_long_text_knows_its_words(us):
         assert [w.text for w in c.words] == written
         assert all(a.last < b.first for a, b in zip(c.words, c.words[1:]))
         assert all(c.phonemes[w.first - 1] != " " and c.phonemes[w.last - 1] not in " ,.:%" for w in c.words)
+
+
+def _all_at_once(text, to_phonemes, first_limit):
+    """chunk_text as it was before it was lazy: every sentence of a paragraph phonemized in one call."""
+    from tilewave.text.chunking import _cut, _first, _fit, _pack
+
+    chunks = []
+    for paragraph in re.split(r"\n+", text):
+        paragraph = " ".join(paragraph.split())
+        if paragraph:
+            pieces = _fit(_cut(paragraph, 0), 0, to_phonemes, 510)
+            if first_limit is not None and not chunks and pieces:
+                chunks, pieces = _first(pieces, to_phonemes, first_limit)
+            chunks += _pack(pieces, 510)
+    return chunks
+
+
+@pytest.mark.parametrize("text", [
+    "One short sentence.",
+    " ".join(f"Sentence {i} goes on, and on, about the weather; then it stops." for i in range(25)),
+    "A first line without an end\nand a second paragraph. With two sentences.",
+    "word " * 300 + "end.",
+    "Dr. Smith arrived. " + "The tide came in over the flat grey sand and the gulls rose. " * 12,
+])
+@pytest.mark.parametrize("first_limit", [None, 64])
+def test_lazy_chunks_are_the_chunks_of_phonemizing_each_paragraph_at_once(us, text, first_limit):
+    from tilewave.text.chunking import iter_chunk_text
+
+    calls = []
+
+    def counted(pieces):
+        calls.append(len(pieces))
+        return us(pieces)
+
+    lazy = iter_chunk_text(text, counted, first_limit=first_limit)
+    first = next(lazy)
+    before_rest = len(calls)
+    assert [first, *lazy] == _all_at_once(text, us, first_limit)
+    if first_limit is not None and len(calls) > before_rest:
+        # the first chunk came before the rest of its paragraph was phonemized
+        assert sum(calls[:before_rest]) < sum(calls)

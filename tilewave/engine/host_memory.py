@@ -9,8 +9,10 @@ back to malloc's free lists and the next activation of that size reuses it, alre
 from 7.5-9.7 s to 5.0-5.2 s, peak resident memory 1,228 -> 1,649 MiB (blocks reused in a different order leave
 holes). Like a GPU caching allocator, the process keeps its high-water mark until it exits.
 
-Applied once per process by a CPU Session (and by the CPU benchmarks, for the same conditions);
-TILEWAVE_HOST_MALLOC=system leaves malloc as it was.
+A CPU Session without a memory budget applies it (as do the CPU benchmarks, for the same conditions): kept blocks
+are memory a budget would not see, so a session given a budget puts malloc's return of large blocks back for the
+process (measured with the test double of tests/engine/test_scheduler.py: a run's peak 195 MB with malloc as it
+is, 260 MB with blocks kept). TILEWAVE_HOST_MALLOC=system: never applied.
 """
 from __future__ import annotations
 
@@ -19,27 +21,36 @@ import ctypes.util
 import os
 import sys
 
-# mallopt parameters, glibc's malloc.h
-_M_TRIM_THRESHOLD = -1
-_M_MMAP_MAX = -4
-_applied: bool | None = None
+# mallopt parameters and glibc's defaults for them (malloc.h, malloc.c)
+_M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4
+_DEFAULT_TRIM_THRESHOLD, _DEFAULT_MMAP_MAX = 128 * 1024, 65536
+_state: bool | None = None  # what was last put in force (None: nothing yet)
 
 
-def keep_freed_memory() -> bool:
-    """Make malloc keep freed blocks for reuse (no mmap for large blocks, no trimming of the heap's top). True
-    when in force; False where it cannot be (not glibc) or TILEWAVE_HOST_MALLOC=system. Idempotent."""
-    global _applied
-    if _applied is not None:
-        return _applied
-    _applied = False
+def _mallopt():
     if os.environ.get("TILEWAVE_HOST_MALLOC", "") == "system" or not sys.platform.startswith("linux"):
-        return False
+        return None
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
+        fn = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
     except (OSError, AttributeError):  # musl and others: no mallopt
+        return None
+    fn.argtypes, fn.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+    return fn
+
+
+def keep_freed_memory(keep: bool = True) -> bool:
+    """keep=True: malloc keeps freed blocks for reuse (no mmap for large blocks, the heap's top never trimmed);
+    keep=False: large blocks mapped and returned on free again, as glibc does by default (its threshold no
+    longer adapts once set). True when the asked-for behaviour is in force; False where it cannot be (not
+    glibc, or TILEWAVE_HOST_MALLOC=system)."""
+    global _state
+    if _state is keep:
+        return True
+    mallopt = _mallopt()
+    if mallopt is None:
         return False
-    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
     # mallopt returns 1 on success; the trim threshold is an int, so 2 GiB - 1 is "never" in practice
-    _applied = bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
-    return _applied
+    mmap_max, trim = (0, 2**31 - 1) if keep else (_DEFAULT_MMAP_MAX, _DEFAULT_TRIM_THRESHOLD)
+    ok = bool(mallopt(_M_MMAP_MAX, mmap_max)) and bool(mallopt(_M_TRIM_THRESHOLD, trim))
+    _state = keep if ok else None
+    return ok

@@ -11,6 +11,7 @@ InputError / WeightsError with the value and what to do.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -19,7 +20,7 @@ import torch
 from tilewave.errors import InputError
 from tilewave.text import TextChunk, check_language, chunk_phonemes, has_phones, phonemizer_for, unknown_symbols
 from tilewave.text.chunking import Word
-from tilewave.text.frontend import text_chunks
+from tilewave.text.frontend import iter_text_chunks
 from tilewave.text.vocab import describe_symbols
 
 SAMPLE_RATE = 24_000
@@ -91,6 +92,14 @@ class Pipeline:
         """The chunks the model will say; InputError when there is nothing to say. `first_limit`: the first
         chunk is only the first sentence or clause, of at most that many phonemes (see chunk_text). `normalize`:
         read numbers, money, dates, abbreviations... as words (tilewave.text.normalize) before the phonemizer."""
+        head, rest = self.iter_chunks(text, phonemes, first_limit, normalize)
+        return head + list(rest)
+
+    def iter_chunks(self, text: str, phonemes: bool = False, first_limit: int | None = None,
+                    normalize: bool = True) -> tuple[list[TextChunk], Iterator[TextChunk]]:
+        """chunks() as (head, rest): head up to and with the first chunk that has speech, checked (InputError
+        when the text has nothing to say); rest an iterator over the others, phonemized as it is read (so a
+        stream's first chunk waits for one sentence's phonemes, not the whole text's)."""
         if not isinstance(text, str):
             raise InputError(f"text must be a string, got {type(text).__name__}")
         if not text.strip():
@@ -101,18 +110,32 @@ class Pipeline:
             if unknown:
                 raise InputError(f"the phonemes contain symbols outside Kokoro's vocabulary: {describe_symbols(unknown)}; "
                                  "write them with the vocabulary's symbols (see tilewave.text.vocab())")
-            found = chunk_phonemes(text, first_limit=first_limit)
+            found = iter(chunk_phonemes(text, first_limit=first_limit))
         else:
-            with self._lock:
-                found = text_chunks(text, self.phonemizer, normalize=normalize, lang=self.lang, first_limit=first_limit)
-        # A chunk with nothing to say but a pause after it is kept as silence (made without the model).
-        speakable = [c if has_phones(c.phonemes) else replace(c, phonemes="", words=())
-                     for c in found if has_phones(c.phonemes) or c.pause > 0]
-        if not any(c.phonemes for c in speakable):
-            got = " ".join(c.phonemes for c in found)
-            raise InputError(f"nothing to say in {text[:80]!r}: it gives no pronounceable phonemes ({got!r}); "
-                             "give words or phonemes, not only punctuation or symbols")
-        return speakable
+            found = iter_text_chunks(text, self._locked_phonemizer, normalize=normalize, lang=self.lang,
+                                     first_limit=first_limit)
+        head, got = [], []
+        for c in found:
+            got.append(c.phonemes)
+            c = _speakable(c)
+            if c is not None:
+                head.append(c)
+                if c.phonemes:
+                    return head, (c for c in map(_speakable, found) if c is not None)
+        raise InputError(f"nothing to say in {text[:80]!r}: it gives no pronounceable phonemes ({' '.join(got)!r}); "
+                         "give words or phonemes, not only punctuation or symbols")
+
+    def _locked_phonemizer(self, pieces: list[str]):
+        with self._lock:  # one espeak for the callers of every thread, taken per call (a stream reads lazily)
+            return self.phonemizer(pieces)
+
+
+def _speakable(c: TextChunk) -> TextChunk | None:
+    """The chunk as a job takes it: speech, or a pause alone kept as silence (made without the model); None for
+    a chunk with neither."""
+    if has_phones(c.phonemes):
+        return c
+    return replace(c, phonemes="", words=()) if c.pause > 0 else None
 
 
 class Joiner:

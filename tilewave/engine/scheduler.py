@@ -81,11 +81,16 @@ _DONE = object()
 
 
 class Request(Iterator[Chunk]):
-    """A submitted request: iterate it (or `async for`) for its Chunks in order; len() is how many."""
+    """A submitted request: iterate it (or `async for`) for its Chunks in order; len() is how many (so far, while
+    `complete` is False: a stream queues its first chunk before the rest of its text is phonemized)."""
 
-    def __init__(self, scheduler: "Scheduler", jobs: list[Job], generator: torch.Generator | None) -> None:
+    def __init__(self, scheduler: "Scheduler", jobs: list[Job], generator: torch.Generator | None,
+                 complete: bool = True) -> None:
         self._scheduler, self.jobs, self.generator = scheduler, jobs, generator
+        self.complete = complete  # every job is known (else Scheduler.extend adds more; guarded by the lock)
         self._next = 0          # index of the next job to enter a batch (guarded by the scheduler's lock)
+        self._made = 0          # chunks handed out
+        self.error: BaseException | None = None  # what ends the request after its last chunk (Scheduler.extend)
         self._out: queue.Queue = queue.Queue()
         self.finished = False   # all jobs run, or failed, or cancelled (guarded by the scheduler's lock)
 
@@ -152,20 +157,38 @@ class Scheduler:
 
     # -- callers ------------------------------------------------------------------------------------
     def submit(self, jobs: list[Job], seed: int | None = None, block: bool = False,
-               timeout: float | None = None) -> Request:
+               timeout: float | None = None, complete: bool = True) -> Request:
         """Queue a request's jobs (already checked). A full queue raises QueueFull at once, or, with
-        block=True, after waiting up to `timeout` seconds (None: until there is room)."""
-        return self.submit_many([(jobs, seed)], block, timeout)[0]
+        block=True, after waiting up to `timeout` seconds (None: until there is room). complete=False: more
+        jobs follow through extend(), the last call with complete=True."""
+        return self.submit_many([(jobs, seed)], block, timeout, complete)[0]
+
+    def extend(self, request: Request, jobs: list[Job], complete: bool = True,
+               error: BaseException | None = None) -> None:
+        """Add jobs to a request submitted with complete=False (a no-op once it is finished, e.g. cancelled);
+        `error`: the rest could not be made, so the request ends with it after the chunks already queued."""
+        with self._cond:
+            if request.finished:
+                return
+            request.jobs.extend(jobs)
+            request.complete = complete or error is not None
+            if error is not None:
+                request.jobs[request._next:] = []  # nothing more enters a batch; what runs now is handed out
+                request.error = error
+            if request.complete and request._made == len(request.jobs):
+                self._finish_locked(request, _DONE if error is None else error)
+            self._cond.notify_all()
 
     def submit_many(self, requests: list[tuple[list[Job], int | None]], block: bool = False,
-                    timeout: float | None = None) -> list[Request]:
+                    timeout: float | None = None, complete: bool = True) -> list[Request]:
         """Queue several requests (jobs, seed) as submit does, in one hold of the lock while there is room, so
         that the worker's next batch can take all of them (one at a time, it could start on the first alone)."""
         made = []
         for jobs, seed in requests:
             if not jobs:
                 raise InputError("a request needs at least one chunk to say")
-            made.append(Request(self, jobs, None if seed is None else torch.Generator(self.device).manual_seed(seed)))
+            made.append(Request(self, list(jobs), None if seed is None else torch.Generator(self.device).manual_seed(seed),
+                                complete))
         with self._cond:
             try:
                 for request in made:
@@ -255,8 +278,9 @@ class Scheduler:
                         self._finish_locked(request, result)
                         continue
                     request._out.put(result)
-                    if i == len(request.jobs) - 1:
-                        self._finish_locked(request, _DONE)
+                    request._made += 1
+                    if request.complete and request._made == len(request.jobs):
+                        self._finish_locked(request, request.error or _DONE)
 
     def _run(self, batch: list[tuple[Request, int]]) -> list:
         generators = {id(r.generator): r.generator for r, _ in batch if r.generator is not None}

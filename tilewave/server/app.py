@@ -397,7 +397,6 @@ async def _voice_pack(spec: str | None, pack_of):
 async def _stream(job, fmt: str, sse: bool, speech: _Speech, metrics: Metrics, on_first_audio):
     """The response body: each chunk's final samples encoded and sent as soon as the chunk is made."""
     joiner, enc = EagerJoiner(), encoder(fmt, SAMPLE_RATE)
-    phonemes = sum(len(j.phonemes) for j in job.jobs)
 
     def frame(data: bytes) -> bytes:
         if not sse:
@@ -426,6 +425,7 @@ async def _stream(job, fmt: str, sse: bool, speech: _Speech, metrics: Metrics, o
             metrics.real_time_factor.observe((time.perf_counter() - speech.arrived) * SAMPLE_RATE / speech.samples)
         if sse:
             frames = speech.samples // 600
+            phonemes = sum(len(j.phonemes) for j in job.jobs)  # all known now: a stream's rest joins as it is read
             usage = {"input_tokens": phonemes, "output_tokens": frames, "total_tokens": phonemes + frames}
             yield f"data: {json.dumps({'type': 'speech.audio.done', 'usage': usage})}\n\n".encode()
     except TilewaveError as exc:  # the status line is sent: the error can only end the stream

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from typing import Callable, NamedTuple
+from typing import Callable, Iterator, NamedTuple
 
 from tilewave.text.vocab import MAX_PHONEMES
 
@@ -100,15 +100,27 @@ def chunk_text(text: str, to_phonemes: Callable[[list[str]], list[str]],
     """Chunks of `text`; `to_phonemes` maps a batch of strings to their phoneme strings. With `first_limit`
     the first chunk is the first sentence alone, cut at clauses to at most that many phonemes (a stream's
     first audio then comes early); the rest is chunked as usual."""
-    chunks = []
+    return list(iter_chunk_text(text, to_phonemes, limit, first_limit))
+
+
+def iter_chunk_text(text: str, to_phonemes: Callable[[list[str]], list[str]],
+                    limit: int = MAX_PHONEMES, first_limit: int | None = None) -> Iterator[TextChunk]:
+    """chunk_text's chunks as they are made. With `first_limit` only the first sentence is phonemized before the
+    first chunk is yielded (a 2,000-character text's phonemes take tens of ms, the first chunk needs a few);
+    the chunks are chunk_text's either way: each piece is phonemized on its own text, whichever call it is in."""
+    first = first_limit is not None
     for paragraph in re.split(r"\n+", text):
         paragraph = " ".join(paragraph.split())
-        if paragraph:
-            pieces = _fit(_cut(paragraph, 0), 0, to_phonemes, limit)
-            if first_limit is not None and not chunks and pieces:
-                chunks, pieces = _first(pieces, to_phonemes, first_limit)
-            chunks += _pack(pieces, limit)
-    return chunks
+        if not paragraph:
+            continue
+        sentences = _cut(paragraph, 0)
+        if first:
+            first = False
+            head, rest = _first(_fit(sentences[:1], 0, to_phonemes, limit), to_phonemes, first_limit)
+            yield from head
+            yield from _pack(rest + (_fit(sentences[1:], 0, to_phonemes, limit) if sentences[1:] else []), limit)
+        else:
+            yield from _pack(_fit(sentences, 0, to_phonemes, limit), limit)
 
 
 def _first(pieces: list[TextChunk], to_phonemes, first_limit: int) -> tuple[list[TextChunk], list[TextChunk]]:

@@ -18,9 +18,9 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, replace
-from typing import Callable
+from typing import Callable, Iterator
 
-from tilewave.text.chunking import Phonemized, TextChunk, Word, chunk_text
+from tilewave.text.chunking import Phonemized, TextChunk, Word, iter_chunk_text
 from tilewave.text.inline import Pronunciation, placeholder_index, protect, restore, split_pauses
 from tilewave.text.normalize import normalize_spans
 from tilewave.text.vocab import has_phones
@@ -194,21 +194,34 @@ def text_chunks(text: str, phonemize: Callable[[list[str]], list[str]], normaliz
     """The chunks the model will say for `text`, with inline markup applied; a pause ends its chunk (or is a
     chunk of its own, without phonemes, where no words come before it). `first_limit`: the first chunk of
     speech is only its first sentence or clause, of at most that many phonemes (chunk_text)."""
+    return list(iter_text_chunks(text, phonemize, normalize, lang, first_limit))
+
+
+def iter_text_chunks(text: str, phonemize: Callable[[list[str]], list[str]], normalize: bool = True,
+                     lang: str = "en-us", first_limit: int | None = None) -> Iterator[TextChunk]:
+    """text_chunks' chunks as they are made: with `first_limit`, the first is yielded before the rest of the
+    text is phonemized (chunking.iter_chunk_text)."""
     protected, pronunciations = protect(text)
 
     def to_phonemes(pieces: list[str]) -> list[Phonemized]:
         return phonemize_pieces(pieces, phonemize, pronunciations, normalize, lang)
 
-    chunks: list[TextChunk] = []
+    def restored(c: TextChunk) -> TextChunk:
+        return replace(c, text=restore(c.text, pronunciations),
+                       words=tuple(w._replace(text=restore(w.text, pronunciations)) for w in c.words))
+
+    spoke = False  # a chunk with phonemes was made: first_limit is spent
     for section, pause in split_pauses(protected):
-        first = first_limit if not any(c.phonemes for c in chunks) else None
-        found = chunk_text(section, to_phonemes, first_limit=first) if section.strip() else []
-        chunks += [replace(c, text=restore(c.text, pronunciations),
-                           words=tuple(w._replace(text=restore(w.text, pronunciations)) for w in c.words))
-                   for c in found]
+        last = None  # a section followed by a pause holds its chunk back: the pause goes on its last one
+        if section.strip():
+            for c in iter_chunk_text(section, to_phonemes, first_limit=None if spoke else first_limit):
+                c = restored(c)
+                spoke = spoke or bool(c.phonemes)
+                if pause > 0:
+                    if last is not None:
+                        yield last
+                    last = c
+                else:
+                    yield c
         if pause > 0:
-            if found:
-                chunks[-1] = replace(chunks[-1], pause=pause)
-            else:
-                chunks.append(TextChunk("", "", pause=pause))
-    return chunks
+            yield replace(last, pause=pause) if last is not None else TextChunk("", "", pause=pause)
