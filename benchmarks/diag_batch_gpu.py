@@ -1,6 +1,7 @@
 """Kokoro's padded batch on a GPU: where its time goes and why its items differ from their solo runs.
 
     python3 benchmarks/diag_batch_gpu.py [--batches 8,64] [--json F]
+    python3 benchmarks/diag_batch_gpu.py --lstm-only      (the LSTM step costs and invariance: no model weights)
 
 For each LSTM placement — `batched` (kernels/lstm_batched.py, what ops.rnn runs for B > 1 today), `one_seq`
 (kernels/rnn.py's kernel for the whole batch, the one B = 1 takes), `cudnn` (PyTorch's LSTM, packed sequences) — and
@@ -125,23 +126,27 @@ def main() -> int:
     ap.add_argument("--placements", default="batched,one_seq,cudnn")
     ap.add_argument("--precision", default="tf32x3")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--lstm-only", action="store_true", help="only lstm_batched's step costs and batch invariance")
     args = ap.parse_args()
-    from tilewave.engine.voices import load_voice, style_for
-    from tilewave.models.kokoro import KokoroModel
     from tilewave.precision import scope
     from tilewave.profiling import StageProfiler
-    from tilewave.text.vocab import encode
 
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
     dev = "cuda"
-    model = KokoroModel.from_pretrained(device=dev)
-    pack = load_voice("jf_alpha")
     report = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "precision": args.precision, "rows": []}
     with scope(args.precision):
         report["lstm_step_costs"] = lstm_step_costs(dev)
         report["invariance"] = invariance(dev)
         print("batch invariance (row b of a B-item call vs a 1-item call):", report["invariance"])
-        for batch in [int(b) for b in args.batches.split(",")]:
+        batches = [] if args.lstm_only else [int(b) for b in args.batches.split(",")]
+        if batches:  # the model, and the text front end its imports bring (num2words, ...), only for batches
+            from tilewave.engine.voices import load_voice, style_for
+            from tilewave.models.kokoro import KokoroModel
+            from tilewave.text.vocab import encode
+
+            model = KokoroModel.from_pretrained(device=dev)
+            pack = load_voice("jf_alpha")
+        for batch in batches:
             sentences = batch_sentences(None, batch)
             ids = [encode(ps)[0].to(dev) for ps in sentences]
             ref_s = torch.cat([style_for(pack, len(ps)).reshape(1, -1) for ps in sentences]).to(dev)

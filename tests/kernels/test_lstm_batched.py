@@ -38,6 +38,22 @@ def test_each_item_starts_its_backward_direction_at_its_own_last_step():
     assert torch.equal(both[1, 4:].cpu(), torch.zeros(5, 2 * H))
 
 
+def test_each_row_of_a_batch_is_bit_identical_to_its_item_alone():
+    # Inputs whose projection W_ih x + b is exact in float32 (small integers times powers of two), so the
+    # input GEMM's summation order cannot differ between the calls and only the kernel is compared.
+    g = torch.Generator().manual_seed(5)
+    I, H = 8, 16
+    exact = lambda *s: torch.randint(-4, 5, s, generator=g).float() / 16  # noqa: E731
+    w = [exact(2, 4 * H, I), exact(2, 4 * H, H), exact(2, 4 * H), exact(2, 4 * H)]
+    x = torch.randint(-3, 4, (3, 7, I), generator=g).float()
+    lengths = torch.tensor([7, 3, 5])
+    dev = lambda t: t.to(KERNEL_DEVICE)  # noqa: E731
+    both = KB.lstm_batched(dev(x), *map(dev, w), lengths=dev(lengths)).cpu()
+    for b, n in enumerate(lengths.tolist()):
+        alone = KB.lstm_batched(dev(x[b:b + 1, :n]), *map(dev, w)).cpu()
+        assert torch.equal(both[b, :n], alone[0]), f"row {b}"
+
+
 def test_bad_precision_and_backward_only_are_refused():
     x, w = torch.randn(2, 3, 8), [torch.randn(1, 64, 8), torch.randn(1, 64, 16), torch.randn(1, 64), torch.randn(1, 64)]
     with pytest.raises(ValueError, match="precision must be one of"):

@@ -16,10 +16,12 @@ on chip for the whole sequence, and a step is, per block of BLOCK_B items, one t
 [BLOCK_B, H] x [H, 4·UNITS] (tensor cores at 'tf32x3' / 'tf32', exact FMAs at 'ieee'): all items' recurrent
 products in one instruction stream, so the step cost should stay nearly flat in B (blocks of BLOCK_B = 16
 items, looped inside the step). At H = 256, UNITS = 4: 64 programs per direction, a 16 K-element slice each.
-Measured on the H200 (benchmarks/RESULTS.md, session 7): exact ('ieee') steps take 28.7 / 33.9 / 121.5 us at
-B = 1 / 16 / 64, one TF32 MMA 2.4 / 3.7 / 11.7: the exact FMA dot is what a step waits for. 8 units per program
-measured 10.3 / 11.6 / 43.4 us exact, but the sm_90 build of that form spills 4 KB (ptxas reports 32 registers),
-so it is not taken until that is understood.
+Measured on the H200 (benchmarks/RESULTS.md, "the batched LSTM without spills", 2026-12-02, diag_batch_gpu.py
+--lstm-only): exact ('ieee') steps take 6.3 / 7.7 / 27.7 us at B = 1 / 16 / 64 with 4 units per program,
+10.3 / 11.4 / 42.8 with 8 (each thread's FMA dot twice as long), one TF32 MMA 2.4 / 3.7 / 11.4 with either:
+the exact FMA dot is what a step waits for, so the plan takes the fewest units per program the SMs allow.
+(Session 7's 28.7 / 33.9 / 121.5 us for 4 units, and its reading that 8 units are 2.8x faster, were measured
+on a form that spilled 2.5 KB: see the comment at the dot.)
 
 Layout and synchronisation are rnn.py's: the input projection of every step and direction is one GEMM
 before the recurrence (xp [B, T, D·4H]); NSPLIT programs per direction each own UNITS units; `out` doubles
@@ -41,9 +43,10 @@ from tilewave.kernels.rnn import (_cell_update, _check_lstm_args, _direction_bar
 
 RESIDENT_WEIGHTS = 16384  # float32 W_hh elements per program (4 gates x H x UNITS): 64 KB, as in rnn.py
 MIN_DOT = 16              # tl.dot's smallest M / N / K on the GPU
-# sm_90 compiles (tilewave build, 4 warps, 1 stage, H = 256): BLOCK_B = 16 ieee 62 registers / tf32 72, no
-# spills; tf32x3 255 registers and 188 B of spills (so it is not offered); BLOCK_B = 64 ieee spilled 3.8 KB.
-# Larger B loops blocks.
+# sm_90 compiles (tilewave build, 4 warps, 1 stage, H = 256, BLOCK_B = 16, in the forms the runtime launches:
+# H a multiple of 16, B = 1 a constant at batch 1): 4 units ieee 62 registers (54 at B = 1) / tf32 71 (60),
+# 8 units ieee 69 (62) / tf32 72 (64), no spills (Triton 3.7.1 here and 3.6.0 on the H200 alike); tf32x3 255
+# registers and ~190 B of spills (so it is not offered); BLOCK_B = 64 ieee spilled 3.8 KB. Larger B loops blocks.
 MAX_BLOCK_B = 16
 NUM_WARPS, NUM_STAGES = 4, 1  # one stage: the step loop carries a barrier, nothing to prefetch across it
 MAX_HIDDEN = 256          # the width whose sm_90 compile is checked (Kokoro's); wider runs on kernels.rnn.lstm
@@ -84,7 +87,12 @@ def _lstm_batched_kernel(xp_ptr, whh_ptr, out_ptr, c_ptr, len_ptr, sync_ptr, B, 
                         mask=(b_mask & (s > 0))[:, None] & k_mask[None, :], other=0.0, cache_modifier=".cg")
             xp = tl.load(xp_ptr + ((bt + t) * (4 * H * D) + d * 4 * H)[:, None] + row_of_col[None, :],
                          mask=b_mask[:, None] & col_mask[None, :], other=0.0)
-            gates = tl.dot(h, w, input_precision=PRECISION) + xp + poison
+            # xp is added after the dot, not as its accumulator: as the accumulator it is converted to the dot's
+            # layout between the loads of the dot's two operands, through shared memory behind a barrier, and
+            # where xp loads in another layout (H known a multiple of 16: every launch at Kokoro's shapes) that
+            # barrier holds the 512 h values each thread has loaded for its FMAs live at once: ptxas gave that
+            # form 32 registers and 2.5 KB of spills, and its exact step took 4-4.7x as long on the H200.
+            gates = tl.dot(h, w, input_precision=PRECISION) + poison + xp
             # [BB, 4U] -> [BB, U, 2, 2] with element [b, u, p, q] = gate 2p + q, then split q and p
             gates = tl.reshape(tl.permute(tl.reshape(gates, (BLOCK_B, 4, UNITS)), (0, 2, 1)), (BLOCK_B, UNITS, 2, 2))
             g_ig, g_fo = tl.split(gates)
@@ -110,7 +118,8 @@ def _lstm_batched_kernel(xp_ptr, whh_ptr, out_ptr, c_ptr, len_ptr, sync_ptr, B, 
 
 def plan_lstm_batched(B: int, H: int, D: int, device: torch.device) -> tuple[int, int, int, int]:
     """(NSPLIT, UNITS, BLOCK_K, BLOCK_B): W_hh split over as many co-resident programs as the SMs allow (the
-    fewer units per program, the fewer registers its W_hh slice holds), items in blocks of BLOCK_B."""
+    fewer units per program, the shorter each thread's exact dot: 4 units measured 1.5-1.6x faster than 8 on
+    the H200), items in blocks of BLOCK_B."""
     block_k = max(MIN_DOT, triton.next_power_of_2(H))
     block_b = min(MAX_BLOCK_B, max(MIN_DOT, triton.next_power_of_2(B)))
     if _interpreting():
@@ -167,18 +176,22 @@ def lstm_batched(x: torch.Tensor, w_ih: torch.Tensor, w_hh: torch.Tensor, b_ih: 
 # registration (inputs, oracle, peer and work counts shared with kernels/rnn.py's lstm)
 # ---------------------------------------------------------------------------------------------------
 def _variants():
-    sig = {"xp_ptr": "*fp32", "whh_ptr": "*fp32", "out_ptr": "*fp32", "c_ptr": "*fp32", "len_ptr": "*i64",
-           "sync_ptr": "*i32", "B": "i32", "T": "i32", "H": "i32"}
     out = []
-    # Kokoro's BiLSTMs (H = 256: 64 programs of 4 units per direction, 128 of an H200's 132 SMs)
-    for block_b in (MAX_BLOCK_B,):
+    # Kokoro's BiLSTMs, H = 256: 64 programs of 4 units per direction (128 of an H200's 132 SMs), or 32 of 8
+    # units where fewer than 128 SMs are there (an A100's 108, an H100 PCIe's 114)
+    for units in (4, 8):
         for precision in PRECISIONS:
             for has_len in (False, True):
+                sig = {"xp_ptr": "*fp32", "whh_ptr": "*fp32", "out_ptr": "*fp32", "c_ptr": "*fp32",
+                       # without lengths the launcher passes x, which the kernel never reads
+                       "len_ptr": "*i64" if has_len else "*fp32", "sync_ptr": "*i32", "B": "i32", "T": "i32",
+                       "H": "i32"}
                 out.append(AotVariant(
-                    f"_lstm_batched_kernel[H<=256,bb={block_b},{precision},len={has_len}]", _lstm_batched_kernel,
-                    sig, {"HAS_LEN": has_len, "NSPLIT": 64, "UNITS": 4, "BLOCK_K": 256, "BLOCK_B": block_b,
-                          "PRECISION": precision}, num_warps=NUM_WARPS, num_stages=NUM_STAGES,
-                    expect_mma=precision != "ieee"))
+                    f"_lstm_batched_kernel[H<=256,units={units},bb={MAX_BLOCK_B},{precision},len={has_len}]",
+                    _lstm_batched_kernel, sig,
+                    {"HAS_LEN": has_len, "NSPLIT": 256 // units, "UNITS": units, "BLOCK_K": 256,
+                     "BLOCK_B": MAX_BLOCK_B, "PRECISION": precision}, num_warps=NUM_WARPS, num_stages=NUM_STAGES,
+                    expect_mma=precision != "ieee", aligned_ints=("H",)))
     return out
 
 
