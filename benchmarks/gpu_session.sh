@@ -14,10 +14,12 @@
 #   batch [precision]   : Kokoro batched (B = 1, 8, 32, 64) beside one by one, the engine and the official model
 #   serve               : first audio of a 2,000-character text (engine and HTTP, eager and graphed), the load test
 #   precision           : Kokoro and the vocoders in every mode and dtype, the fidelity table, launches re-recorded
+#   s8a / s8b           : session 8's two calls (the batch path's tests, batches, first audio / singles in every
+#                         mode, bfloat16, the server's load test)
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels-1 | wheels-2 | test | bench | engine | batch | serve | precision}
+phase=${1:?phase: wheels-1 | wheels-2 | test | bench | engine | batch | serve | precision | s8a | s8b}
 install() {
   [ -f /tmp/site/.done ] && return
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site /var/tmp/w/*.whl \
@@ -104,5 +106,21 @@ precision)  # single utterances and vocoders in every mode and dtype, the fideli
   done
   timeout 90 python3 -m tilewave.harness.launches > "$OUT/launches.txt" 2>&1; tail -n2 "$OUT/launches.txt"
   cp tilewave/harness/launches.json "$OUT/" ;;
+s8a)  # session 8, one call: the batch path's CUDA tests, Kokoro batched, first audio (a call brings back 8 files)
+  install
+  timeout 200 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_lstm_batched.py tests/models/test_kokoro_batch.py \
+    tests/models/test_kokoro_graphs.py tests/engine/test_stream.py 2>&1 | tee "$OUT/pytest_s8.txt" | tail -6
+  timeout 300 python3 benchmarks/bench_kokoro.py --batch 1,8,32,64 --device cuda --precision tf32x3 \
+    --json "$OUT/kokoro_batch.json" 2>&1 | grep -v Warning | tee "$OUT/kokoro_batch.txt" | tail -22
+  timeout 120 python3 benchmarks/bench_first_audio.py --device cuda --json "$OUT/first_audio.json" 2>&1 \
+    | tee "$OUT/first_audio.txt" | tail -8 ;;
+s8b)  # session 8, one call: single utterances in every mode (with graph rows), bfloat16, the server's load test
+  install
+  timeout 240 python3 benchmarks/bench_kokoro.py --precisions tf32x3,tf32 --json "$OUT/kokoro.json" 2>&1 \
+    | grep -v Warning | tee "$OUT/kokoro.txt" | grep -v "^  stage" | tail -30
+  timeout 120 python3 -m tilewave bench --model kokoro --device cuda --dtype bfloat16 --json "$OUT/kokoro_bf16.json" \
+    2>&1 | grep -v Warning | tee "$OUT/kokoro_bf16.txt" | grep -v "^  stage" | tail -8
+  timeout 200 python3 benchmarks/bench_server.py --device cuda --clients 16 --requests 2 --text-words 48 \
+    --timeout 180 --json "$OUT/server.json" 2>&1 | tee "$OUT/server.txt" | tail -8 ;;
 *) echo "unknown phase $phase"; exit 2 ;;
 esac

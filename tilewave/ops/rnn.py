@@ -24,10 +24,12 @@ def lstm(x: torch.Tensor, directions: list[LSTMParams] | tuple[LSTMParams, ...],
     if use_triton("lstm", x, *flat, supported=fp32,
                   reason=f"recurrences run in float32 only, got {sorted({str(t.dtype) for t in (x, *flat)})}"):
         w_ih, w_hh, b_ih, b_hh = (torch.stack(ts) for ts in zip(*directions))
-        if x.shape[0] > 1 and w_hh.shape[2] <= KB.MAX_HIDDEN:
-            # a batch: every step's recurrent product for all items as one product (tl.dot). Exact float32 in
-            # every precision mode, as the one-sequence kernel: the recurrences decide the durations, which no
-            # mode may change
+        if w_hh.shape[2] <= KB.MAX_HIDDEN:
+            # every step's recurrent product for all items as one product (tl.dot), for one item too: its rows are
+            # bit-identical to a solo call's, so a GPU batch's recurrences are its items' solo ones (the one-sequence
+            # kernel rounds differently, 3.4e-7), and without spills its exact step is as fast (H200, B = 1: 6.3 µs,
+            # the one-sequence kernel 5.5-5.9; benchmarks/RESULTS.md). Exact float32 in every precision mode: the
+            # recurrences decide the durations, which no mode may change
             return KB.lstm_batched(x.contiguous(), w_ih, w_hh, b_ih, b_hh, lengths=lengths, precision="ieee")
         return K.lstm(x.contiguous(), w_ih, w_hh, b_ih, b_hh, lengths=lengths)
     if lengths is None:
