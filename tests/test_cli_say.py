@@ -119,6 +119,18 @@ def test_say_parses_without_torch_and_runs_on_the_cpu_without_triton_the_server_
     assert lines["parsed"] == "parsed:" and lines["ran"] == "ran:", run.stdout
 
 
+def test_the_executable_ends_at_once_after_say_with_its_output_flushed_and_the_file_whole(tmp_path):
+    out = tmp_path / "hi.wav"
+    script = "import sys\n" + RANDOM_KOKORO + "from tilewave.cli import entry\nentry()\nprint('not reached')"
+    run = _python(script, "say", "Hi.", "--device", "cpu", "-o", out)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith(f"wrote {out}: ") and "not reached" not in run.stdout, run.stdout
+    audio, rate = soundfile.read(out)
+    assert rate == 24_000 and audio.size > 0
+    bad = _python(script, "say", "", "-o", out)
+    assert bad.returncode == 2 and "error:" in bad.stderr
+
+
 BAD_INPUTS = [
     (["", "-o", "{out}"], "empty"),
     (["  \n\t ", "-o", "{out}"], "whitespace"),
