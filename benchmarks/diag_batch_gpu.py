@@ -32,20 +32,21 @@ from tilewave.harness.model_bench import batch_sentences  # noqa: E402
 @contextlib.contextmanager
 def lstm_placement(name: str):
     import tilewave.ops.rnn as R
-    from tilewave.kernels import rnn as K
+    from tilewave.kernels import lstm_batched as KB
+    from tilewave.reference.rnn import lstm_torch_flat
 
-    saved_hidden, saved_lstm = R.KB.MAX_HIDDEN, R.lstm
+    saved_hidden, saved_lstm = KB.MAX_HIDDEN, R.lstm
     if name == "one_seq":
-        R.KB.MAX_HIDDEN = 0
+        KB.MAX_HIDDEN = 0
     elif name == "cudnn":
         def cudnn(x, directions, lengths=None):
             flat = [t for d in directions for t in d]
-            return K.lstm_torch_flat(x, flat, len(directions) == 2, lengths)
+            return lstm_torch_flat(x, flat, len(directions) == 2, lengths)
         R.lstm = cudnn
     try:
         yield
     finally:
-        R.KB.MAX_HIDDEN, R.lstm = saved_hidden, saved_lstm
+        KB.MAX_HIDDEN, R.lstm = saved_hidden, saved_lstm
 
 
 def timed(fn, reps=3):

@@ -81,28 +81,54 @@ def test_threads_are_set_and_checked(tmp_path, fake_model, capsys):
     assert "threads must be a whole number of at least 1, got 0" in capsys.readouterr().err
 
 
-# Run in a fresh interpreter: what `tilewave say` imports, with the model double in place of Kokoro.
+# Run in a fresh interpreter, with the real Kokoro model on random weights (so that every op of a CPU synthesis
+# runs) in place of the downloaded ones.
+RANDOM_KOKORO = """
+import torch
+from tilewave.engine import session
+from tilewave.models.kokoro import KokoroModel
+gen = torch.Generator().manual_seed(0)
+weights = {k: torch.randn(s, generator=gen) * 0.02 for k, s in KokoroModel.expected_shapes().items()}
+session.load_model = lambda _, device: KokoroModel.from_weights(weights, device)
+"""
+
 SAY_IMPORTS = """
 import sys
 from tilewave.cli import build_parser
 build_parser("say").parse_args(["say", "Hi.", "--device", "cpu"])
 print("parsed:", *(m for m in ("torch", "triton", "numpy") if m in sys.modules))
-from tests.engine.fake_model import FakeKokoro
+""" + RANDOM_KOKORO + """
 from tilewave.cli import main
-from tilewave.engine import session
-session.load_model = lambda weights, device: FakeKokoro()
 assert main(["say", "Hi.", "--device", "cpu", "-o", sys.argv[1]]) == 0
-print("ran:", *(m for m in sys.modules if m.split(".")[0] in ("fastapi", "uvicorn", "starlette", "ray", "onnx")
-               or m.startswith(("tilewave.server", "tilewave.distributed", "tilewave.asr", "tilewave.harness"))))
+print("ran:", *(m for m in sys.modules
+                if m.split(".")[0] in ("fastapi", "uvicorn", "starlette", "ray", "onnx", "onnxruntime", "triton")
+                or m.startswith(("tilewave.server", "tilewave.distributed", "tilewave.asr", "tilewave.harness",
+                                 "tilewave.kernels."))))
 """
 
 
-def test_say_parses_without_torch_and_runs_without_the_server_ray_or_onnx(tmp_path):
-    run = subprocess.run([sys.executable, "-c", SAY_IMPORTS, str(tmp_path / "hi.wav")], capture_output=True,
-                         text=True, timeout=120, cwd=Path(__file__).parents[1])
+def _python(script: str, *args, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True, text=True,
+                          timeout=120, cwd=Path(__file__).parents[1], **kw)
+
+
+def test_say_parses_without_torch_and_runs_on_the_cpu_without_triton_the_server_ray_or_onnx(tmp_path):
+    run = _python(SAY_IMPORTS, tmp_path / "hi.wav")
     assert run.returncode == 0, run.stderr
     lines = {line.split(":")[0]: line for line in run.stdout.splitlines()}
     assert lines["parsed"] == "parsed:" and lines["ran"] == "ran:", run.stdout
+
+
+def test_the_executable_ends_at_once_after_say_with_its_output_flushed_and_the_file_whole(tmp_path):
+    out = tmp_path / "hi.wav"
+    script = "import sys\n" + RANDOM_KOKORO + "from tilewave.cli import entry\nentry()\nprint('not reached')"
+    run = _python(script, "say", "Hi.", "--device", "cpu", "-o", out)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith(f"wrote {out}: ") and "not reached" not in run.stdout, run.stdout
+    audio, rate = soundfile.read(out)
+    assert rate == 24_000 and audio.size > 0
+    bad = _python(script, "say", "", "-o", out)
+    assert bad.returncode == 2 and "error:" in bad.stderr
 
 
 BAD_INPUTS = [

@@ -1,5 +1,3 @@
-import sys
+from tilewave.cli import entry
 
-from tilewave.cli import main
-
-sys.exit(main())
+entry()

@@ -16,6 +16,7 @@ from tilewave.spec.tolerance import scaled_max_error, tolerance
 from tilewave.kernels import conv2d as KC
 from tilewave.kernels import vision as KV
 from tilewave.ops import vision as OV
+from tilewave.reference.vision import MODES
 
 SEEDS = range(6)
 F32 = tolerance("float32", "pointwise")
@@ -34,7 +35,7 @@ def _close(peer_out, oracle_out, tol, seed):
 # ------------------------------------------------------------------------------------------------
 # oracles vs stock PyTorch (CPU, float32 peer against float64 oracle on the same float32 inputs)
 # ------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("mode", KV.MODES)
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("seed", SEEDS)
 def test_resize_oracle_matches_interpolate(seed, mode):
     rng, gen = _gen(seed)
@@ -118,7 +119,7 @@ def test_transpose_is_bit_exact_in_every_dtype():
         assert torch.equal(KV.transpose_th(x).cpu(), x.cpu().transpose(0, 1)), dtype
 
 
-@pytest.mark.parametrize("mode", KV.MODES)
+@pytest.mark.parametrize("mode", MODES)
 def test_resize_to_same_size_only_normalizes(mode):
     # half-pixel centres map every output pixel onto an input pixel: both filters reduce to identity
     gen = torch.Generator().manual_seed(1)

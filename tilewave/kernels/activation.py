@@ -22,6 +22,7 @@ import triton.language as tl
 
 from tilewave.spec import AotVariant, BenchShape, Case, Kernel, register
 from tilewave.kernels._common import block_size, check_channel_params, randn, sin, tanh
+from tilewave.reference.activation import snake_torch
 
 # 4 KiB per program at 4 warps (8 fp32 or 16 fp16/bf16 elements per thread, 16-byte vector accesses): the
 # fastest of the configurations swept on the H200 (benchmarks/tune_elementwise.py, RESULTS.md).
@@ -192,22 +193,8 @@ def upsample_nearest1d(x, factor: int, out=None):
 
 
 # ---------------------------------------------------------------------------------------------------
-# PyTorch peers (also the CPU path of tilewave.ops) and float64 oracles
+# float64 oracles (snake's PyTorch peer, also the CPU path of tilewave.ops: tilewave/reference/activation.py)
 # ---------------------------------------------------------------------------------------------------
-def snake_torch(x, alpha, beta=None, log_scale=False):
-    # 16-bit x computed in float32 and stored in its dtype, as the kernel does (float32 or float64 x: as it comes)
-    work = torch.promote_types(x.dtype, torch.float32)
-    a = alpha.to(work).view(-1, 1)
-    b = a if beta is None else beta.to(work).view(-1, 1)
-    if log_scale:
-        a, b = a.exp(), b.exp()
-    # x + sin(a x)^2 / (b + 1e-9) in one buffer, the last two steps one addcdiv: the same roundings, 2.4x faster
-    # on the CPU at Kokoro's generator shapes (no temporaries to allocate and fault in; benchmarks/RESULTS.md)
-    xw = x.to(work)
-    s = torch.mul(a, xw).sin_()
-    return torch.addcdiv(xw, s.mul_(s), b + 1e-9, out=s).to(x.dtype)
-
-
 def snake_oracle(x, alpha, beta=None, log_scale=False):
     import numpy as np
 

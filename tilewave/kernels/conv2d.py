@@ -22,12 +22,12 @@ import math
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 import triton
 import triton.language as tl
 
 from tilewave.spec import AotVariant, BenchShape, Case, Kernel, register
 from tilewave.kernels._common import randn
+from tilewave.reference.conv2d import as_pair, depthwise_conv2d_nhwc_torch, im2col_patch_torch
 
 # elements of the [BLOCK_W, BLOCK_C] tile: 8 fp32 accumulators (two 16-byte vectors) per thread at 4 warps;
 # small enough that a 56x56x96 map still spreads over ~340 programs
@@ -109,14 +109,6 @@ def _im2col_patch_kernel(x_ptr, y_ptr, C, H, W, GH, GW, P, P_PAD: tl.constexpr, 
 # ---------------------------------------------------------------------------------------------------
 # launchers
 # ---------------------------------------------------------------------------------------------------
-def as_pair(v, name: str) -> tuple[int, int]:
-    if isinstance(v, int):
-        return v, v
-    if len(v) != 2:
-        raise ValueError(f"{name} must be an int or a (height, width) pair, got {v!r}")
-    return int(v[0]), int(v[1])
-
-
 def same_dtype(name: str, **tensors: torch.Tensor | None) -> None:
     """The compiled variants take one storage dtype for all tensor arguments of a launch."""
     given = {k: t.dtype for k, t in tensors.items() if t is not None}
@@ -200,14 +192,8 @@ def im2col_patch(x: torch.Tensor, patch: int, out: torch.Tensor | None = None) -
 
 
 # ---------------------------------------------------------------------------------------------------
-# PyTorch peers (also the CPU path of tilewave.ops) and float64 oracles
+# float64 oracles (the PyTorch peers, also the CPU path of tilewave.ops: tilewave/reference/conv2d.py)
 # ---------------------------------------------------------------------------------------------------
-def depthwise_conv2d_nhwc_torch(x, weight, bias=None, stride=1, padding=0):
-    y = F.conv2d(x.permute(0, 3, 1, 2), weight[:, None], bias, as_pair(stride, "stride"),
-                 as_pair(padding, "padding"), groups=x.shape[-1])
-    return y.permute(0, 2, 3, 1)
-
-
 def depthwise_conv2d_nhwc_oracle(x, weight, bias=None, stride=1, padding=0):
     (sh, sw), (ph, pw) = as_pair(stride, "stride"), as_pair(padding, "padding")
     x, w = x.numpy(), weight.numpy()
@@ -221,12 +207,6 @@ def depthwise_conv2d_nhwc_oracle(x, weight, bias=None, stride=1, padding=0):
     if bias is not None:
         y += bias.numpy()
     return torch.from_numpy(y)
-
-
-def im2col_patch_torch(x, patch):
-    N, C = x.shape[:2]
-    t = x.unfold(2, patch, patch).unfold(3, patch, patch)  # [N, C, gh, gw, p, p]
-    return t.permute(0, 2, 3, 1, 4, 5).reshape(N, t.shape[2] * t.shape[3], C * patch * patch)
 
 
 def im2col_patch_oracle(x, patch):

@@ -29,6 +29,7 @@ import triton.language as tl
 
 from tilewave.spec import AotVariant, BenchShape, Case, Kernel, register
 from tilewave.kernels._common import block_size, randn
+from tilewave.reference.norm import ada_layer_norm_torch, adain1d_torch, per_item
 
 ADAIN_BLOCK = 8192   # 32 elements (eight 16-byte loads in fp32) per thread at 8 warps: enough bytes in
                      # flight per chunk for one program to stream a 48,000-frame row near its share of HBM
@@ -186,30 +187,11 @@ def ada_layer_norm(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps
 
 
 # ---------------------------------------------------------------------------------------------------
-# PyTorch peers and float64 oracles
+# float64 oracles (the PyTorch peers, also the CPU path of tilewave.ops.norm: tilewave/reference/norm.py)
 # ---------------------------------------------------------------------------------------------------
-def _per_item(fn, x, gamma, beta, eps, lengths):
-    """fn on each item's own frames, zeros past them (the lengths contract of adain1d)."""
-    out = torch.zeros_like(x)
-    for b, n in enumerate(lengths.tolist()):
-        out[b, :, :n] = fn(x[b:b + 1, :, :n], gamma[b:b + 1], beta[b:b + 1], eps)[0]
-    return out
-
-
-def adain1d_torch(x, gamma, beta, eps=1e-5, lengths=None):
-    if lengths is not None:
-        return _per_item(adain1d_torch, x, gamma, beta, eps, lengths)
-    # 16-bit x: statistics and affine in float32, stored in its dtype, as the kernel does (float32 or float64 x:
-    # as it comes); in place on the normalised x: the roundings of gamma * IN(x) + beta without two temporaries
-    # (not addcmul, whose fused multiply-add rounds once)
-    work = torch.promote_types(x.dtype, torch.float32)
-    y = F.instance_norm(x.to(work), eps=eps).mul_(gamma.to(work).unsqueeze(-1)).add_(beta.to(work).unsqueeze(-1))
-    return y.to(x.dtype)
-
-
 def adain1d_oracle(x, gamma, beta, eps=1e-5, lengths=None):
     if lengths is not None:
-        return _per_item(adain1d_oracle, x, gamma, beta, eps, lengths)
+        return per_item(adain1d_oracle, x, gamma, beta, eps, lengths)
     mu = x.mean(-1, keepdim=True)
     var = ((x - mu) ** 2).mean(-1, keepdim=True)
     return gamma.unsqueeze(-1) * (x - mu) / torch.sqrt(var.clamp_min(0) + eps) + beta.unsqueeze(-1)
@@ -228,10 +210,6 @@ def layer_norm_oracle(x, weight=None, bias=None, eps=1e-5):
 
 def ada_layer_norm_oracle(x, gamma, beta, eps=1e-5):
     return gamma.unsqueeze(1) * _ln64(x, eps) + beta.unsqueeze(1)
-
-
-def ada_layer_norm_torch(x, gamma, beta, eps=1e-5):
-    return gamma.unsqueeze(1) * F.layer_norm(x, (x.shape[-1],), eps=eps) + beta.unsqueeze(1)
 
 
 # ---------------------------------------------------------------------------------------------------

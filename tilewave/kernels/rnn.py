@@ -63,6 +63,7 @@ import triton.language as tl
 
 from tilewave.spec import AotVariant, BenchShape, Case, Kernel, register
 from tilewave.kernels._common import rand, randn
+from tilewave.reference.rnn import lstm_cell_torch, lstm_torch
 
 RESIDENT_WEIGHTS = 16384  # float32 W_hh elements per resident program: 64 KB, 64 registers/thread at 8 warps
 PRODUCT_TILE = 8192       # elements of one [BLOCK_B, units, K] multiply-reduce tile (resident path)
@@ -372,33 +373,8 @@ def lstm_cell(x: torch.Tensor, h: torch.Tensor, c: torch.Tensor, w_ih: torch.Ten
 
 
 # ---------------------------------------------------------------------------------------------------
-# PyTorch peers (cuDNN on the GPU; also the CPU path of tilewave.ops) and float64 oracles
+# float64 oracles (the PyTorch peers, cuDNN on the GPU and the CPU path of tilewave.ops: tilewave/reference/rnn.py)
 # ---------------------------------------------------------------------------------------------------
-def lstm_torch_flat(x, flat: list[torch.Tensor], bidirectional: bool, lengths=None) -> torch.Tensor:
-    """torch's LSTM on flat [w_ih, w_hh, b_ih, b_hh] * D; lengths through pack_padded_sequence."""
-    from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
-
-    D = 2 if bidirectional else 1
-    H = flat[1].shape[1]
-    h0 = x.new_zeros(D, x.shape[0], H)
-    if lengths is None:
-        return torch._VF.lstm(x, (h0, h0), flat, True, 1, 0.0, False, bidirectional, True)[0]
-    packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
-    data = torch._VF.lstm(packed.data, packed.batch_sizes, (h0, h0), flat, True, 1, 0.0, False, bidirectional)[0]
-    out = PackedSequence(data, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices)
-    return pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])[0]
-
-
-def lstm_torch(x, w_ih, w_hh, b_ih, b_hh, lengths=None, reverse=False, path=None):
-    """The peer for stacked weights. torch has no backward-only LSTM: run both directions on the
-    backward weights and keep the backward half."""
-    if reverse:
-        flat = [w_ih[0], w_hh[0], b_ih[0], b_hh[0]] * 2
-        return lstm_torch_flat(x, flat, True, lengths)[..., w_hh.shape[2]:]
-    flat = [t[d] for d in range(w_ih.shape[0]) for t in (w_ih, w_hh, b_ih, b_hh)]
-    return lstm_torch_flat(x, flat, w_ih.shape[0] == 2, lengths)
-
-
 def lstm_oracle(x, w_ih, w_hh, b_ih, b_hh, lengths=None, reverse=False, path=None):
     B, T, _ = x.shape
     D, H = w_hh.shape[0], w_hh.shape[2]
@@ -420,10 +396,6 @@ def lstm_cell_oracle(x, h, c, w_ih, w_hh, b_ih, b_hh):
     i, f, g, o = (x @ w_ih.T + b_ih + h @ w_hh.T + b_hh).chunk(4, dim=1)
     c_new = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
     return torch.sigmoid(o) * torch.tanh(c_new), c_new
-
-
-def lstm_cell_torch(x, h, c, w_ih, w_hh, b_ih, b_hh):
-    return torch._VF.lstm_cell(x, (h, c), w_ih, w_hh, b_ih, b_hh)
 
 
 # ---------------------------------------------------------------------------------------------------

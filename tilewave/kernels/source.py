@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 import triton
 import triton.language as tl
 
 from tilewave.kernels._common import tanh
 from tilewave.kernels.spectral.common import _check_contiguous
+from tilewave.reference.source import harmonic_source_torch
 from tilewave.spec import AotVariant, BenchShape, Case, Kernel, register
 
 
@@ -142,23 +142,6 @@ def harmonic_source_oracle(f0, merge_weight, merge_bias, rand_ini, noise, *, sam
     amp = uv * noise_std + (1 - uv) * sine_amp / 3
     excitation = np.sin(phase) * sine_amp * uv + amp * noise.numpy()
     return torch.from_numpy(np.tanh(excitation @ w.T + merge_bias.numpy()))
-
-
-def harmonic_source_torch(f0, merge_weight, merge_bias, rand_ini, noise, *, sample_rate, upsample_scale,
-                          sine_amp=0.1, noise_std=0.003, voiced_threshold=10.0):
-    """The reference's operations in its order (float32 phase): bit-equal to Kokoro's SourceModuleHnNSF."""
-    K = merge_weight.shape[-1]
-    harmonics = torch.arange(1, K + 1, device=f0.device, dtype=f0.dtype)
-    rad = (f0 * harmonics / sample_rate) % 1
-    rad[:, 0, :] = rad[:, 0, :] + rand_ini
-    rad = F.interpolate(rad.transpose(1, 2), scale_factor=1 / upsample_scale, mode="linear")
-    phase = torch.cumsum(rad, dim=-1) * 2 * torch.pi
-    phase = F.interpolate(phase * upsample_scale, scale_factor=upsample_scale, mode="linear")
-    sines = torch.sin(phase).transpose(1, 2) * sine_amp
-    uv = (f0 > voiced_threshold).to(f0.dtype)
-    amp = uv * noise_std + (1 - uv) * sine_amp / 3
-    excitation = sines * uv + amp * noise
-    return torch.tanh(F.linear(excitation, merge_weight, merge_bias))
 
 
 def _source_inputs(p, dtype, device, gen):

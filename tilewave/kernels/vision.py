@@ -36,13 +36,15 @@ import math
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 import triton
 import triton.language as tl
 
 from tilewave.spec import AotVariant, BenchShape, Case, Kernel, register
 from tilewave.kernels._common import rand, randn
-from tilewave.kernels.conv2d import DTYPES_TL, as_pair, same_dtype, window2d_nhwc, window_out_size, window_variants
+from tilewave.kernels.conv2d import DTYPES_TL, same_dtype, window2d_nhwc, window_out_size, window_variants
+from tilewave.reference.conv2d import as_pair
+from tilewave.reference.vision import (LUMA_BT601, avg_pool2d_nhwc_torch, check_resize_mode, frame_diff_luma_torch,
+                                       pos_emb_2d_add_torch, resize_normalize_torch, transpose_th_torch)
 
 ROW_TILE = 2048  # elements of a [rows, BLOCK_D] tile
 ROW_BLOCK_DS = (16, 32, 64, 128)
@@ -51,10 +53,6 @@ POS_EMB_WARPS = 8
 RESIZE_BLOCK = 128
 CELL_ROWS, CELL_BLOCK = 8, 128
 BICUBIC_A = -0.75
-LUMA_BT601 = (0.299, 0.587, 0.114)
-MODES = ("bilinear", "bicubic")
-
-
 # ---------------------------------------------------------------------------------------------------
 # kernels
 # ---------------------------------------------------------------------------------------------------
@@ -213,11 +211,6 @@ def transpose_th(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tens
     return out
 
 
-def _check_mode(mode: str) -> None:
-    if mode not in MODES:
-        raise ValueError(f"resize_normalize: mode must be one of {MODES}, got {mode!r}")
-
-
 def _mean_std(v, device, name: str) -> torch.Tensor:
     t = torch.as_tensor(v, dtype=torch.float32, device=device).reshape(-1)
     if t.numel() != 3:
@@ -227,7 +220,7 @@ def _mean_std(v, device, name: str) -> torch.Tensor:
 
 def resize_normalize(image: torch.Tensor, size, mean, std, mode: str = "bicubic",
                      out: torch.Tensor | None = None) -> torch.Tensor:
-    _check_mode(mode)
+    check_resize_mode(mode)
     if image.dim() not in (3, 4) or image.shape[-1] != 3:
         raise ValueError(f"resize_normalize: image must be [H, W, 3] or [B, H, W, 3] (interleaved RGB), "
                          f"got shape {tuple(image.shape)}")
@@ -297,26 +290,10 @@ def frame_diff_luma(f0: torch.Tensor, f1: torch.Tensor, grid, out: torch.Tensor 
 
 
 # ---------------------------------------------------------------------------------------------------
-# PyTorch peers (also the CPU path of tilewave.ops) and float64 oracles
+# float64 oracles (the PyTorch peers, also the CPU path of tilewave.ops: tilewave/reference/vision.py)
 # ---------------------------------------------------------------------------------------------------
-def transpose_th_torch(x):
-    return x.transpose(0, 1).contiguous()
-
-
 def transpose_th_oracle(x):
     return torch.from_numpy(np.ascontiguousarray(np.swapaxes(x.numpy(), 0, 1)))
-
-
-def resize_normalize_torch(image, size, mean, std, mode="bicubic"):
-    _check_mode(mode)
-    x = image.movedim(-1, -3)
-    batched = x.dim() == 4
-    y = F.interpolate(x if batched else x[None], size=as_pair(size, "size"), mode=mode, align_corners=False,
-                      antialias=False)
-    mean = torch.as_tensor(mean, dtype=y.dtype, device=y.device).view(3, 1, 1)
-    std = torch.as_tensor(std, dtype=y.dtype, device=y.device).view(3, 1, 1)
-    y = (y - mean) / std
-    return y if batched else y[0]
 
 
 def interp_matrix(n_in: int, n_out: int, mode: str) -> np.ndarray:
@@ -353,11 +330,6 @@ def resize_normalize_oracle(image, size, mean, std, mode="bicubic"):
     return torch.from_numpy((y - mean) / std)
 
 
-def avg_pool2d_nhwc_torch(x, kernel, stride=None, padding=0):
-    y = F.avg_pool2d(x.permute(0, 3, 1, 2), kernel, stride, padding, count_include_pad=False)
-    return y.permute(0, 2, 3, 1)
-
-
 def avg_pool2d_nhwc_oracle(x, kernel, stride=None, padding=0):
     (kh, kw), (sh, sw), (ph, pw) = pool_window(kernel, stride, padding)
     x = x.numpy()
@@ -373,29 +345,11 @@ def avg_pool2d_nhwc_oracle(x, kernel, stride=None, padding=0):
     return torch.from_numpy(total / count[None, :, :, None])
 
 
-def pos_emb_2d_add_torch(tok, pos_x, pos_y):
-    W, D = pos_x.shape
-    return tok + (pos_y[:, None, :] + pos_x[None, :, :]).reshape(-1, D)
-
-
 def pos_emb_2d_add_oracle(tok, pos_x, pos_y):
     tok, px, py = tok.numpy(), pos_x.numpy(), pos_y.numpy()
     p = np.arange(tok.shape[-2])
     W = px.shape[0]
     return torch.from_numpy(tok + px[p % W] + py[p // W])
-
-
-def luma(frames: torch.Tensor) -> torch.Tensor:
-    return frames @ torch.tensor(LUMA_BT601, dtype=frames.dtype, device=frames.device)
-
-
-def frame_diff_luma_torch(f0, f1, grid):
-    size = as_pair(grid, "grid")
-    l0, l1 = luma(f0), luma(f1)
-    batched = l0.dim() == 3  # adaptive_avg_pool2d needs a leading batch or channel axis
-    d = (F.adaptive_avg_pool2d(l0 if batched else l0[None], size)
-         - F.adaptive_avg_pool2d(l1 if batched else l1[None], size)).abs()
-    return d if batched else d[0]
 
 
 def frame_diff_luma_oracle(f0, f1, grid):

@@ -11,8 +11,8 @@ import torch
 import torch.nn.functional as F
 
 from tilewave import precision
-from tilewave.kernels import conv as K
-from tilewave.ops.dispatch import use_triton
+from tilewave.ops.dispatch import kernels, use_triton
+from tilewave.reference.conv import ACTS, conv1d_fused_torch
 
 _KERNEL_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -50,7 +50,7 @@ def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     if use_triton("conv1d", x, weight, bias, supported=args is not None,
                   reason=f"dtype {x.dtype} / padding {padding!r} not covered by the conv kernel"):
         s, p, d, _ = args
-        return K.conv1d(x, weight, bias, s, p, d, groups, precision=precision.current())
+        return kernels("conv").conv1d(x, weight, bias, s, p, d, groups, precision=precision.current())
     return F.conv1d(x, weight, bias, stride, padding, dilation, groups)
 
 
@@ -61,7 +61,7 @@ def conv1d_transpose(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor |
     if use_triton("conv1d_transpose", x, weight, bias, supported=args is not None,
                   reason=f"dtype {x.dtype} not covered by the transposed conv kernel"):
         s, p, d, op = args
-        return K.conv1d_transpose(x, weight, bias, s, p, op, groups, d, precision=precision.current())
+        return kernels("conv").conv1d_transpose(x, weight, bias, s, p, op, groups, d, precision=precision.current())
     return F.conv_transpose1d(x, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
@@ -75,8 +75,8 @@ def conv1d_fused(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
     act: 'none', 'leaky_relu' (x > 0 ? x : slope·x) or 'snake' (x + sin(α_c·x)² / (β_c + 1e-9), α and β
     per input channel, β = α when None). transposed: a transposed conv (weight IOK, output_padding used).
     """
-    if act not in K.ACTS:
-        raise ValueError(f"conv1d_fused: act must be one of {K.ACTS}, got {act!r}")
+    if act not in ACTS:
+        raise ValueError(f"conv1d_fused: act must be one of {ACTS}, got {act!r}")
     if act == "snake" and alpha is None:
         raise ValueError("conv1d_fused: act='snake' needs alpha (one value per input channel)")
     alpha = None if alpha is None else alpha.to(x.dtype)
@@ -85,9 +85,9 @@ def conv1d_fused(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
     if use_triton("conv1d_fused", x, weight, bias, residual, alpha, beta, supported=args is not None,
                   reason=f"dtype {x.dtype} / padding {padding!r} not covered by the conv kernel"):
         s, p, d, op = args
-        return K.conv1d_fused(x, weight, bias, s, p, d, groups, act=act, slope=slope, alpha=alpha, beta=beta,
-                              residual=residual, scale=scale, transposed=transposed, output_padding=op,
-                              precision=precision.current())
-    return K.conv1d_fused_torch(x, weight, bias, stride, padding, dilation, groups, act=act, slope=slope,
-                                alpha=alpha, beta=beta, residual=residual, scale=scale, transposed=transposed,
-                                output_padding=output_padding)
+        return kernels("conv").conv1d_fused(x, weight, bias, s, p, d, groups, act=act, slope=slope, alpha=alpha,
+                                            beta=beta, residual=residual, scale=scale, transposed=transposed,
+                                            output_padding=op, precision=precision.current())
+    return conv1d_fused_torch(x, weight, bias, stride, padding, dilation, groups, act=act, slope=slope,
+                              alpha=alpha, beta=beta, residual=residual, scale=scale, transposed=transposed,
+                              output_padding=output_padding)

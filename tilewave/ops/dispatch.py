@@ -5,12 +5,17 @@ Rule: the Triton kernel runs when every tensor argument is on a CUDA device, the
 case (an op passes `supported=False` with a reason otherwise). Everything else takes the PyTorch path,
 so the engine always works on a CPU and is fast where a GPU is present. `placements()` lists what ran
 where; `tilewave say --profile` prints it so a fallback on the GPU is never silent.
+The kernel modules (and triton) are imported by the first call that takes the Triton path (`kernels`): a CPU
+process runs the PyTorch forms of tilewave.reference and never imports them.
 """
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import importlib
 from collections import Counter
+from types import ModuleType
+from typing import Callable
 
 import torch
 
@@ -36,10 +41,22 @@ def current_backend() -> str:
     return _backend.get()
 
 
-def use_triton(op: str, *tensors: torch.Tensor | None, supported: bool = True, reason: str = "") -> bool:
-    """Decide where `op` runs for these arguments, record the decision, and return True for Triton."""
+def kernels(family: str) -> ModuleType:
+    """tilewave.kernels.<family> (its Triton launchers and limits), imported on the first use."""
+    return importlib.import_module(f"tilewave.kernels.{family}")
+
+
+def use_triton(op: str, *tensors: torch.Tensor | None, supported: bool | Callable[[], tuple[bool, str]] = True,
+               reason: str = "") -> bool:
+    """Decide where `op` runs for these arguments, record the decision, and return True for Triton.
+
+    supported: whether the kernel covers this call, or, where that needs the kernel module's limits, a function
+    returning (covered, reason), called only for CUDA tensors (so a CPU call never imports the kernel module).
+    """
     mode = _backend.get()
     on_cuda = all(t.is_cuda for t in tensors if t is not None)
+    if mode != "torch" and on_cuda and callable(supported):
+        supported, reason = supported()
     if mode == "torch":
         why = "backend=torch"
     elif not on_cuda:

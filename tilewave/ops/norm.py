@@ -4,8 +4,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from tilewave.kernels import norm as K
-from tilewave.ops.dispatch import use_triton
+from tilewave.ops.dispatch import kernels, use_triton
+from tilewave.reference.norm import ada_layer_norm_torch, adain1d_torch
 
 
 def adain1d(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float = 1e-5,
@@ -22,23 +22,27 @@ def adain1d(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float
     # visible change in the waveform. The kernel normalises each row's own frames in the unmasked kernel's chunks
     # and order (one launch, the lengths read on the device); PyTorch's instance_norm runs item by item.
     if use_triton("adain1d", x, gamma, beta, lengths):
-        return K.adain1d(x.contiguous(), gamma.contiguous(), beta.contiguous(), eps, lengths=lengths)
-    return K.adain1d_torch(x, gamma, beta, eps, lengths=lengths)
+        return kernels("norm").adain1d(x.contiguous(), gamma.contiguous(), beta.contiguous(), eps, lengths=lengths)
+    return adain1d_torch(x, gamma, beta, eps, lengths=lengths)
+
+
+def _row_fits(x: torch.Tensor) -> tuple[bool, str]:
+    """The LayerNorm kernels keep a whole row of C channels in registers."""
+    max_c = kernels("norm").MAX_C
+    return x.shape[-1] <= max_c, f"C={x.shape[-1]} > {max_c} channels"
 
 
 def layer_norm(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None,
                eps: float = 1e-5) -> torch.Tensor:
     """LayerNorm over the last axis (channels-last), like F.layer_norm(x, (C,), weight, bias, eps)."""
-    if use_triton("layer_norm", x, weight, bias, supported=x.shape[-1] <= K.MAX_C,
-                  reason=f"C={x.shape[-1]} > {K.MAX_C} channels"):
-        return K.layer_norm(x.contiguous(), None if weight is None else weight.contiguous(),
-                            None if bias is None else bias.contiguous(), eps)
+    if use_triton("layer_norm", x, weight, bias, supported=lambda: _row_fits(x)):
+        return kernels("norm").layer_norm(x.contiguous(), None if weight is None else weight.contiguous(),
+                                          None if bias is None else bias.contiguous(), eps)
     return F.layer_norm(x, (x.shape[-1],), weight, bias, eps)
 
 
 def ada_layer_norm(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
     """Adaptive LayerNorm: x [B, T, C], per-sample gamma, beta [B, C]: gamma * LN(x) + beta (LN without affine)."""
-    if use_triton("ada_layer_norm", x, gamma, beta, supported=x.shape[-1] <= K.MAX_C,
-                  reason=f"C={x.shape[-1]} > {K.MAX_C} channels"):
-        return K.ada_layer_norm(x.contiguous(), gamma.contiguous(), beta.contiguous(), eps)
-    return K.ada_layer_norm_torch(x, gamma, beta, eps)
+    if use_triton("ada_layer_norm", x, gamma, beta, supported=lambda: _row_fits(x)):
+        return kernels("norm").ada_layer_norm(x.contiguous(), gamma.contiguous(), beta.contiguous(), eps)
+    return ada_layer_norm_torch(x, gamma, beta, eps)

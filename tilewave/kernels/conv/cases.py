@@ -12,11 +12,11 @@ from tilewave.kernels.conv.launch import conv1d, conv1d_fused, conv1d_transpose,
 from tilewave.kernels.conv.plan import (DEVICE_DESCRIPTORS, DIRECT_CONFIGS, GEMM_CONFIGS, GemmConfig,
                                         INTERLEAVED_CONFIGS, INTERLEAVED_STRIDES, PHASE_MAJOR_CLASSES, TAP_CONFIGS,
                                         TAP_FUSED_MAX_N, TAP_PERSISTENT, fused_input_config)
-from tilewave.kernels.conv.reference import (conv1d_fused_oracle, conv1d_fused_torch, conv1d_oracle,
-                                             conv1d_transpose_oracle)
+from tilewave.kernels.conv.reference import conv1d_fused_oracle, conv1d_oracle, conv1d_transpose_oracle
 from tilewave.kernels.conv.tap import TIME_MAJOR_PAD_BLOCK, _conv_tap_kernel, _time_major_pad_kernel
 from tilewave.kernels.conv.transpose import (_interleave_phases_kernel, conv1d_out_len, conv1d_transpose_out_len,
                                              interleave_block)
+from tilewave.reference.conv import conv1d_fused_torch
 from tilewave.spec import AotVariant, BenchShape, Case, Kernel, register
 
 

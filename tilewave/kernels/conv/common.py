@@ -8,9 +8,7 @@ import triton
 import triton.language as tl
 
 from tilewave.kernels._common import sin
-
-
-ACTS = ("none", "leaky_relu", "snake")
+from tilewave.reference.conv import ACTS  # noqa: F401
 
 _DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 

@@ -53,8 +53,8 @@ from tilewave.kernels.spectral.dft import DIRECT_MAX_NFFT, stft, stft_oracle, st
 from tilewave.kernels.spectral.fft import FFT_TILES, fft_config, fft_split
 from tilewave.kernels.spectral.inverse import (istft, istft_exp_sin, istft_exp_sin_oracle, istft_exp_sin_torch,
                                                istft_oracle, istft_rows_config, istft_rows_launch, istft_torch)
-from tilewave.kernels.spectral.mel import (hz_to_mel, mel_oracle, mel_spectrogram, mel_spectrogram_magnitude,
-                                           mel_to_hz, mel_torch, slaney_mel_filterbank)
+from tilewave.kernels.spectral.mel import mel_oracle, mel_spectrogram, mel_spectrogram_magnitude, mel_torch
+from tilewave.reference.spectral import hz_to_mel, mel_to_hz, slaney_mel_filterbank
 
 __all__ = ["DIRECT_MAX_NFFT", "FFT_TILES", "atan2", "fft_config", "fft_split", "hz_to_mel", "istft", "istft_exp_sin",
            "istft_exp_sin_oracle", "istft_exp_sin_torch", "istft_oracle", "istft_rows_config", "istft_rows_launch",

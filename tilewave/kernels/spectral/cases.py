@@ -15,9 +15,9 @@ from tilewave.kernels.spectral.inverse import (ISTFT_FRAMES_TILE, OLA_BLOCK_S, _
                                                istft_exp_sin_oracle, istft_exp_sin_torch, istft_ola_config,
                                                istft_oracle, istft_rows_config, istft_torch, small_istft_constants)
 from tilewave.kernels.spectral.mel import (MEL_BLOCK_K, MEL_BLOCK_M, MEL_PROJECT_TILES, MEL_TILES, _mel_kernel,
-                                           _mel_project_kernel, mel_oracle, mel_spectrogram, mel_torch,
-                                           slaney_mel_filterbank)
+                                           _mel_project_kernel, mel_oracle, mel_spectrogram, mel_torch)
 from tilewave.precision import MODES
+from tilewave.reference.spectral import slaney_mel_filterbank
 from tilewave.spec import AotVariant, BenchShape, Case, Kernel, register
 
 

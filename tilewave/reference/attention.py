@@ -1,6 +1,6 @@
-"""PyTorch peers (also the CPU path of tilewave.ops): F.scaled_dot_product_attention with the equivalent explicit
-mask or bias, rows with no key to attend set to 0 (PyTorch leaves them NaN); and the float64 oracles (the scores
-written out, then one explicit softmax)."""
+"""Attention in PyTorch: the peers of tilewave/kernels/attention and the CPU path of tilewave.ops.attention
+(F.scaled_dot_product_attention with the equivalent explicit mask or bias, rows with no key to attend set to 0:
+PyTorch leaves them NaN); and the float64 oracles (the scores written out, then one explicit softmax)."""
 from __future__ import annotations
 
 import math
