@@ -2,6 +2,7 @@
 joined stream is the one-shot join; the async form yields the same chunks; `say --file` streams into its file."""
 import asyncio
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -77,12 +78,27 @@ def test_a_streams_first_chunk_is_made_while_the_rest_of_its_text_is_still_being
 
 
 def test_a_stream_whose_rest_cannot_be_phonemized_ends_with_the_error_after_its_first_chunk():
-    with Session(device="cpu", model=FakeKokoro()) as session:
+    # the hard order: the rest fails while the first chunk still waits in the queue (the worker is busy with an
+    # earlier request until then)
+    streams, busy = [], threading.Event()
+
+    def hold_the_worker(batch):
+        if not busy.is_set():
+            busy.set()
+            deadline = time.monotonic() + WAIT
+            while not (streams and streams[0].complete) and time.monotonic() < deadline:
+                time.sleep(0.001)
+
+    with Session(device="cpu", model=FakeKokoro(on_batch=hold_the_worker)) as session:
+        earlier = session.submit("Hello there.", seed=1)
+        assert busy.wait(WAIT)
         session.pipeline._phonemizer = _HeldPhonemizer(session.pipeline.phonemizer, fail=True)
-        stream = session.stream(LONG, seed=2)
+        streams.append(session.stream(LONG, seed=2))
+        stream = streams[0]
         first = next(stream)
         with pytest.raises(TilewaveError, match="could not be phonemized: RuntimeError: the phonemizer broke"):
             list(stream)
+        assert len(list(earlier)) == 1
     assert first.text == "This is sentence number 0,"
 
 

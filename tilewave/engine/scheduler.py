@@ -172,9 +172,7 @@ class Scheduler:
                 return
             request.jobs.extend(jobs)
             request.complete = complete or error is not None
-            if error is not None:
-                request.jobs[request._next:] = []  # nothing more enters a batch; what runs now is handed out
-                request.error = error
+            request.error = error  # handed out after the chunks already queued
             if request.complete and request._made == len(request.jobs):
                 self._finish_locked(request, _DONE if error is None else error)
             self._cond.notify_all()
