@@ -226,8 +226,9 @@ class KokoroModel(nn.Module):
         tok_lengths = self._lengths(n_tok)
         ref_s = ref_s.to(self.device, torch.float32)
         s_pro, s_dec = ref_s[:, self.cfg.style_dim:], ref_s[:, :self.cfg.style_dim]
+        items_alone = self._items_alone()
         with stage("albert"), precision.float32_class():
-            bert, d_en = self._albert(ids, n_tok)
+            bert, d_en = self._albert(ids, n_tok, items_alone)
         with stage("duration"), precision.float32_class():
             d, logits, dur = self.predictor.durations(d_en, s_pro, speeds, tok_lengths)
             if durations is not None:
@@ -236,7 +237,7 @@ class KokoroModel(nn.Module):
         frame_lengths = self._lengths(n_frames)
         with stage("f0_energy"):
             en = _align(d.transpose(1, 2), dur, n_frames)
-            f0, n = self.predictor.f0_energy(en, s_pro, frame_lengths)
+            f0, n = self.predictor.f0_energy(en, s_pro, frame_lengths, items_alone)
         with stage("text_encoder"):
             asr = _align(self.text_encoder(ids, tok_lengths), dur, n_frames)
         with stage("decoder"):
@@ -244,15 +245,28 @@ class KokoroModel(nn.Module):
         return {"bert": bert, "d_en": d_en, "d": d, "duration_logits": logits, "durations": dur, "en": en,
                 "F0": f0, "N": n, "asr": asr, "decoder": x, "frames": n_frames}
 
-    def _albert(self, ids: torch.Tensor, n_tok: list[int]):
-        """ALBERT and its projection, [B, T] -> ([B, T, 768], [B, T, 512]). Items of different lengths run one
-        by one on their own tokens (zeros past them): a few-token solo run's products take the CPU GEMMs'
-        small-M paths, which round differently from a padded batch's, and these features feed the F0 curve,
-        whose phase the harmonic source integrates to thousands of radians — a rounding-level change there
-        moves the waveform visibly. The token stage is a small part of the work."""
+    def _items_alone(self) -> bool:
+        """Whether a padded batch runs ALBERT and the F0/energy curves item by item on its own tokens and frames:
+        on a CPU, whose GEMMs and convs pick their algorithm by shape, so that a padded batch's products round
+        differently from a solo run's and only item by item does each item get its solo arithmetic; not on a GPU,
+        where they are masked batched passes (ALBERT with a key-padding mask as the official model's, the curves'
+        blocks with the frame lengths) — item by item they were 69% of a 64-item batch on the H200, launch-bound
+        (benchmarks/RESULTS.md, session 7)."""
+        return self.device.type != "cuda"
+
+    def _albert(self, ids: torch.Tensor, n_tok: list[int], items_alone: bool = True):
+        """ALBERT and its projection, [B, T] -> ([B, T, 768], [B, T, 512]), zeros past each item's tokens. Items of
+        different lengths run one by one on their own tokens where items_alone (see _items_alone): a few-token solo
+        run's products take the CPU GEMMs' small-M paths, which round differently from a padded batch's, and these
+        features feed the F0 curve, whose phase the harmonic source integrates to thousands of radians — a
+        rounding-level change there moves the waveform visibly. Else one masked pass over the padded batch."""
         if len(set(n_tok)) == 1:
             bert = self.bert(ids)
             return bert, self.bert_encoder(bert)
+        if not items_alone:
+            valid = torch.arange(ids.shape[1], device=ids.device)[None, :] < torch.tensor(n_tok, device=ids.device)[:, None]
+            bert = self.bert(ids, valid).masked_fill_(~valid[..., None], 0.0)
+            return bert, self.bert_encoder(bert).masked_fill_(~valid[..., None], 0.0)
         bert = ids.new_zeros(ids.shape[0], ids.shape[1], self.cfg.albert_hidden, dtype=torch.float32)
         d_en = ids.new_zeros(ids.shape[0], ids.shape[1], self.cfg.hidden_dim, dtype=torch.float32)
         for b, n in enumerate(n_tok):

@@ -129,12 +129,12 @@ class AlbertAttention(nn.Module):
         self.query, self.key, self.value, self.dense = (nn.Linear(H, H) for _ in range(4))
         self.LayerNorm = LayerNorm(H, cfg.albert_ln_eps)
 
-    def forward(self, x):
+    def forward(self, x, valid=None):  # valid [B, T] bool: the keys each item attends (None: all)
         B, T, H = x.shape
         split = lambda t: t.view(B, T, self.heads, H // self.heads).transpose(1, 2)  # noqa: E731
         q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
         scale = 1.0 / math.sqrt(H // self.heads)
-        ctx = attention.sdpa_bidirectional(q, k, v, scale=scale)
+        ctx = attention.sdpa_bidirectional(q, k, v, valid, scale=scale)
         return self.LayerNorm(x + self.dense(ctx.transpose(1, 2).reshape(B, T, H)))
 
 
@@ -146,8 +146,8 @@ class AlbertLayer(nn.Module):
         self.ffn_output = nn.Linear(cfg.albert_ffn, cfg.albert_hidden)
         self.full_layer_layer_norm = LayerNorm(cfg.albert_hidden, cfg.albert_ln_eps)
 
-    def forward(self, x):
-        a = self.attention(x)
+    def forward(self, x, valid=None):
+        a = self.attention(x, valid)
         return self.full_layer_layer_norm(a + self.ffn_output(act.gelu_tanh(self.ffn(a))))
 
 
@@ -164,11 +164,11 @@ class AlbertEncoder(nn.Module):
         self.albert_layer_groups = nn.ModuleList([AlbertLayerGroup(cfg)])
         self.n_layers = cfg.albert_layers
 
-    def forward(self, x):
+    def forward(self, x, valid=None):
         x = self.embedding_hidden_mapping_in(x)
         layer = self.albert_layer_groups[0].albert_layers[0]
         for _ in range(self.n_layers):  # one set of weights, applied n_layers times
-            x = layer(x)
+            x = layer(x, valid)
         return x
 
 
@@ -178,8 +178,8 @@ class Albert(nn.Module):
         self.embeddings = AlbertEmbeddings(cfg)
         self.encoder = AlbertEncoder(cfg)
 
-    def forward(self, ids):  # [B, T] -> [B, T, 768]
-        return self.encoder(self.embeddings(ids))
+    def forward(self, ids, valid=None):  # [B, T] -> [B, T, 768]; valid [B, T]: the attention mask (None: all)
+        return self.encoder(self.embeddings(ids), valid)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -313,11 +313,17 @@ class ProsodyPredictor(nn.Module):
         # divided item by item by the Python float, as a solo run divides
         return d, logits, [torch.round(frames[b, :n[b]] / speeds[b]).clamp(min=1).long() for b in range(len(n))]
 
-    def f0_energy(self, en, s, lengths=None):
-        """en [B, 640, F] (aligned) -> F0 and energy curves [B, 2F] (item b valid up to 2·lengths[b])."""
+    def f0_energy(self, en, s, lengths=None, items_alone: bool = True):
+        """en [B, 640, F] (aligned) -> F0 and energy curves [B, 2F] (item b valid up to 2·lengths[b], 0 past it).
+        items_alone=False: the curves' blocks on the padded batch with its lengths (a GPU's kernels round each row
+        as a solo run does; see KokoroModel.forward_batch)."""
         x = self.shared(en.transpose(1, 2), lengths).transpose(1, 2)
         if lengths is None:
             return self._curves(x, s)
+        if not items_alone:
+            f0, n = self._curves(x, s, lengths)
+            past = torch.arange(f0.shape[-1], device=f0.device)[None, :] >= 2 * lengths[:, None]
+            return f0.masked_fill(past, 0.0), n.masked_fill(past, 0.0)
         # The curves item by item on their own frames: the harmonic source integrates F0 into thousands of
         # radians of phase, so the convs' rounding must be a solo run's (CPU convs pick their algorithm by
         # shape, and a padded batch's rounds differently). These blocks are a small part of the work.
@@ -327,13 +333,12 @@ class ProsodyPredictor(nn.Module):
             f0[b, :f0_b.shape[-1]], n[b, :n_b.shape[-1]] = f0_b[0], n_b[0]
         return f0, n
 
-    def _curves(self, x, s):
-        f0, n = x, x
-        for block in self.F0:
-            f0 = block(f0, s)
-        for block in self.N:
-            n = block(n, s)
-        return self.F0_proj(f0).squeeze(1), self.N_proj(n).squeeze(1)
+    def _curves(self, x, s, lengths=None):
+        f0, n, out = x, x, lengths
+        for f0_block, n_block in zip(self.F0, self.N):  # the same shapes; the upsampling block doubles the lengths
+            f0, n = f0_block(f0, s, out), n_block(n, s, out)
+            out = f0_block.out_lengths(out)
+        return self.F0_proj(f0, out).squeeze(1), self.N_proj(n, out).squeeze(1)
 
 
 class TextEncoder(nn.Module):
