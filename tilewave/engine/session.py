@@ -246,9 +246,10 @@ class Session:
                 scheduler.extend(request, [job], complete=False)
         except Exception as exc:  # noqa: BLE001 - any failure ends this request, with its cause
             log.warning("the rest of a stream's text could not be prepared: %s", exc)
-            error = exc if isinstance(exc, TilewaveError) else TilewaveError(
-                f"the rest of the text could not be phonemized: {type(exc).__name__}: {exc}")
-            error.__cause__ = exc
+            error = exc
+            if not isinstance(exc, TilewaveError):
+                error = TilewaveError(f"the rest of the text could not be phonemized: {type(exc).__name__}: {exc}")
+                error.__cause__ = exc
             scheduler.extend(request, [], error=error)
             return
         scheduler.extend(request, [], complete=True)
