@@ -187,13 +187,21 @@ class Session:
     def prepare(self, text: str, voice=None, speed: float = 1.0, seed: int | None = None, phonemes: bool = False,
                 first_limit: int | None = None) -> tuple[list[Job], int | None]:
         """Check a request and cut it into jobs for the scheduler: (jobs, seed)."""
+        jobs, rest, seed = self._prepare_head(text, voice, speed, seed, phonemes, first_limit)
+        with profiling.of(self.profiler).stage("phonemize"):
+            more = list(rest)
+        self._check_budget(more)
+        return jobs + more, seed
+
+    def _prepare_head(self, text, voice, speed, seed, phonemes, first_limit):
+        """(the jobs up to the first with speech, checked; an iterator of the others, phonemized as it is read; seed)."""
         speed, seed = check_speed(speed), check_seed(seed)
         pack = self.voice if voice is None else load_voice(voice)
         with profiling.of(self.profiler).stage("phonemize"):
-            chunks = self.pipeline.chunks(text, phonemes, first_limit, self.normalize)
-        jobs = [self._job(c, pack, speed) for c in chunks]
+            head, rest = self.pipeline.iter_chunks(text, phonemes, first_limit, self.normalize)
+            jobs = [self._job(c, pack, speed) for c in head]
         self._check_budget(jobs)
-        return jobs, seed
+        return jobs, (self._job(c, pack, speed) for c in rest), seed
 
     def _check_budget(self, jobs: list[Job]) -> None:
         over = max((job.frames for job in jobs), default=0)
@@ -217,14 +225,9 @@ class Session:
         if first_limit is None:
             jobs, seed = self.prepare(text, voice, speed, seed, phonemes, first_limit)
             return self.scheduler.submit(jobs, seed, block=block, timeout=timeout)
-        speed, seed = check_speed(speed), check_seed(seed)
-        pack = self.voice if voice is None else load_voice(voice)
-        with profiling.of(self.profiler).stage("phonemize"):
-            head, rest = self.pipeline.iter_chunks(text, phonemes, first_limit, self.normalize)
-            jobs = [self._job(c, pack, speed) for c in head]
-        self._check_budget(jobs)
+        jobs, rest, seed = self._prepare_head(text, voice, speed, seed, phonemes, first_limit)
         request = self.scheduler.submit(jobs, seed, block=block, timeout=timeout, complete=False)
-        self._phonemizing().submit(self._queue_rest, request, rest, pack, speed)
+        self._phonemizing().submit(self._queue_rest, request, rest)
         return request
 
     def _phonemizing(self) -> ThreadPoolExecutor:
@@ -233,15 +236,14 @@ class Session:
                 self._rest = ThreadPoolExecutor(1, thread_name_prefix="tilewave-phonemize")
         return self._rest
 
-    def _queue_rest(self, request: Request, rest, pack, speed: float) -> None:
+    def _queue_rest(self, request: Request, rest) -> None:
         """The rest of a stream's text, phonemized chunk by chunk into its request (an error ends the request
         after the chunks already queued; a cancelled request stops the reading)."""
         scheduler = self.scheduler
         try:
-            for chunk in rest:
+            for job in rest:
                 if request.finished:
                     return
-                job = self._job(chunk, pack, speed)
                 self._check_budget([job])
                 scheduler.extend(request, [job], complete=False)
         except Exception as exc:  # noqa: BLE001 - any failure ends this request, with its cause
