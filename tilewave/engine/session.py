@@ -29,7 +29,7 @@ from tilewave import precision as fp32_precision
 from tilewave import profiling
 from tilewave.engine.host_memory import keep_freed_memory
 from tilewave.engine.pipeline import SAMPLE_RATE, Chunk, Pipeline, check_seed, check_speed, join_chunks, resolve_device
-from tilewave.engine.scheduler import DEFAULT_FRAME_BUDGET, DEFAULT_MAX_REQUESTS, Job, Request, Scheduler
+from tilewave.engine.scheduler import DEFAULT_FRAME_BUDGET, DEFAULT_MAX_REQUESTS, Cancelled, Job, Request, Scheduler
 from tilewave.engine.voices import default_voice, load_voice, style_for
 from tilewave.errors import InputError, TilewaveError, WeightsError
 from tilewave.text import encode
@@ -78,6 +78,12 @@ def load_model(weights: str | None, device: str):
 
     return KokoroModel.from_pretrained(weights, device=device)
 
+
+# On a GPU a batch of fewer padded frames than this share of the frame budget also takes other length buckets'
+# chunks: small batches are launch-bound there. H200, RESULTS S9, 8 / 32 / 64 mixed sentences: one bucket a batch
+# 244 / 401 / 742 ms, filled below 1/4 of the budget 156 / 480 / 665 ms, below 1/2 194 / 494 / 746 ms, filled below
+# 16 chunks 166 / 527 / 915 ms. A CPU runs a batch's items one by one anyway (fill 1: buckets only).
+GPU_FILL_SHARE = 4
 
 class Session:
     """Device, precision, profiler, placements and model for a run of requests. `dtype`: Kokoro's storage dtype,
@@ -157,7 +163,8 @@ class Session:
                     self.model.use_cuda_graphs()
                 self._scheduler = Scheduler(self.model, self.device, frame_budget=self.frame_budget,
                                             max_requests=self.max_requests, context=self._batch_context,
-                                            profile=self.profiler, dtype=self.dtype)
+                                            profile=self.profiler, dtype=self.dtype,
+                                            fill=self.frame_budget // GPU_FILL_SHARE if self.device.type == "cuda" else 1)
         return self._scheduler
 
     @contextlib.contextmanager
@@ -219,16 +226,26 @@ class Session:
                first_limit: int | None = None, block: bool = True, timeout: float | None = None) -> Request:
         """Check and queue one request; iterate the Request for its Chunks (len(): how many so far). With
         block=False a full queue raises scheduler.QueueFull at once instead of waiting for room. With
-        first_limit (a stream) the first chunk is queued as soon as its sentence is phonemized and the rest of
-        the text is phonemized on the session's phonemizing thread, its chunks joining the request as they are
-        made (a 2,000-character text's phonemes took 13-24 ms of the first audio's time on the H200 host)."""
+        first_limit (a stream) the first chunk is queued as soon as its sentence is phonemized and, once it is
+        made, the rest of the text is phonemized on the session's phonemizing thread, its chunks joining the
+        request as they are made (a 2,000-character text's phonemes took 13-24 ms of the first audio's time on
+        the H200 host)."""
         if first_limit is None:
             jobs, seed = self.prepare(text, voice, speed, seed, phonemes, first_limit)
             return self.scheduler.submit(jobs, seed, block=block, timeout=timeout)
         jobs, rest, seed = self._prepare_head(text, voice, speed, seed, phonemes, first_limit)
         request = self.scheduler.submit(jobs, seed, block=block, timeout=timeout, complete=False)
-        self._phonemizing().submit(self._queue_rest, request, rest)
+        # the rest starts once the head is made: phonemizing is Python under the GIL, and beside the first chunk's
+        # ~600 kernel launches it made the first audio of 2,000 characters 50 ms where its parts take 32 (H200, S9)
+        executor = self._phonemizing()
+        self.scheduler.when_made(request, len(jobs), lambda: self._start_rest(executor, request, rest))
         return request
+
+    def _start_rest(self, executor: ThreadPoolExecutor, request: Request, rest) -> None:
+        try:
+            executor.submit(self._queue_rest, request, rest)
+        except RuntimeError:  # the session is closing (its executor shut down): the request ends with it
+            self.scheduler.extend(request, [], error=Cancelled("the session was closed before the request finished"))
 
     def _phonemizing(self) -> ThreadPoolExecutor:
         with self._starting:
