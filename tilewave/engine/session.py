@@ -85,6 +85,7 @@ def load_model(weights: str | None, device: str):
 # 16 chunks 166 / 527 / 915 ms. A CPU runs a batch's items one by one anyway (fill 1: buckets only).
 GPU_FILL_SHARE = 4
 
+
 class Session:
     """Device, precision, profiler, placements and model for a run of requests. `dtype`: Kokoro's storage dtype,
     'float32' or 'bfloat16' (its decoder and generator; durations as float32's; figures in benchmarks/RESULTS.md).
@@ -161,10 +162,10 @@ class Session:
             if self._scheduler is None:
                 if self.cuda_graphs and getattr(self.model, "graphs", False) is None:  # a Kokoro model, not yet
                     self.model.use_cuda_graphs()
+                fill = self.frame_budget // GPU_FILL_SHARE if self.device.type == "cuda" else 1
                 self._scheduler = Scheduler(self.model, self.device, frame_budget=self.frame_budget,
                                             max_requests=self.max_requests, context=self._batch_context,
-                                            profile=self.profiler, dtype=self.dtype,
-                                            fill=self.frame_budget // GPU_FILL_SHARE if self.device.type == "cuda" else 1)
+                                            profile=self.profiler, dtype=self.dtype, fill=fill)
         return self._scheduler
 
     @contextlib.contextmanager
