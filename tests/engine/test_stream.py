@@ -49,11 +49,14 @@ class _HeldPhonemizer:
     """The session's phonemizer, held on any text past the first sentence until `release` is set (or raising
     there, with `fail`)."""
 
-    def __init__(self, real, fail: bool = False):
+    def __init__(self, real, fail: bool = False, events: list | None = None):
         self.real, self.fail, self.release, self.held = real, fail, threading.Event(), threading.Event()
+        self.events = [] if events is None else events  # ("phonemize", past the first sentence?) per call
 
     def __call__(self, pieces):
-        if any("number one," in p for p in pieces):  # the text past the first sentence, as normalized
+        past_first = any("number one," in p for p in pieces)  # the text past the first sentence, as normalized
+        self.events.append(("phonemize", past_first))
+        if past_first:
             self.held.set()
             if self.fail:
                 raise RuntimeError("the phonemizer broke")
@@ -81,11 +84,6 @@ def test_a_streams_rest_is_phonemized_only_after_its_first_chunk_is_made():
     # phonemizing is Python under the GIL: beside the first chunk's kernel launches it slowed them (H200, S9)
     events, go = [], threading.Event()
 
-    class Recording(_HeldPhonemizer):
-        def __call__(self, pieces):
-            events.append(("phonemize", any("number one," in p for p in pieces)))
-            return super().__call__(pieces)
-
     def hold_the_first_batch(batch):
         if not any(e[0] == "batch" for e in events):
             events.append(("batch", go.wait(WAIT)))
@@ -93,8 +91,8 @@ def test_a_streams_rest_is_phonemized_only_after_its_first_chunk_is_made():
             events.append(("batch", True))
 
     with Session(device="cpu", model=FakeKokoro(on_batch=hold_the_first_batch)) as session:
-        session.pipeline._phonemizer = recording = Recording(session.pipeline.phonemizer)
-        recording.release.set()
+        session.pipeline._phonemizer = held = _HeldPhonemizer(session.pipeline.phonemizer, events=events)
+        held.release.set()
         stream = session.stream(LONG, seed=2)
         deadline = time.monotonic() + 0.2  # room for a wrongly early rest to show up
         while time.monotonic() < deadline and ("phonemize", True) not in events:
@@ -121,23 +119,17 @@ def test_a_stream_whose_rest_cannot_be_phonemized_ends_with_the_error_after_its_
 
 
 def test_a_stream_cancelled_before_its_first_chunk_never_phonemizes_its_rest():
-    calls, go = [], threading.Event()
-
-    class Counting(_HeldPhonemizer):
-        def __call__(self, pieces):
-            calls.append(any("number one," in p for p in pieces))
-            return super().__call__(pieces)
-
+    go = threading.Event()
     with Session(device="cpu", model=FakeKokoro(on_batch=lambda batch: go.wait(WAIT))) as session:
-        session.pipeline._phonemizer = counting = Counting(session.pipeline.phonemizer)
-        counting.release.set()
+        session.pipeline._phonemizer = held = _HeldPhonemizer(session.pipeline.phonemizer)
+        held.release.set()
         stream = session.stream(LONG, seed=2)
         stream.cancel()
         go.set()
         with pytest.raises(TilewaveError, match="cancelled"):
             list(stream)
         assert len(list(session.submit("Hello there.", seed=1))) == 1
-    assert True not in calls
+    assert ("phonemize", True) not in held.events
 
 
 def test_the_stream_joined_as_it_comes_is_the_whole_join():

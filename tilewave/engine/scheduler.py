@@ -184,7 +184,8 @@ class Scheduler:
 
     def when_made(self, request: Request, count: int, callback: Callable[[], None]) -> None:
         """Call `callback` (on the worker thread, outside the lock) once `count` of the request's chunks are
-        made; never if it finishes first (cancelled or failed). At once if they are already made."""
+        made; never if it finishes first (cancelled or failed). At once if they are already made. One per request
+        (a later call replaces an earlier one not yet due)."""
         with self._cond:
             if request.finished:
                 return
