@@ -94,7 +94,7 @@ def main() -> int:
     ap.add_argument("--chars", type=int, default=2000)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--json", default=None)
-    ap.add_argument("--no-graphs", action="store_true", help="the generator eager (Session(cuda_graphs=False))")
+    ap.add_argument("--no-graphs", action="store_true", help="every stage eager (Session(cuda_graphs=False))")
     args = ap.parse_args()
     device = resolve_device(args.device)
     model = load_model(None, str(device))
@@ -114,7 +114,7 @@ def main() -> int:
     facts = machine()
     print(f"machine: {facts['cpu']}, {facts['cores']} cores{', ' + facts['gpu'] if 'gpu' in facts else ''}; "
           f"torch {facts['torch']}, triton {facts['triton']}; device {device}; {facts['date']}; "
-          f"{'generator eager' if args.no_graphs or device.type != 'cuda' else 'generator from CUDA graphs'}")
+          f"{'eager' if args.no_graphs or device.type != 'cuda' else 'from CUDA graphs'}")
     print(f"text: {len(texts[0])} characters, {engine[0]['chunks']} chunks, first chunk "
           f"{engine[0]['first_chunk_phonemes']} phonemes -> {engine[0]['first_chunk_audio_s']:.2f} s of audio")
     print(f"  engine, request -> first chunk:        {stats([e['first_audio'] for e in engine])}")

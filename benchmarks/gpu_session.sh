@@ -18,10 +18,12 @@
 #   s8a / s8b           : session 8's two calls (the batch path's tests, batches, first audio / singles in every
 #                         mode, bfloat16, the server's load test)
 #   s9                  : first audio, Kokoro batched (8, 32, 64) with the official model, the server's load test
+#   s10a / s10b         : session 10: the graphed single item's CUDA tests (stops there if they fail), first
+#                         audio graphed and eager, singles in every mode / bfloat16 singles and batches, the server
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -128,6 +130,25 @@ s9)  # session 9's second look: first audio with the rest phonemized after the f
     | tee "$OUT/first_audio.txt" | tail -8
   timeout 300 python3 benchmarks/bench_kokoro.py --batch 8,32,64 --device cuda --precision tf32x3 \
     --json "$OUT/kokoro_batch.json" 2>&1 | grep -v Warning | tee "$OUT/kokoro_batch.txt" | tail -16
+  timeout 150 python3 benchmarks/bench_server.py --device cuda --clients 16 --requests 2 --text-words 48 \
+    --timeout 140 --json "$OUT/server.json" 2>&1 | tee "$OUT/server.txt" | tail -5 ;;
+s10a)  # the whole single forward from graphs: its CUDA tests first, then first audio (graphed, eager) and singles
+  install
+  timeout 240 python3 -m pytest -q -x -p no:cacheprovider tests/models/test_kokoro_graphs.py tests/models/test_kokoro_batch.py \
+    tests/engine/test_stream.py 2>&1 | tee "$OUT/pytest_s10.txt" | tail -25
+  [ "${PIPESTATUS[0]}" = 0 ] || exit 1
+  for g in "" --no-graphs; do
+    timeout 100 python3 benchmarks/bench_first_audio.py --device cuda $g --json "$OUT/first_audio$g.json" 2>&1 \
+      | tee "$OUT/first_audio$g.txt" | tail -7
+  done
+  timeout 200 python3 benchmarks/bench_kokoro.py --precisions tf32x3,tf32 --json "$OUT/kokoro.json" 2>&1 \
+    | grep -v Warning | tee "$OUT/kokoro.txt" | grep -v "^  stage" | tail -30 ;;
+s10b)  # bfloat16 singles and batches beside the official model, the server's load test
+  install
+  timeout 120 python3 -m tilewave bench --model kokoro --device cuda --dtype bfloat16 --json "$OUT/kokoro_bf16.json" \
+    2>&1 | grep -v Warning | tee "$OUT/kokoro_bf16.txt" | grep -v "^  stage" | tail -8
+  timeout 260 python3 -m tilewave bench --model kokoro --device cuda --batch 8,32,64 --dtype bfloat16 \
+    --json "$OUT/kokoro_batch_bf16.json" 2>&1 | grep -v Warning | tee "$OUT/kokoro_batch_bf16.txt" | tail -16
   timeout 150 python3 benchmarks/bench_server.py --device cuda --clients 16 --requests 2 --text-words 48 \
     --timeout 140 --json "$OUT/server.json" 2>&1 | tee "$OUT/server.txt" | tail -5 ;;
 *) echo "unknown phase $phase"; exit 2 ;;

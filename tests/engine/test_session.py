@@ -38,6 +38,14 @@ def test_speak_many_checks_every_item_before_any_audio():
         assert len(session.speak_many(["Hello.", "Bye."])) == 2
 
 
+def test_a_batch_takes_the_default_frame_budget_on_a_cpu_and_what_a_memory_budget_gives():
+    from tilewave.engine.scheduler import DEFAULT_FRAME_BUDGET
+    from tilewave.engine.session import BYTES_PER_FRAME
+
+    assert Session(model=FakeKokoro(), device="cpu").frame_budget == DEFAULT_FRAME_BUDGET
+    assert Session(model=FakeKokoro(), device="cpu", memory_budget="30GB").frame_budget == 30 * 10**9 // BYTES_PER_FRAME
+
+
 def test_values_are_checked_when_the_session_is_made():
     for kwargs, message in (({"device": "tpu"}, "device"), ({"precision": "half"}, "precision"),
                             ({"lang": "tlh"}, "language"), ({"voice": "nobody"}, "unknown voice"),

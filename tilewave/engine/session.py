@@ -95,9 +95,10 @@ class Session:
     at once (more wait, or get QueueFull). `normalize=False`: the phonemizer gets the text as written (no
     reading of numbers, money, dates, abbreviations as words; tilewave.text.normalize). `threads`: the CPU
     threads PyTorch's ops use, for the whole process (torch.set_num_threads); None leaves torch's choice: one
-    per core, or OMP_NUM_THREADS where that is set. `cuda_graphs` (on a GPU): single items of up to 12.8 s of
-    audio replay the generator from CUDA graphs (KokoroModel.use_cuda_graphs: launch time is most of a short
-    item's generator; measured 2x on the H200 for a 77-phoneme sentence, benchmarks/RESULTS.md)."""
+    per core, or OMP_NUM_THREADS where that is set. `cuda_graphs` (on a GPU): single items (a batch of one, as a
+    stream's first chunk runs) replay their stages from CUDA graphs, those before the durations at any length and
+    the rest up to 12.8 s of audio (KokoroModel.use_cuda_graphs: launch time is most of a short item's forward;
+    H200, a 77-phoneme sentence 52.3 -> 26.4 ms exact, benchmarks/RESULTS.md S10a)."""
 
     def __init__(self, device: str | torch.device | None = None, precision: str = fp32_precision.DEFAULT,
                  lang: str = "en-us", voice=None, weights: str | os.PathLike | None = None, model=None,

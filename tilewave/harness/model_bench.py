@@ -272,7 +272,8 @@ def bench_kokoro(opt: Options) -> list[dict]:
             rows.append(_row(opt, workload, "tilewave", precision, opt.dtype, audio_s, ms, peak, flop, off_ms,
                              phonemes=len(ps), **parity(out), **extra))
         for precision in opt.precisions if dev == "cuda" else ():
-            # the generator replayed from the CUDA graph of its frame bucket (the warm-up records it)
+            # replayed from CUDA graphs: the token stages always, the frame stages and generator up to
+            # GRAPH_MAX_FRAMES (the warm-up records them; KokoroModel.use_cuda_graphs)
             with scope(precision):
                 eager = ours()
                 model.use_cuda_graphs()
@@ -280,7 +281,7 @@ def bench_kokoro(opt: Options) -> list[dict]:
                     ms, out, peak = timed(ours, dev, reps, warmup)
                 finally:
                     model.graphs = None
-            rows.append(_row(opt, workload, "tilewave, generator from CUDA graphs", precision, opt.dtype, audio_s,
+            rows.append(_row(opt, workload, "tilewave from CUDA graphs", precision, opt.dtype, audio_s,
                              ms, peak, flop, off_ms, phonemes=len(ps), **parity(out),
                              max_abs_diff_vs_eager=float((out.audio - eager.audio).abs().max())))
         if dev == "cuda":  # the same model on its PyTorch ops (cuDNN and cuBLAS in float32, TF32 off)

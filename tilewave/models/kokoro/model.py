@@ -43,11 +43,17 @@ from tilewave.ops import spectral
 from tilewave.ops.dispatch import current_backend
 
 STAGES = ("albert", "duration", "f0_energy", "text_encoder", "decoder", "generator", "istft")
-GRAPH_BUCKET = 64  # decoder frames (1.6 s of audio): a graphed generator runs on inputs padded to a multiple
+GRAPH_BUCKET = 64  # decoder frames (0.8 s of audio): a graphed generator runs on inputs padded to a multiple
 # Graphs for items up to this many decoder frames (12.8 s of audio, 16 buckets): what they save is launch
 # time, which matters for short items (H200: 77 phonemes 71.6 -> 31.2 ms, 383 phonemes 58.0 -> 59.8 ms, tf32x3);
 # longer items run eager, so a stream of long chunks cannot cycle through more buckets than graphs are kept
 GRAPH_MAX_FRAMES = 1024
+# The stages before the generator from graphs too: the token stages (ALBERT, the duration predictor, the text
+# encoder) on ids padded to a multiple of TOKEN_BUCKET (16 buckets up to Kokoro's 512 tokens), and, after the one
+# read-back (the durations decide the frame count), alignment, the F0/energy curves and the decoder on frames
+# padded to GRAPH_BUCKET decoder frames (duration frames are two decoder frames each)
+TOKEN_BUCKET = 32
+GRAPH_KINDS = 3  # graphs of a length: its token stages, its frame stages, its generator
 STORAGE_DTYPES = tuple(precision.torch_dtype(name) for name in precision.KOKORO_DTYPES)  # torch dtypes of KOKORO_DTYPES
 
 
@@ -70,11 +76,14 @@ class KokoroModel(nn.Module):
         self._decoders: dict = {}  # (dtype, device) -> the decoder with 16-bit conv weights (_decoder_in)
         self.graphs = None  # a GraphCache once use_cuda_graphs() is called
 
-    def use_cuda_graphs(self, max_graphs: int = GRAPH_MAX_FRAMES // GRAPH_BUCKET) -> "KokoroModel":
-        """Replay the generator of single utterances of up to GRAPH_MAX_FRAMES decoder frames on a GPU from CUDA
-        graphs, one per GRAPH_BUCKET of decoder frames (at most max_graphs kept; see ops.graphs). The graphed pass
-        runs on the padded bucket with the lengths that keep padding out of the result; the harmonic source (random
-        draws) and the iSTFT stay eager on the item's own length."""
+    def use_cuda_graphs(self, max_graphs: int = GRAPH_KINDS * GRAPH_MAX_FRAMES // GRAPH_BUCKET) -> "KokoroModel":
+        """Replay single utterances on a GPU from CUDA graphs (at most max_graphs kept; see ops.graphs): the token
+        stages from a graph per TOKEN_BUCKET of tokens, then, for items of up to GRAPH_MAX_FRAMES decoder frames,
+        the frame stages and the generator from graphs per GRAPH_BUCKET of decoder frames. Each graphed pass runs
+        on the padded bucket with the lengths that keep padding out of the result (the masked passes of a padded
+        batch); between them the one read-back of the durations, the harmonic source (random draws) and the iSTFT
+        stay eager on the item's own length. A profiled call (profile= given) runs its stages before the
+        generator eagerly, so that each is timed."""
         from tilewave.ops.graphs import GraphCache
 
         self.graphs = GraphCache(max_graphs) if self.device.type == "cuda" else None
@@ -218,6 +227,8 @@ class KokoroModel(nn.Module):
         """The batched pass up to the generator's input. Token and frame axes are padded to the longest item;
         `*_lengths` are None when every item fills the axis (then nothing is masked: a batch of one runs
         exactly the unpadded ops)."""
+        if self.graphs is not None and len(input_ids) == 1 and profile is None:
+            return self._features_graphed(input_ids[0], ref_s, speeds[0], durations, dtype)
         stage = _stages(profile)
         n_tok = [int(t.shape[0]) for t in input_ids]
         ids = torch.zeros(len(n_tok), max(n_tok), dtype=torch.long, device=self.device)
@@ -244,6 +255,61 @@ class KokoroModel(nn.Module):
             x = self._decoder_in(dtype).features(asr, f0, n, s_dec, frame_lengths)
         return {"bert": bert, "d_en": d_en, "d": d, "duration_logits": logits, "durations": dur, "en": en,
                 "F0": f0, "N": n, "asr": asr, "decoder": x, "frames": n_frames}
+
+    def _features_graphed(self, ids: torch.Tensor, ref_s, speed: float, durations, dtype):
+        """_features for one item from CUDA graphs (see use_cuda_graphs), the same dict with tensors of the item's
+        own lengths. Its arithmetic is a padded batch's masked passes (ALBERT with its key mask, the LSTMs, norms
+        and convs with lengths), so its durations are forward's and its audio equals forward's to float32 rounding."""
+        n, dev = int(ids.shape[0]), self.device
+        nb = -(-n // TOKEN_BUCKET) * TOKEN_BUCKET
+        ids_b = torch.zeros(1, nb, dtype=torch.long, device=dev)
+        ids_b[0, :n] = ids.to(dev)
+        ref_s = ref_s.to(dev, torch.float32)
+        s_pro, s_dec = ref_s[:, self.cfg.style_dim:], ref_s[:, :self.cfg.style_dim]
+        # On CUDA `frames / speed` (a Python float) multiplies by 1 / speed, taken in double and rounded to float32
+        # (ATen's division by a CPU scalar; the CUDA test checks it); the graph takes that reciprocal as a tensor,
+        # so every speed replays one graph with forward's rounding
+        inv_speed = torch.tensor([1.0 / speed], dtype=torch.float32).to(dev)
+        tok_lengths = torch.tensor([n], dtype=torch.long, device=dev)
+        mode = (precision.current(), current_backend())
+
+        def tokens(ids_b, tok_lengths, s_pro, inv_speed):
+            valid = torch.arange(nb, device=dev)[None, :] < tok_lengths[:, None]
+            with precision.float32_class():
+                bert = self.bert(ids_b, valid).masked_fill_(~valid[..., None], 0.0)
+                d_en = self.bert_encoder(bert).masked_fill_(~valid[..., None], 0.0)
+                d, logits, frames = self.predictor.frames_per_token(d_en, s_pro, tok_lengths)
+                dur = torch.round(frames * inv_speed).clamp(min=1).long().masked_fill_(~valid, 0)
+            return bert, d_en, d, logits, dur, self.text_encoder(ids_b, tok_lengths)
+
+        bert, d_en, d, logits, dur_b, t_en = self.graphs.run(("tokens", nb) + mode, tokens,
+                                                             (ids_b, tok_lengths, s_pro, inv_speed))
+        if durations is not None:
+            dur_b.zero_()[0, :n] = durations[0].to(dev, torch.long)
+        dur = dur_b[0, :n]
+        frames = int(dur.sum())  # the one read-back: the frame count decides every later shape
+        out = {"bert": bert[:, :n], "d_en": d_en[:, :n], "d": d[:, :n], "duration_logits": logits[:, :n],
+               "durations": [dur], "frames": [frames]}
+        if 2 * frames > GRAPH_MAX_FRAMES:  # a long item: its frame stages eager (its generator is, too)
+            en = _align(out["d"].transpose(1, 2), [dur], [frames])
+            f0, n_curve = self.predictor.f0_energy(en, s_pro)
+            asr = _align(t_en[:, :, :n], [dur], [frames])
+            return dict(out, en=en, F0=f0, N=n_curve, asr=asr,
+                        decoder=self._decoder_in(dtype).features(asr, f0, n_curve, s_dec))
+        fb = -(-2 * frames // GRAPH_BUCKET) * GRAPH_BUCKET // 2
+        frame_lengths = torch.tensor([frames], dtype=torch.long, device=dev)
+
+        def frame_stages(d, t_en, dur_b, frame_lengths, s_pro, s_dec):
+            token, keep = _frame_tokens(dur_b, fb)
+            en = _gather_frames(d.transpose(1, 2), token, keep)
+            f0, n_curve = self.predictor.f0_energy(en, s_pro, frame_lengths, items_alone=False)
+            asr = _gather_frames(t_en, token, keep)
+            return en, f0, n_curve, asr, self._decoder_in(dtype).features(asr, f0, n_curve, s_dec, frame_lengths)
+
+        en, f0, n_curve, asr, x = self.graphs.run(("frames", fb, dtype) + mode, frame_stages,
+                                                  (d, t_en, dur_b, frame_lengths, s_pro, s_dec))
+        return dict(out, en=en[..., :frames], F0=f0[:, :2 * frames], N=n_curve[:, :2 * frames],
+                    asr=asr[..., :frames], decoder=x[..., :2 * frames])
 
     def _items_alone(self) -> bool:
         """Whether a padded batch runs ALBERT and the F0/energy curves item by item on its own tokens and frames:
@@ -372,6 +438,21 @@ def _align(x: torch.Tensor, durations: list[torch.Tensor], n_frames: list[int]) 
     for b, dur in enumerate(durations):
         out[b, :, :n_frames[b]] = x[b, :, :dur.shape[0]].repeat_interleave(dur, dim=-1)
     return out
+
+
+def _frame_tokens(durations: torch.Tensor, n_frames: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """durations [1, T] (0 past the item's tokens) -> (the token of each of n_frames frames [1, n_frames], whether
+    the frame is within the item's frames [1, n_frames]), on the device: _align's repeat as an index."""
+    ends = durations.cumsum(dim=-1)
+    frame = torch.arange(n_frames, device=durations.device)[None, :]
+    token = torch.searchsorted(ends, frame, right=True).clamp_(max=durations.shape[-1] - 1)
+    return token, frame < ends[:, -1:]
+
+
+def _gather_frames(x: torch.Tensor, token: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """x [1, C, T] -> [1, C, frames]: x at each frame's token, zeros past the item's frames (as _align)."""
+    out = x.gather(2, token[:, None, :].expand(-1, x.shape[1], -1))
+    return out.masked_fill_(~keep[:, None, :], 0.0)
 
 
 def _pad_cat(xs: list[torch.Tensor]) -> torch.Tensor:

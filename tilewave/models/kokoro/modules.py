@@ -306,12 +306,17 @@ class ProsodyPredictor(nn.Module):
     def durations(self, d_en, s, speeds, lengths=None):
         """d_en [B, T, 512], one speed per item -> (d [B, T, 640], logits [B, T, 50], frames per token:
         a list of B LongTensors [lengths[b]])."""
-        d = self.text_encoder(d_en, s, lengths)
-        logits = self.duration_proj.linear_layer(self.lstm(d, lengths))
-        frames = torch.sigmoid(logits).sum(dim=-1)
+        d, logits, frames = self.frames_per_token(d_en, s, lengths)
         n = [frames.shape[1]] * len(speeds) if lengths is None else lengths.tolist()
         # divided item by item by the Python float, as a solo run divides
         return d, logits, [torch.round(frames[b, :n[b]] / speeds[b]).clamp(min=1).long() for b in range(len(n))]
+
+    def frames_per_token(self, d_en, s, lengths=None):
+        """d_en [B, T, 512] -> (d [B, T, 640], logits [B, T, 50], frames [B, T]: the unrounded frames per token at
+        speed 1), on the device, without reading anything back (what a CUDA graph can record)."""
+        d = self.text_encoder(d_en, s, lengths)
+        logits = self.duration_proj.linear_layer(self.lstm(d, lengths))
+        return d, logits, torch.sigmoid(logits).sum(dim=-1)
 
     def f0_energy(self, en, s, lengths=None, items_alone: bool = True):
         """en [B, 640, F] (aligned) -> F0 and energy curves [B, 2F] (item b valid up to 2·lengths[b], 0 past it).
