@@ -20,12 +20,10 @@
 #   s9                  : first audio, Kokoro batched (8, 32, 64) with the official model, the server's load test
 #   s10a / s10b         : session 10: the graphed single item's CUDA tests (stops there if they fail), first
 #                         audio graphed and eager, singles in every mode / bfloat16 singles and batches, the server
-#   s10c                : the engine's frame budget from the GPU's memory: batches by budget and fill beside the
-#                         padded pass (diag_budget_gpu.py), the server's load test, first audio
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10c}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -153,14 +151,5 @@ s10b)  # bfloat16 singles and batches beside the official model, the server's lo
     --json "$OUT/kokoro_batch_bf16.json" 2>&1 | grep -v Warning | tee "$OUT/kokoro_batch_bf16.txt" | tail -16
   timeout 150 python3 benchmarks/bench_server.py --device cuda --clients 16 --requests 2 --text-words 48 \
     --timeout 140 --json "$OUT/server.json" 2>&1 | tee "$OUT/server.txt" | tail -5 ;;
-s10c)
-  install
-  timeout 60 python3 -m pytest -q -p no:cacheprovider tests/engine/test_session.py 2>&1 | tail -2
-  timeout 300 python3 benchmarks/diag_budget_gpu.py --json "$OUT/budget.json" 2>&1 | grep -v Warning \
-    | tee "$OUT/budget.txt" | tail -26
-  timeout 150 python3 benchmarks/bench_server.py --device cuda --clients 16 --requests 2 --text-words 48 \
-    --timeout 140 --json "$OUT/server.json" 2>&1 | tee "$OUT/server.txt" | tail -5
-  timeout 100 python3 benchmarks/bench_first_audio.py --device cuda --json "$OUT/first_audio.json" 2>&1 \
-    | tee "$OUT/first_audio.txt" | tail -7 ;;
 *) echo "unknown phase $phase"; exit 2 ;;
 esac

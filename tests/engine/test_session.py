@@ -46,19 +46,6 @@ def test_a_batch_takes_the_default_frame_budget_on_a_cpu_and_what_a_memory_budge
     assert Session(model=FakeKokoro(), device="cpu", memory_budget="30GB").frame_budget == 30 * 10**9 // BYTES_PER_FRAME
 
 
-@pytest.mark.cuda
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="a GPU's free memory")
-def test_on_a_gpu_without_a_memory_budget_a_batch_may_take_a_share_of_the_free_memory():
-    from tilewave.engine.scheduler import DEFAULT_FRAME_BUDGET
-    from tilewave.engine.session import BYTES_PER_FRAME, GPU_MEMORY_SHARE
-
-    free = torch.cuda.mem_get_info()[0]
-    budget = Session(model=FakeKokoro(), device="cuda").frame_budget
-    assert budget >= DEFAULT_FRAME_BUDGET
-    assert abs(budget - max(DEFAULT_FRAME_BUDGET, free * GPU_MEMORY_SHARE // BYTES_PER_FRAME)) <= 100
-    assert Session(model=FakeKokoro(), device="cuda", memory_budget="3GB").frame_budget == 3 * 10**9 // BYTES_PER_FRAME
-
-
 def test_values_are_checked_when_the_session_is_made():
     for kwargs, message in (({"device": "tpu"}, "device"), ({"precision": "half"}, "precision"),
                             ({"lang": "tlh"}, "language"), ({"voice": "nobody"}, "unknown voice"),

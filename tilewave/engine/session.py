@@ -79,15 +79,11 @@ def load_model(weights: str | None, device: str):
     return KokoroModel.from_pretrained(weights, device=device)
 
 
-# On a GPU a batch of fewer padded frames than this also takes other length buckets' chunks: small batches are
-# launch-bound there. H200, RESULTS S9, 8 / 32 / 64 mixed sentences at a 4,096-frame budget: one bucket a batch
-# 244 / 401 / 742 ms, filled below 1,024 frames 156 / 480 / 665 ms, below 2,048 194 / 494 / 746 ms, filled below 16
-# chunks 166 / 527 / 915 ms. A CPU runs a batch's items one by one anyway (fill 1: buckets only).
-GPU_FILL_FRAMES = 1_024
-# A Session on a GPU given no memory budget lets a batch take this share of the memory free when it starts (at
-# BYTES_PER_FRAME), and never less than DEFAULT_FRAME_BUDGET: one batch of 64 mixed sentences padded took 9.0 GB
-# in bfloat16 on the H200, half the time of the engine's batches under 4,096 frames (RESULTS S10b)
-GPU_MEMORY_SHARE = 0.5
+# On a GPU a batch of fewer padded frames than this share of the frame budget also takes other length buckets'
+# chunks: small batches are launch-bound there. H200, RESULTS S9, 8 / 32 / 64 mixed sentences: one bucket a batch
+# 244 / 401 / 742 ms, filled below 1/4 of the budget 156 / 480 / 665 ms, below 1/2 194 / 494 / 746 ms, filled below
+# 16 chunks 166 / 527 / 915 ms. A CPU runs a batch's items one by one anyway (fill 1: buckets only).
+GPU_FILL_SHARE = 4
 
 
 class Session:
@@ -123,7 +119,7 @@ class Session:
         self.memory_budget = parse_memory(memory_budget)
         if self.device.type == "cpu":  # the generator's 50 MB activations reused, not faulted in again (host_memory)
             keep_freed_memory(self.memory_budget is None)
-        self.frame_budget = self._default_frames() if self.memory_budget is None else self._frames_for(self.memory_budget)
+        self.frame_budget = DEFAULT_FRAME_BUDGET if self.memory_budget is None else self._frames_for(self.memory_budget)
         if profile is True:
             profile = profiling.StageProfiler(self.device)
         self.profiler = profile or None
@@ -134,14 +130,6 @@ class Session:
         self._scheduler: Scheduler | None = None
         self._rest: ThreadPoolExecutor | None = None  # phonemizes the rest of streams (submit with first_limit)
         self._starting = threading.Lock()  # the first requests of several threads make one scheduler
-
-    def _default_frames(self) -> int:
-        """The frame budget without a memory budget: DEFAULT_FRAME_BUDGET, or on a GPU its free memory's
-        GPU_MEMORY_SHARE where that holds more."""
-        if self.device.type != "cuda":
-            return DEFAULT_FRAME_BUDGET
-        free, _ = torch.cuda.mem_get_info(self.device)
-        return max(DEFAULT_FRAME_BUDGET, int(free * GPU_MEMORY_SHARE) // BYTES_PER_FRAME)
 
     @staticmethod
     def _frames_for(budget: int) -> int:
@@ -175,7 +163,7 @@ class Session:
             if self._scheduler is None:
                 if self.cuda_graphs and getattr(self.model, "graphs", False) is None:  # a Kokoro model, not yet
                     self.model.use_cuda_graphs()
-                fill = GPU_FILL_FRAMES if self.device.type == "cuda" else 1
+                fill = self.frame_budget // GPU_FILL_SHARE if self.device.type == "cuda" else 1
                 self._scheduler = Scheduler(self.model, self.device, frame_budget=self.frame_budget,
                                             max_requests=self.max_requests, context=self._batch_context,
                                             profile=self.profiler, dtype=self.dtype, fill=fill)
