@@ -46,7 +46,8 @@ STAGES = ("albert", "duration", "f0_energy", "text_encoder", "decoder", "generat
 GRAPH_BUCKET = 64  # decoder frames (0.8 s of audio): a graphed generator runs on inputs padded to a multiple
 # Graphs for items up to this many decoder frames (12.8 s of audio, 16 buckets): what they save is launch
 # time, which matters for short items (H200: 77 phonemes 71.6 -> 31.2 ms, 383 phonemes 58.0 -> 59.8 ms, tf32x3);
-# longer items run eager, so a stream of long chunks cannot cycle through more buckets than graphs are kept
+# longer items run their frame stages and generator eager, so a stream of long chunks cannot cycle through more
+# buckets than graphs are kept
 GRAPH_MAX_FRAMES = 1024
 # The stages before the generator from graphs too: the token stages (ALBERT, the duration predictor, the text
 # encoder) on ids padded to a multiple of TOKEN_BUCKET (16 buckets up to Kokoro's 512 tokens), and, after the one
@@ -259,7 +260,9 @@ class KokoroModel(nn.Module):
     def _features_graphed(self, ids: torch.Tensor, ref_s, speed: float, durations, dtype):
         """_features for one item from CUDA graphs (see use_cuda_graphs), the same dict with tensors of the item's
         own lengths. Its arithmetic is a padded batch's masked passes (ALBERT with its key mask, the LSTMs, norms
-        and convs with lengths), so its durations are forward's and its audio equals forward's to float32 rounding."""
+        and convs with lengths), so its durations are forward's and its features equal forward's to float32
+        rounding; the audio then lies within the float32 spectral bound of forward's (the harmonic source's phase
+        integral carries F0's rounding into the waveform, as in a padded batch)."""
         n, dev = int(ids.shape[0]), self.device
         nb = -(-n // TOKEN_BUCKET) * TOKEN_BUCKET
         ids_b = torch.zeros(1, nb, dtype=torch.long, device=dev)
