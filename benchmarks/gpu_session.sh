@@ -21,10 +21,12 @@
 #   s10a / s10b         : session 10: the graphed single item's CUDA tests (stops there if they fail), first
 #                         audio graphed and eager, singles in every mode / bfloat16 singles and batches, the server
 #   s10d                : where a graphed single forward's time goes (diag_graphs_gpu.py: 54 and 77 phonemes)
+#   s10e                : singles with the frame graphs up to 2,048 decoder frames (25.6 s) beside the 1,024 of
+#                         the code, same call (the limit set in the process: model.GRAPH_MAX_FRAMES)
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -158,5 +160,13 @@ s10d)
     timeout 90 python3 benchmarks/diag_graphs_gpu.py --phonemes $n --precision $p --json "$OUT/graphs_${n}_$p.json" \
       2>&1 | grep -v Warning | tee "$OUT/graphs_${n}_$p.txt" | tail -12
   done; done ;;
+s10e)
+  install
+  for limit in 1024 2048; do
+    timeout 200 python3 -c "import runpy, sys; import tilewave.models.kokoro.model as m; m.GRAPH_MAX_FRAMES = $limit
+sys.argv = ['bench_kokoro.py', '--precisions', 'tf32x3', '--json', '$OUT/kokoro_graphs_$limit.json']
+runpy.run_path('benchmarks/bench_kokoro.py', run_name='__main__')" 2>&1 | grep -v Warning \
+      | tee "$OUT/kokoro_graphs_$limit.txt" | grep "graphs\|official kokoro"
+  done ;;
 *) echo "unknown phase $phase"; exit 2 ;;
 esac

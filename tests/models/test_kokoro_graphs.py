@@ -104,7 +104,7 @@ def test_on_a_gpu_the_whole_graphed_forward_keeps_the_durations_and_the_spectrum
 
     model = KokoroModel.from_weights(kokoro_weights, "cuda")
     cases = [(random_token_ids(n, 9 + n).cuda(), voice_style(n, "jm_kumo").cuda(), speed)
-             for n, speed in ((12, 1.0), (77, 1.3), (200, 0.8))]
+             for n, speed in ((12, 1.0), (77, 1.3), (420, 0.6))]
     eager = [model(ids, ref_s, speed, torch.Generator("cuda").manual_seed(4)) for ids, ref_s, speed in cases]
     feats = [model.features(ids, ref_s, speed)["F0"] for ids, ref_s, speed in cases]
     model.use_cuda_graphs()

@@ -97,7 +97,7 @@ class Session:
     threads PyTorch's ops use, for the whole process (torch.set_num_threads); None leaves torch's choice: one
     per core, or OMP_NUM_THREADS where that is set. `cuda_graphs` (on a GPU): single items (a batch of one, as a
     stream's first chunk runs) replay their stages from CUDA graphs, those before the durations at any length and
-    the rest up to 12.8 s of audio (KokoroModel.use_cuda_graphs: launch time is most of a short item's forward;
+    the rest up to 25.6 s of audio (KokoroModel.use_cuda_graphs: launch time is most of a short item's forward;
     H200, a 77-phoneme sentence 52.3 -> 26.4 ms exact, benchmarks/RESULTS.md S10a)."""
 
     def __init__(self, device: str | torch.device | None = None, precision: str = fp32_precision.DEFAULT,

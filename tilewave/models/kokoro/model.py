@@ -44,11 +44,12 @@ from tilewave.ops.dispatch import current_backend
 
 STAGES = ("albert", "duration", "f0_energy", "text_encoder", "decoder", "generator", "istft")
 GRAPH_BUCKET = 64  # decoder frames (0.8 s of audio): a graphed generator runs on inputs padded to a multiple
-# Graphs for items up to this many decoder frames (12.8 s of audio, 16 buckets): what they save is launch
-# time, which matters for short items (H200: 77 phonemes 71.6 -> 31.2 ms, 383 phonemes 58.0 -> 59.8 ms, tf32x3);
-# longer items run their frame stages and generator eager, so a stream of long chunks cannot cycle through more
-# buckets than graphs are kept
-GRAPH_MAX_FRAMES = 1024
+# Graphs for items up to this many decoder frames (25.6 s of audio, 32 buckets): what they save is launch time,
+# most of a short item's forward and some of a long one's (H200, tf32x3, eager -> graphs in the same run: 77
+# phonemes 61.4 -> 18.8 ms, 383 phonemes 68.4 -> 52.7 ms with this limit, 74.0 -> 83.8 with 1,024, where it ran
+# its frame stages eager; RESULTS S10a, S10e); longer items run their frame stages and generator eager, so a
+# stream of long chunks cannot cycle through more buckets than graphs are kept
+GRAPH_MAX_FRAMES = 2048
 # The stages before the generator from graphs too: the token stages (ALBERT, the duration predictor, the text
 # encoder) on ids padded to a multiple of TOKEN_BUCKET (16 buckets up to Kokoro's 512 tokens), and, after the one
 # read-back (the durations decide the frame count), alignment, the F0/energy curves and the decoder on frames
