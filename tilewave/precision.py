@@ -38,9 +38,7 @@ DEFAULT = "tf32x3"
 OUTSIDE_SCOPE = "ieee"  # what current() is outside any scope: exact
 
 DTYPES = ("float32", "float16", "bfloat16")  # names of torch dtypes: torch_dtype(name)
-# float16 untried: Kokoro's decoder activations have not been range-checked. int8: the decoder's and generator's convs
-# with int8 weights and their inputs quantized per call, on a CPU (models/kokoro/model.py)
-KOKORO_DTYPES = ("float32", "bfloat16", "int8")
+KOKORO_DTYPES = ("float32", "bfloat16")  # float16 untried: Kokoro's decoder activations have not been range-checked
 
 _in_force: contextvars.ContextVar[str] = contextvars.ContextVar("tilewave_precision", default=OUTSIDE_SCOPE)
 

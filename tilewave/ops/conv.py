@@ -91,36 +91,3 @@ def conv1d_fused(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
     return conv1d_fused_torch(x, weight, bias, stride, padding, dilation, groups, act=act, slope=slope,
                               alpha=alpha, beta=beta, residual=residual, scale=scale, transposed=transposed,
                               output_padding=output_padding)
-
-
-# -- int8 convolutions on a CPU (Kokoro's dtype 'int8') --------------------------------------------------------
-class Int8Conv1d:
-    """A conv's weights as int8 (symmetric, one scale per output channel), prepacked for oneDNN's int8 conv, which
-    conv1d_int8 runs with its input quantized per call (uint8, the call's own range: dynamic quantization, as
-    onnxruntime runs the shipped int8 model) and float32 out. Measured against F.conv1d on this project's CPUs:
-    2-3x faster at Kokoro's generator shapes, ~1% scaled max error per conv (benchmarks/RESULTS.md, C6/C8)."""
-
-    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None, stride: int, padding: int, dilation: int):
-        if weight.device.type != "cpu" or weight.dtype != torch.float32 or weight.dim() != 3:
-            raise ValueError(f"Int8Conv1d takes a float32 OIK weight on the CPU, got {weight.dtype} "
-                             f"{tuple(weight.shape)} on {weight.device}")
-        self.scales = (weight.abs().amax(dim=(1, 2)) / 127).clamp_min(torch.finfo(torch.float32).tiny)
-        q = torch.round(weight / self.scales[:, None, None]).clamp_(-127, 127).to(torch.int8)
-        self.zero_points = torch.zeros(weight.shape[0], dtype=torch.int64)
-        self.bias, self.args = bias, ([stride], [padding], [dilation])
-        self.packed = torch.ops.onednn.qconv_prepack(q, self.scales, 1.0, 0, *self.args, 1, None)
-
-
-def conv1d_int8(x: torch.Tensor, conv: Int8Conv1d) -> torch.Tensor:
-    """conv1d with `conv`'s int8 weights: x [B, C, T] float32 on the CPU -> float32."""
-    if x.device.type != "cpu" or x.dtype != torch.float32:
-        raise ValueError(f"conv1d_int8 runs float32 inputs on a CPU, got {x.dtype} on {x.device}")
-    # uint8 over the call's range with 0 on the grid (the zero padding stays exact), as torch's dynamic
-    # quantization chooses it; written out: torch's quantized tensor types are deprecated
-    lo, hi = torch.aminmax(x)
-    lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
-    scale = (hi - lo) / 255 if hi > lo else 1.0
-    zero_point = min(255, max(0, round(-lo / scale)))
-    q = torch.round(x * (1.0 / scale)).add_(zero_point).clamp_(0, 255).to(torch.uint8)
-    return torch.ops.onednn.qconv1d_pointwise(q, scale, zero_point, conv.packed, conv.scales, conv.zero_points,
-                                              conv.bias, *conv.args, 1, 1.0, 0, torch.float32, "none", [], "")

@@ -39,7 +39,7 @@ from tilewave.errors import InputError
 from tilewave.models.kokoro import weights as W
 from tilewave.models.kokoro.config import CONFIG, KokoroConfig
 from tilewave.models.kokoro.modules import Albert, Conv1d, ConvTranspose1d, Decoder, ProsodyPredictor, TextEncoder
-from tilewave.ops import conv, spectral
+from tilewave.ops import spectral
 from tilewave.ops.dispatch import current_backend
 
 STAGES = ("albert", "duration", "f0_energy", "text_encoder", "decoder", "generator", "istft")
@@ -57,9 +57,6 @@ GRAPH_MAX_FRAMES = 2048
 TOKEN_BUCKET = 32
 GRAPH_KINDS = 3  # graphs of a length: its token stages, its frame stages, its generator
 STORAGE_DTYPES = tuple(precision.torch_dtype(name) for name in precision.KOKORO_DTYPES)  # torch dtypes of KOKORO_DTYPES
-# int8: the decoder's and generator's convs with at least this many input taps (channels x kernel) run as int8;
-# the few narrow ones (the F0 / energy down-sampling convs, 1 x 3) gain nothing and keep float32
-INT8_MIN_TAPS = 64
 
 
 @dataclass
@@ -127,13 +124,11 @@ class KokoroModel(nn.Module):
         return self.bert_encoder.weight.device
 
     # -----------------------------------------------------------------------------------------------
-    def _check_dtype(self, dtype):
+    @staticmethod
+    def _check_dtype(dtype):
         if dtype not in STORAGE_DTYPES:
             raise InputError(f"dtype {dtype} is not one of {', '.join(map(str, STORAGE_DTYPES))}: Kokoro runs in "
-                             "float32, or its decoder and generator in bfloat16 or (on a CPU) int8")
-        if dtype == torch.int8 and self.device.type != "cpu":
-            raise InputError(f"dtype int8 runs on a CPU (oneDNN's int8 convolutions); on {self.device.type} use "
-                             "bfloat16")
+                             "float32 or in bfloat16 (its decoder and generator)")
 
     def _check_inputs(self, input_ids, ref_s, speed):
         if not isinstance(input_ids, torch.Tensor) or input_ids.dtype != torch.long or input_ids.dim() != 2:
@@ -408,17 +403,10 @@ class KokoroModel(nn.Module):
             cast = {f"{name}.{p}" for name, m in self.decoder.named_modules()
                     if isinstance(m, (Conv1d, ConvTranspose1d)) and m is not post
                     for p, _ in m.named_parameters(recurse=False)}
-            if dtype == torch.int8:
-                cast = set()  # float32 weights, and an int8 copy beside the convs' (below)
             with _shapes_only():
                 decoder = Decoder(self.cfg)
             decoder.load_state_dict({k: v.to(dtype) if k in cast else v for k, v in self.decoder.state_dict().items()},
                                     strict=True, assign=True)
-            if dtype == torch.int8:
-                for m in decoder.modules():
-                    if isinstance(m, Conv1d) and m.groups == 1 and m is not decoder.generator.conv_post \
-                            and m.weight.shape[1] * m.weight.shape[2] >= INT8_MIN_TAPS:
-                        m.int8 = conv.Int8Conv1d(m.weight, m.bias, m.stride, m.padding, m.dilation)
             self._decoders.setdefault(key, decoder.eval().requires_grad_(False))
         return self._decoders[key]
 

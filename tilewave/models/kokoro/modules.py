@@ -49,11 +49,8 @@ class Conv1d(nn.Module):
         self.weight = nn.Parameter(torch.empty(c_out, c_in // groups, kernel))
         self.bias = nn.Parameter(torch.empty(c_out)) if bias else None
         self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
-        self.int8 = None  # an ops.conv.Int8Conv1d of these weights where the model runs its convs in int8
 
     def forward(self, x, lengths=None):
-        if self.int8 is not None:
-            return conv.conv1d_int8(zero_padding(x, lengths), self.int8)
         return conv.conv1d(zero_padding(x, lengths), self.weight, self.bias, self.stride, self.padding,
                            self.dilation, self.groups)
 
