@@ -138,3 +138,30 @@ def test_on_a_gpu_a_graph_replay_gives_the_eager_audio_and_is_recorded_once_per_
         assert log_spectral_distance(out.audio, eager.audio) <= tolerance("float32", "spectral")
     assert torch.equal(outs[1].audio, outs[0].audio) and torch.equal(outs[2].audio, outs[0].audio)  # replays
     assert model.graphs.captures == 3 and len(model.graphs) == 3
+
+
+def test_a_stream_through_the_engine_takes_the_graphed_path_for_its_single_items(kokoro_cpu):
+    # The engine hands single items to the model as batches of one (on a GPU a stream's first chunk; on this CPU,
+    # which runs a batch's items one by one, every chunk): with graphs on (EagerGraphs here, what a GPU records
+    # and replays) they go through the token and frame graphs and the generator's, and the stream says what the
+    # eager engine says: the same chunks and durations, the spectrum within the float32 bound
+    import numpy as np
+
+    from tilewave.engine import Session
+
+    text = "The lamp by the door was lit. Outside, the rain went on for hours, and nobody came."
+    with Session(device="cpu", model=kokoro_cpu, voice="jm_kumo") as session:
+        eager = list(session.stream(text, seed=2))
+    kokoro_cpu.graphs = EagerGraphs()
+    try:
+        with Session(device="cpu", model=kokoro_cpu, voice="jm_kumo") as session:
+            graphed = list(session.stream(text, seed=2))
+        kinds = {k[0] for k in kokoro_cpu.graphs.keys}
+    finally:
+        kokoro_cpu.graphs = None
+    assert len(eager) >= 2 and kinds == {"tokens", "frames", "generator"}
+    assert [c.text for c in graphed] == [c.text for c in eager]
+    for g, e in zip(graphed, eager, strict=True):
+        assert torch.equal(g.durations, e.durations) and g.audio.shape == e.audio.shape and np.isfinite(g.audio).all()
+        assert log_spectral_distance(torch.from_numpy(g.audio), torch.from_numpy(e.audio)) <= tolerance("float32",
+                                                                                                         "spectral")
