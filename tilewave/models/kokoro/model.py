@@ -438,23 +438,23 @@ def _shapes(model: nn.Module) -> dict[str, torch.Size]:
 def _align(x: torch.Tensor, durations: list[torch.Tensor], n_frames: list[int]) -> torch.Tensor:
     """Token features x [B, C, T] -> frame features [B, C, max frames]: item b's token t repeated
     durations[b][t] times, zeros past its frames."""
-    out = x.new_zeros(x.shape[0], x.shape[1], max(n_frames))
+    padded = torch.zeros(x.shape[0], x.shape[-1], dtype=torch.long, device=x.device)
     for b, dur in enumerate(durations):
-        out[b, :, :n_frames[b]] = x[b, :, :dur.shape[0]].repeat_interleave(dur, dim=-1)
-    return out
+        padded[b, :dur.shape[0]] = dur
+    return _gather_frames(x, *_frame_tokens(padded, max(n_frames)))
 
 
 def _frame_tokens(durations: torch.Tensor, n_frames: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """durations [1, T] (0 past the item's tokens) -> (the token of each of n_frames frames [1, n_frames], whether
-    the frame is within the item's frames [1, n_frames]), on the device: _align's repeat as an index."""
+    """durations [B, T] (0 past each item's tokens) -> (the token of each of n_frames frames [B, n_frames], whether
+    the frame is within the item's frames [B, n_frames]), on the device with no read-back (a graph records it)."""
     ends = durations.cumsum(dim=-1)
-    frame = torch.arange(n_frames, device=durations.device)[None, :]
+    frame = torch.arange(n_frames, device=durations.device).expand(durations.shape[0], -1).contiguous()
     token = torch.searchsorted(ends, frame, right=True).clamp_(max=durations.shape[-1] - 1)
     return token, frame < ends[:, -1:]
 
 
 def _gather_frames(x: torch.Tensor, token: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
-    """x [1, C, T] -> [1, C, frames]: x at each frame's token, zeros past the item's frames (as _align)."""
+    """x [B, C, T] -> [B, C, frames]: x at each frame's token, zeros past each item's frames."""
     out = x.gather(2, token[:, None, :].expand(-1, x.shape[1], -1))
     return out.masked_fill_(~keep[:, None, :], 0.0)
 
