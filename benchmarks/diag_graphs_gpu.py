@@ -6,7 +6,8 @@ One item (the first N phonemes of the benchmark's medium input, default 54: a st
 bench_first_audio.py) through KokoroModel.forward with graphs on. The whole forward is timed as it runs; then
 again with a synchronize after each part (the token graph, the durations' read-back, the frame graph, the
 harmonic source, the generator graph, the iSTFT, the rest), so the parts add up to a longer call than the plain
-one: each part's figure is its own device time plus its host time. Medians of --reps after a warm-up.
+one: each part's figure is its own device time plus its host time. Medians of --reps after a warm-up. Both forms
+of the graphs, in turn: with their independent branches on side streams (ops.graphs.concurrently) and on one stream.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import torch
 
 from tilewave.engine.voices import load_voice, style_for
 from tilewave.harness.model_bench import VOICE, load_kokoro, read_inputs
-from tilewave.ops import spectral
+from tilewave.ops import graphs, spectral
 from tilewave.precision import scope
 from tilewave.text.vocab import encode
 
@@ -31,6 +32,7 @@ def main():
     ap.add_argument("--precision", default="tf32x3")
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--no-streams", action="store_true", help="only the one-stream form")
     ap.add_argument("--json")
     args = ap.parse_args()
     model, _ = load_kokoro("cuda", args.dtype)
@@ -58,11 +60,10 @@ def main():
             return out
         return wrapper
 
-    graphs_run = model.graphs.run
-    model.graphs.run = lambda key, fn, inputs: timed(f"graph {key[0]}", graphs_run)(key, fn, inputs)
     gen = model.decoder.generator
     gen.source = timed("harmonic source (eager)", gen.source)
     spectral.istft_exp_sin = timed("istft (eager)", spectral.istft_exp_sin)
+
     def calls():  # wall ms of each call to its audio on the host (what the engine hands on)
         ms = []
         for _ in range(args.reps):
@@ -72,23 +73,47 @@ def main():
             ms.append((time.perf_counter() - t) * 1e3)
         return ms
 
-    with scope(args.precision):
-        for _ in range(3):
-            out = forward()
-        plain = calls()
-        timing["on"] = True
-        whole = calls()
-    rows = {"phonemes": args.phonemes, "audio_s": out.audio.numel() / 24000, "precision": args.precision,
-            "dtype": args.dtype, "captures": model.graphs.captures,
-            "forward + .cpu(), as it runs": statistics.median(plain),
-            "forward + .cpu(), a sync after each part": statistics.median(whole)}
-    rows.update({name: statistics.median(v) for name, v in parts.items()})
-    named = sum(statistics.median(v) for v in parts.values())
-    rows["the rest (read-back, host code, copies)"] = rows["forward + .cpu(), a sync after each part"] - named
+    # the graphs recorded with their independent parts on side streams (graphs.concurrently) and on one stream,
+    # each form with its own graphs, in this process; their audio must be bit-identical
+    forms = {"branches on side streams": True, "one stream": False}
+    if args.no_streams:
+        forms = {"one stream": False}
+    rows = {"phonemes": args.phonemes, "precision": args.precision, "dtype": args.dtype}
+    audio = {}
+    for form, streams in forms.items():
+        graphs.BRANCH_STREAMS = streams
+        model.use_cuda_graphs()
+        graphs_run = model.graphs.run
+        model.graphs.run = lambda key, fn, inputs, run=graphs_run: timed(f"graph {key[0]}", run)(key, fn, inputs)
+        parts.clear()
+        timing["on"] = False
+        with scope(args.precision):
+            for _ in range(3):
+                out = forward()
+            audio[form] = out.audio.cpu()
+            plain = calls()
+            timing["on"] = True
+            whole = calls()
+        r = {"captures": model.graphs.captures, "forward + .cpu(), as it runs": statistics.median(plain),
+             "forward + .cpu(), a sync after each part": statistics.median(whole)}
+        r.update({name: statistics.median(v) for name, v in parts.items()})
+        r["the rest (read-back, host code, copies)"] = r["forward + .cpu(), a sync after each part"] - sum(
+            statistics.median(v) for v in parts.values())
+        rows[form] = r
+    rows["audio_s"] = out.audio.numel() / 24000
+    if len(audio) == 2:
+        a, b = audio.values()
+        rows["audio bit-identical across the forms"] = bool(torch.equal(a, b))
+        rows["max |audio diff| across the forms"] = float((a - b).abs().max())
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}; {args.phonemes} phonemes -> "
           f"{rows['audio_s']:.2f} s, {args.precision} {args.dtype}, medians of {args.reps}")
     for k, v in rows.items():
-        print(f"{k:45} {v:.2f}" if isinstance(v, float) else f"{k:45} {v}")
+        if isinstance(v, dict):
+            print(f"## {k}")
+            for k2, v2 in v.items():
+                print(f"{k2:45} {v2:.2f}" if isinstance(v2, float) else f"{k2:45} {v2}")
+        else:
+            print(f"{k:45} {v:.3g}" if isinstance(v, float) else f"{k:45} {v}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -21,12 +21,14 @@
 #   s10a / s10b         : session 10: the graphed single item's CUDA tests (stops there if they fail), first
 #                         audio graphed and eager, singles in every mode / bfloat16 singles and batches, the server
 #   s10d                : where a graphed single forward's time goes (diag_graphs_gpu.py: 54 and 77 phonemes)
+#   s11a                : session 11: graphs with their branches on side streams (CUDA tests, diag_graphs_gpu.py in
+#                         both forms, first audio, singles in float32 modes and bfloat16)
 #   s10e                : singles with the frame graphs up to 2,048 decoder frames (25.6 s) beside the 1,024 of
 #                         the code, same call (the limit set in the process: model.GRAPH_MAX_FRAMES)
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -168,5 +170,21 @@ sys.argv = ['bench_kokoro.py', '--precisions', 'tf32x3', '--json', '$OUT/kokoro_
 runpy.run_path('benchmarks/bench_kokoro.py', run_name='__main__')" 2>&1 | grep -v Warning \
       | tee "$OUT/kokoro_graphs_$limit.txt" | grep "graphs\|official kokoro"
   done ;;
+s11a)  # session 11: the graphs with their independent branches on side streams (ops.graphs.concurrently): the CUDA
+  # tests (stops there if they fail), where a graphed forward's time goes in both forms, first audio, singles
+  install
+  timeout 200 python3 -m pytest -q -x -p no:cacheprovider tests/models/test_kokoro_graphs.py tests/engine/test_stream.py \
+    2>&1 | tee "$OUT/pytest_s11.txt" | tail -25
+  [ "${PIPESTATUS[0]}" = 0 ] || exit 1
+  for c in "54 tf32x3 float32" "383 tf32x3 float32" "77 tf32x3 bfloat16"; do set -- $c
+    timeout 60 python3 benchmarks/diag_graphs_gpu.py --phonemes $1 --precision $2 --dtype $3 --reps 15 \
+      2>&1 | grep -v Warning | tee "$OUT/graphs_$1_$3.txt" | tail -30
+  done
+  timeout 80 python3 benchmarks/bench_first_audio.py --device cuda --json "$OUT/first_audio.json" 2>&1 \
+    | tee "$OUT/first_audio.txt" | tail -7
+  timeout 120 python3 benchmarks/bench_kokoro.py --precisions tf32x3,tf32 --json "$OUT/kokoro.json" 2>&1 \
+    | grep -v Warning | tee "$OUT/kokoro.txt" | grep -v "^  stage" | tail -30
+  timeout 80 python3 -m tilewave bench --model kokoro --device cuda --dtype bfloat16 2>&1 | grep -v Warning \
+    | tee "$OUT/kokoro_bf16.txt" | grep -v "^  stage" | tail -8 ;;
 *) echo "unknown phase $phase"; exit 2 ;;
 esac

@@ -123,6 +123,33 @@ def test_on_a_gpu_the_whole_graphed_forward_keeps_the_durations_and_the_spectrum
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+def test_on_a_gpu_graphs_with_their_branches_on_side_streams_give_the_one_stream_graphs_bit_for_bit(kokoro_weights,
+                                                                                                      monkeypatch):
+    # graphs.concurrently records the independent parts (text encoder | ALBERT + durations, F0 | energy, noise |
+    # upsampling, the three resblocks) on side streams; the kernels and their order within a branch are the
+    # one-stream graph's, so the audio must not differ in a bit, at every bucket and on every replay
+    from tilewave.models.kokoro import KokoroModel
+    from tilewave.ops import graphs
+
+    model = KokoroModel.from_weights(kokoro_weights, "cuda")
+    cases = [(random_token_ids(n, 5 + n).cuda(), voice_style(n, "af_heart").cuda(), speed)
+             for n, speed in ((9, 1.0), (64, 0.8), (150, 1.2))]
+    outs, captures = {}, {}
+    for streams in (False, True):
+        monkeypatch.setattr(graphs, "BRANCH_STREAMS", streams)
+        model.use_cuda_graphs()
+        outs[streams] = [[model(ids, ref_s, speed, torch.Generator("cuda").manual_seed(2)) for ids, ref_s, speed
+                          in cases] for _ in range(2)]
+        captures[streams] = model.graphs.captures
+    assert captures[True] == captures[False] >= len(cases) + 2  # every graph recorded once, in both forms
+    for one, side in zip(outs[False], outs[True]):
+        for a, b in zip(one, side):
+            assert torch.isfinite(b.audio).all() and b.audio.abs().max() > 0
+            assert torch.equal(a.durations, b.durations) and torch.equal(a.audio, b.audio)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
 def test_on_a_gpu_a_graph_replay_gives_the_eager_audio_and_is_recorded_once_per_bucket(kokoro_weights):
     # the graphs' masked passes round F0 like a padded batch (<= 1e-6), which the harmonic source's phase
     # integral carries into the waveform: the spectrum is the bound, the durations exact

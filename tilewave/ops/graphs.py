@@ -11,6 +11,14 @@ the same work for every input of the key's shapes.
 Bounded: at most `max_graphs` graphs, least recently used dropped first; they share one memory pool (replays
 are sequential on one stream and outputs are copied out before the next replay, so one graph's intermediates
 may reuse another's memory).
+
+Branches: `concurrently(device, *fns)` runs independent parts of a recorded function on side streams forked from
+and joined back into the recording stream, so that a replay runs them at once; at batch 1 most of Kokoro's kernels
+fill a fraction of the H200's SMs, and its stages have independent parts (the text encoder beside ALBERT and the
+duration predictor, the F0 blocks beside the energy blocks, the generator's noise branch beside its upsampling and
+its three resblocks beside one another). Outside a recording they run one after another: eager CUDA work across
+streams would need record_stream for every tensor that crosses, and the CPU has one stream. The branches' kernels
+and their order within each branch are the sequential run's, so a replay's results are bit-identical to it.
 """
 from __future__ import annotations
 
@@ -18,6 +26,38 @@ from collections import OrderedDict
 from typing import Callable, Hashable
 
 import torch
+
+
+# Off: every branch recorded on the recording stream, one after another (benchmarks/diag_graphs_gpu.py --no-streams
+# measures the two forms against each other in one process).
+BRANCH_STREAMS = True
+_side_streams: dict[torch.device, list] = {}
+
+
+def concurrently(device: torch.device, *fns: Callable[[], object]) -> list:
+    """[fn() for fn in fns], with fns[1:] each on its own side stream while a CUDA graph is being recorded (see the
+    module's docstring). The branches must be independent: no branch reads what another writes, none writes a tensor
+    that exists before the call (each returns fresh outputs), and none calls concurrently itself."""
+    if (len(fns) < 2 or not BRANCH_STREAMS or device.type != "cuda"
+            or not torch.cuda.is_current_stream_capturing()):
+        return [fn() for fn in fns]
+    main = torch.cuda.current_stream(device)
+    sides = _side_streams.setdefault(device, [])
+    while len(sides) < len(fns) - 1:
+        sides.append(torch.cuda.Stream(device))
+    results: list = [None] * len(fns)
+    # Every branch starts after all the recording stream has queued (so memory freed on it before the fork is not
+    # reused under a branch) and the recording stream goes on after every branch: the inputs a branch reads are
+    # alive until the join, since the caller holds them.
+    for side in sides[:len(fns) - 1]:
+        side.wait_stream(main)
+    for side, i in zip(sides, range(1, len(fns))):
+        with torch.cuda.stream(side):
+            results[i] = fns[i]()
+    results[0] = fns[0]()
+    for side in sides[:len(fns) - 1]:
+        main.wait_stream(side)
+    return results
 
 
 class GraphCache:

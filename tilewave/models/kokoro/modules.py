@@ -13,13 +13,14 @@ KokoroModel._albert.)
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
 from torch import nn
 
 from tilewave.ops import activation as act
-from tilewave.ops import attention, conv, norm, rnn, spectral
+from tilewave.ops import attention, conv, graphs, norm, rnn, spectral
 from tilewave.models.kokoro.config import KokoroConfig
 
 # The official residual blocks scale by torch.rsqrt(torch.tensor(2)) in float32; the same constant here.
@@ -339,11 +340,14 @@ class ProsodyPredictor(nn.Module):
         return f0, n
 
     def _curves(self, x, s, lengths=None):
-        f0, n, out = x, x, lengths
-        for f0_block, n_block in zip(self.F0, self.N):  # the same shapes; the upsampling block doubles the lengths
-            f0, n = f0_block(f0, s, out), n_block(n, s, out)
-            out = f0_block.out_lengths(out)
-        return self.F0_proj(f0, out).squeeze(1), self.N_proj(n, out).squeeze(1)
+        def branch(blocks, proj):  # the F0 and energy branches: the same shapes, independent of each other
+            y, out = x, lengths
+            for block in blocks:  # the upsampling block doubles the lengths
+                y, out = block(y, s, out), block.out_lengths(out)
+            return proj(y, out).squeeze(1)
+
+        f0, n = graphs.concurrently(x.device, lambda: branch(self.F0, self.F0_proj), lambda: branch(self.N, self.N_proj))
+        return f0, n
 
 
 class TextEncoder(nn.Module):
@@ -427,21 +431,28 @@ class Generator(nn.Module):
         dtype = self.ups[0].weight.dtype
         x, har = x.to(dtype), har.to(dtype)
         for i, up in enumerate(self.ups):
-            x = act.leaky_relu(x, 0.1)
-            x_source = self.noise_res[i](self.noise_convs[i](har, har_lengths), s,
+            def upsample(x=x, lengths=lengths, i=i, up=up):
+                x, lengths = up(act.leaky_relu(x, 0.1), lengths), up.out_lengths(lengths)
+                if i == len(self.ups) - 1:
+                    # a reflection at the start: each item's own first frames, so padding needs no care here
+                    x = torch.nn.functional.pad(x, (1, 0), mode="reflect")
+                    lengths = None if lengths is None else lengths + 1
+                return x, lengths
+
+            def noise(i=i):
+                return self.noise_res[i](self.noise_convs[i](har, har_lengths), s,
                                          self.noise_convs[i].out_lengths(har_lengths))
-            x = up(x, lengths)
-            lengths = up.out_lengths(lengths)
-            if i == len(self.ups) - 1:
-                # a reflection at the start: each item's own first frames, so padding needs no care here
-                x = torch.nn.functional.pad(x, (1, 0), mode="reflect")
-                lengths = None if lengths is None else lengths + 1
+
+            # the noise branch beside the upsampling, then the stage's resblocks beside one another (graphs.concurrently:
+            # on separate streams inside a CUDA graph); summed in their order, as one after another
+            (x, lengths), x_source = graphs.concurrently(x.device, upsample, noise)
             # in place on fresh outputs (the upsampling's, the first resblock's): no temporaries of [B, C, T]
             x = x.add_(x_source)
-            xs = self.resblocks[i * n](x, s, lengths)
+            xs = graphs.concurrently(x.device, *(functools.partial(self.resblocks[i * n + j], x, s, lengths)
+                                                 for j in range(n)))
             for j in range(1, n):
-                xs.add_(self.resblocks[i * n + j](x, s, lengths))
-            x = xs.div_(n)
+                xs[0].add_(xs[j])
+            x = xs[0].div_(n)
         return self.conv_post(act.leaky_relu(x, 0.01).to(self.conv_post.weight.dtype), lengths), lengths
 
 
