@@ -280,17 +280,18 @@ class KokoroModel(nn.Module):
         def tokens(ids_b, tok_lengths, s_pro, inv_speed):
             valid = torch.arange(nb, device=dev)[None, :] < tok_lengths[:, None]
 
-            def durations():
+            def albert():
                 with precision.float32_class():
                     bert = self.bert(ids_b, valid).masked_fill_(~valid[..., None], 0.0)
-                    d_en = self.bert_encoder(bert).masked_fill_(~valid[..., None], 0.0)
-                    d, logits, frames = self.predictor.frames_per_token(d_en, s_pro, tok_lengths)
-                    dur = torch.round(frames * inv_speed).clamp(min=1).long().masked_fill_(~valid, 0)
-                return bert, d_en, d, logits, dur
+                    return bert, self.bert_encoder(bert).masked_fill_(~valid[..., None], 0.0)
 
-            # the acoustic text encoder beside ALBERT and the duration predictor (independent until the alignment)
-            (bert, d_en, d, logits, dur), t_en = graphs.concurrently(
-                dev, durations, lambda: self.text_encoder(ids_b, tok_lengths))
+            # the acoustic text encoder beside ALBERT (independent until the alignment), joined before the duration
+            # predictor: beside the predictor's recurrences the text encoder's made both slower at 383 tokens (the
+            # LSTM kernels' step barriers; benchmarks/RESULTS.md, S11a)
+            (bert, d_en), t_en = graphs.concurrently(dev, albert, lambda: self.text_encoder(ids_b, tok_lengths))
+            with precision.float32_class():
+                d, logits, frames = self.predictor.frames_per_token(d_en, s_pro, tok_lengths)
+                dur = torch.round(frames * inv_speed).clamp(min=1).long().masked_fill_(~valid, 0)
             return bert, d_en, d, logits, dur, t_en
 
         bert, d_en, d, logits, dur_b, t_en = self.graphs.run(("tokens", nb) + mode, tokens,
