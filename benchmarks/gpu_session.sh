@@ -28,7 +28,7 @@
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -199,6 +199,18 @@ s11b)  # s11a's diag, first audio and singles again after the token graph's chan
     | tee "$OUT/first_audio.txt" | tail -7
   timeout 80 python3 -m tilewave bench --model kokoro --device cuda --dtype bfloat16 2>&1 | grep -v Warning \
     | tee "$OUT/kokoro_bf16.txt" | grep -v "^  stage" | tail -8
+  timeout 150 python3 benchmarks/bench_server.py --device cuda --clients 16 --requests 2 --text-words 48 \
+    --timeout 140 --json "$OUT/server.json" 2>&1 | tee "$OUT/server.txt" | tail -5 ;;
+s11c)  # the token graph on one stream again (S11b): graph tests, diag, first audio, the server's load test
+  install
+  timeout 120 python3 -m pytest -q -x -p no:cacheprovider tests/models/test_kokoro_graphs.py 2>&1 | tail -3
+  [ "${PIPESTATUS[0]}" = 0 ] || exit 1
+  for c in "54 tf32x3" "383 tf32x3"; do set -- $c
+    timeout 60 python3 benchmarks/diag_graphs_gpu.py --phonemes $1 --precision $2 --reps 15 \
+      2>&1 | grep -v Warning | tee "$OUT/graphs_$1_$2.txt" | tail -30
+  done
+  timeout 80 python3 benchmarks/bench_first_audio.py --device cuda --json "$OUT/first_audio.json" 2>&1 \
+    | tee "$OUT/first_audio.txt" | tail -7
   timeout 150 python3 benchmarks/bench_server.py --device cuda --clients 16 --requests 2 --text-words 48 \
     --timeout 140 --json "$OUT/server.json" 2>&1 | tee "$OUT/server.txt" | tail -5 ;;
 *) echo "unknown phase $phase"; exit 2 ;;

@@ -14,9 +14,10 @@ may reuse another's memory).
 
 Branches: `concurrently(device, *fns)` runs independent parts of a recorded function on side streams forked from
 and joined back into the recording stream, so that a replay runs them at once; at batch 1 most of Kokoro's kernels
-fill a fraction of the H200's SMs, and its stages have independent parts (the text encoder beside ALBERT and the
-duration predictor, the F0 blocks beside the energy blocks, the generator's noise branch beside its upsampling and
-its three resblocks beside one another). Outside a recording they run one after another: eager CUDA work across
+fill a fraction of the H200's SMs, and its stages have independent parts (the F0 blocks beside the energy blocks,
+the generator's noise branch beside its upsampling and its three resblocks beside one another). Never an LSTM in a
+branch: its kernel's programs meet at a barrier after every step and must all be resident, and beside other work
+its steps stall (the text encoder beside ALBERT made the 383-token graph 1.4x slower; benchmarks/RESULTS.md, S11b). Outside a recording they run one after another: eager CUDA work across
 streams would need record_stream for every tensor that crosses, and the CPU has one stream. The branches' kernels
 and their order within each branch are the sequential run's, so a replay's results are bit-identical to it.
 """
@@ -37,7 +38,7 @@ _side_streams: dict[torch.device, list] = {}
 def concurrently(device: torch.device, *fns: Callable[[], object]) -> list:
     """[fn() for fn in fns], with fns[1:] each on its own side stream while a CUDA graph is being recorded (see the
     module's docstring). The branches must be independent: no branch reads what another writes, none writes a tensor
-    that exists before the call (each returns fresh outputs), and none calls concurrently itself."""
+    that exists before the call (each returns fresh outputs), none calls concurrently itself, and none runs an LSTM."""
     if (len(fns) < 2 or not BRANCH_STREAMS or device.type != "cuda"
             or not torch.cuda.is_current_stream_capturing()):
         return [fn() for fn in fns]

@@ -39,7 +39,7 @@ from tilewave.errors import InputError
 from tilewave.models.kokoro import weights as W
 from tilewave.models.kokoro.config import CONFIG, KokoroConfig
 from tilewave.models.kokoro.modules import Albert, Conv1d, ConvTranspose1d, Decoder, ProsodyPredictor, TextEncoder
-from tilewave.ops import graphs, spectral
+from tilewave.ops import spectral
 from tilewave.ops.dispatch import current_backend
 
 STAGES = ("albert", "duration", "f0_energy", "text_encoder", "decoder", "generator", "istft")
@@ -280,18 +280,15 @@ class KokoroModel(nn.Module):
         def tokens(ids_b, tok_lengths, s_pro, inv_speed):
             valid = torch.arange(nb, device=dev)[None, :] < tok_lengths[:, None]
 
-            def albert():
-                with precision.float32_class():
-                    bert = self.bert(ids_b, valid).masked_fill_(~valid[..., None], 0.0)
-                    return bert, self.bert_encoder(bert).masked_fill_(~valid[..., None], 0.0)
-
-            # the acoustic text encoder beside ALBERT (independent until the alignment), joined before the duration
-            # predictor: beside the predictor's recurrences the text encoder's made both slower at 383 tokens (the
-            # LSTM kernels' step barriers; benchmarks/RESULTS.md, S11a)
-            (bert, d_en), t_en = graphs.concurrently(dev, albert, lambda: self.text_encoder(ids_b, tok_lengths))
+            # one stream: beside ALBERT or the duration predictor, the text encoder's recurrence (a kernel whose
+            # programs meet at a barrier after every step, so all must be resident) made this graph 1.4x slower at
+            # 383 tokens (benchmarks/RESULTS.md, S11a/S11b); no LSTM goes in a graphs.concurrently branch
             with precision.float32_class():
+                bert = self.bert(ids_b, valid).masked_fill_(~valid[..., None], 0.0)
+                d_en = self.bert_encoder(bert).masked_fill_(~valid[..., None], 0.0)
                 d, logits, frames = self.predictor.frames_per_token(d_en, s_pro, tok_lengths)
                 dur = torch.round(frames * inv_speed).clamp(min=1).long().masked_fill_(~valid, 0)
+            t_en = self.text_encoder(ids_b, tok_lengths)
             return bert, d_en, d, logits, dur, t_en
 
         bert, d_en, d, logits, dur_b, t_en = self.graphs.run(("tokens", nb) + mode, tokens,
