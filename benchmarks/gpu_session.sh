@@ -28,7 +28,7 @@
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -213,5 +213,13 @@ s11c)  # the token graph on one stream again (S11b): graph tests, diag, first au
     | tee "$OUT/first_audio.txt" | tail -7
   timeout 150 python3 benchmarks/bench_server.py --device cuda --clients 16 --requests 2 --text-words 48 \
     --timeout 140 --json "$OUT/server.json" 2>&1 | tee "$OUT/server.txt" | tail -5 ;;
+s11d)  # the server's load test with the graphs' branches on one stream, then on side streams (S11b/S11c's stall)
+  install
+  for streams in False True; do
+    timeout 100 python3 -c "import runpy, sys; import tilewave.ops.graphs as g; g.BRANCH_STREAMS = $streams
+sys.argv = ['bench_server.py', '--device', 'cuda', '--clients', '16', '--requests', '2', '--text-words', '48',
+            '--timeout', '90', '--json', '$OUT/server_streams_$streams.json']
+runpy.run_path('benchmarks/bench_server.py', run_name='__main__')" 2>&1 | tee "$OUT/server_streams_$streams.txt" | tail -4
+  done ;;
 *) echo "unknown phase $phase"; exit 2 ;;
 esac
