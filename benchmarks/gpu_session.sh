@@ -28,7 +28,7 @@
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -221,5 +221,9 @@ sys.argv = ['bench_server.py', '--device', 'cuda', '--clients', '16', '--request
             '--timeout', '90', '--json', '$OUT/server_streams_$streams.json']
 runpy.run_path('benchmarks/bench_server.py', run_name='__main__')" 2>&1 | tee "$OUT/server_streams_$streams.txt" | tail -4
   done ;;
+s11e)  # the graph CUDA tests on the code that lands (side streams per thread)
+  install
+  timeout 200 python3 -m pytest -q -p no:cacheprovider tests/models/test_kokoro_graphs.py tests/engine/test_stream.py \
+    2>&1 | tail -4 ;;
 *) echo "unknown phase $phase"; exit 2 ;;
 esac

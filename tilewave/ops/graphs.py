@@ -17,22 +17,25 @@ and joined back into the recording stream, so that a replay runs them at once; a
 fill a fraction of the H200's SMs, and its stages have independent parts (the F0 blocks beside the energy blocks,
 the generator's noise branch beside its upsampling and its three resblocks beside one another). Never an LSTM in a
 branch: its kernel's programs meet at a barrier after every step and must all be resident, and beside other work
-its steps stall (the text encoder beside ALBERT made the 383-token graph 1.4x slower; benchmarks/RESULTS.md, S11b). Outside a recording they run one after another: eager CUDA work across
-streams would need record_stream for every tensor that crosses, and the CPU has one stream. The branches' kernels
+its steps stall (the text encoder beside ALBERT made the 383-token graph 1.4x slower; benchmarks/RESULTS.md, S11b).
+Outside a recording they run one after another: eager CUDA work across streams would need record_stream for every
+tensor that crosses, and the CPU has one stream. The branches' kernels
 and their order within each branch are the sequential run's, so a replay's results are bit-identical to it.
 """
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from typing import Callable, Hashable
 
 import torch
 
 
-# Off: every branch recorded on the recording stream, one after another (benchmarks/diag_graphs_gpu.py --no-streams
-# measures the two forms against each other in one process).
+# Off: every branch recorded on the recording stream, one after another (benchmarks/diag_graphs_gpu.py measures the
+# two forms against each other in one process).
 BRANCH_STREAMS = True
-_side_streams: dict[torch.device, list] = {}
+# per thread: two threads may record at once (capture_error_mode="thread_local"), and a stream joins one capture
+_local = threading.local()
 
 
 def concurrently(device: torch.device, *fns: Callable[[], object]) -> list:
@@ -43,7 +46,9 @@ def concurrently(device: torch.device, *fns: Callable[[], object]) -> list:
             or not torch.cuda.is_current_stream_capturing()):
         return [fn() for fn in fns]
     main = torch.cuda.current_stream(device)
-    sides = _side_streams.setdefault(device, [])
+    if not hasattr(_local, "sides"):
+        _local.sides = {}
+    sides = _local.sides.setdefault(device, [])
     while len(sides) < len(fns) - 1:
         sides.append(torch.cuda.Stream(device))
     results: list = [None] * len(fns)

@@ -279,7 +279,6 @@ class KokoroModel(nn.Module):
 
         def tokens(ids_b, tok_lengths, s_pro, inv_speed):
             valid = torch.arange(nb, device=dev)[None, :] < tok_lengths[:, None]
-
             # one stream: beside ALBERT or the duration predictor, the text encoder's recurrence (a kernel whose
             # programs meet at a barrier after every step, so all must be resident) made this graph 1.4x slower at
             # 383 tokens (benchmarks/RESULTS.md, S11a/S11b); no LSTM goes in a graphs.concurrently branch

@@ -346,7 +346,8 @@ class ProsodyPredictor(nn.Module):
                 y, out = block(y, s, out), block.out_lengths(out)
             return proj(y, out).squeeze(1)
 
-        f0, n = graphs.concurrently(x.device, lambda: branch(self.F0, self.F0_proj), lambda: branch(self.N, self.N_proj))
+        f0, n = graphs.concurrently(x.device, lambda: branch(self.F0, self.F0_proj),
+                                    lambda: branch(self.N, self.N_proj))
         return f0, n
 
 
@@ -443,8 +444,8 @@ class Generator(nn.Module):
                 return self.noise_res[i](self.noise_convs[i](har, har_lengths), s,
                                          self.noise_convs[i].out_lengths(har_lengths))
 
-            # the noise branch beside the upsampling, then the stage's resblocks beside one another (graphs.concurrently:
-            # on separate streams inside a CUDA graph); summed in their order, as one after another
+            # the noise branch beside the upsampling, then the stage's resblocks beside one another
+            # (graphs.concurrently: on separate streams inside a CUDA graph); summed in their order, as one by one
             (x, lengths), x_source = graphs.concurrently(x.device, upsample, noise)
             # in place on fresh outputs (the upsampling's, the first resblock's): no temporaries of [B, C, T]
             x = x.add_(x_source)
