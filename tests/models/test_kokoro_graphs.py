@@ -125,9 +125,9 @@ def test_on_a_gpu_the_whole_graphed_forward_keeps_the_durations_and_the_spectrum
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
 def test_on_a_gpu_graphs_with_their_branches_on_side_streams_give_the_one_stream_graphs_bit_for_bit(kokoro_weights,
                                                                                                       monkeypatch):
-    # graphs.concurrently records the independent parts (F0 | energy blocks, noise |
-    # upsampling, the three resblocks) on side streams; the kernels and their order within a branch are the
-    # one-stream graph's, so the audio must not differ in a bit, at every bucket and on every replay
+    # graphs.concurrently records the independent parts (F0 | energy blocks, noise | upsampling, the three
+    # resblocks) on side streams; the kernels and their order within a branch are the one-stream graph's, so the
+    # audio must not differ in a bit, at every bucket and on every replay
     from tilewave.models.kokoro import KokoroModel
     from tilewave.ops import graphs
 

@@ -19,8 +19,8 @@ the generator's noise branch beside its upsampling and its three resblocks besid
 branch: its kernel's programs meet at a barrier after every step and must all be resident, and beside other work
 its steps stall (the text encoder beside ALBERT made the 383-token graph 1.4x slower; benchmarks/RESULTS.md, S11b).
 Outside a recording they run one after another: eager CUDA work across streams would need record_stream for every
-tensor that crosses, and the CPU has one stream. The branches' kernels
-and their order within each branch are the sequential run's, so a replay's results are bit-identical to it.
+tensor that crosses, and the CPU has one stream. The branches' kernels and their order within each branch are the
+sequential run's, so a replay's results are bit-identical to it.
 """
 from __future__ import annotations
 
@@ -46,9 +46,7 @@ def concurrently(device: torch.device, *fns: Callable[[], object]) -> list:
             or not torch.cuda.is_current_stream_capturing()):
         return [fn() for fn in fns]
     main = torch.cuda.current_stream(device)
-    if not hasattr(_local, "sides"):
-        _local.sides = {}
-    sides = _local.sides.setdefault(device, [])
+    sides = _local.__dict__.setdefault(device, [])
     while len(sides) < len(fns) - 1:
         sides.append(torch.cuda.Stream(device))
     results: list = [None] * len(fns)

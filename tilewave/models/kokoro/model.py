@@ -279,16 +279,14 @@ class KokoroModel(nn.Module):
 
         def tokens(ids_b, tok_lengths, s_pro, inv_speed):
             valid = torch.arange(nb, device=dev)[None, :] < tok_lengths[:, None]
-            # one stream: beside ALBERT or the duration predictor, the text encoder's recurrence (a kernel whose
-            # programs meet at a barrier after every step, so all must be resident) made this graph 1.4x slower at
-            # 383 tokens (benchmarks/RESULTS.md, S11a/S11b); no LSTM goes in a graphs.concurrently branch
+            # one stream: the text encoder on a side stream (its LSTM beside ALBERT's or the predictor's kernels)
+            # made this graph up to 1.4x slower at 383 tokens (benchmarks/RESULTS.md, S11a/S11b; ops.graphs)
             with precision.float32_class():
                 bert = self.bert(ids_b, valid).masked_fill_(~valid[..., None], 0.0)
                 d_en = self.bert_encoder(bert).masked_fill_(~valid[..., None], 0.0)
                 d, logits, frames = self.predictor.frames_per_token(d_en, s_pro, tok_lengths)
                 dur = torch.round(frames * inv_speed).clamp(min=1).long().masked_fill_(~valid, 0)
-            t_en = self.text_encoder(ids_b, tok_lengths)
-            return bert, d_en, d, logits, dur, t_en
+            return bert, d_en, d, logits, dur, self.text_encoder(ids_b, tok_lengths)
 
         bert, d_en, d, logits, dur_b, t_en = self.graphs.run(("tokens", nb) + mode, tokens,
                                                              (ids_b, tok_lengths, s_pro, inv_speed))
