@@ -28,7 +28,7 @@
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -225,5 +225,10 @@ s11e)  # the graph CUDA tests on the code that lands (side streams per thread)
   install
   timeout 200 python3 -m pytest -q -p no:cacheprovider tests/models/test_kokoro_graphs.py tests/engine/test_stream.py \
     2>&1 | tail -4 ;;
+s13a)  # session 13: the server's stall (S11b-S11d) — the load test twice in one process, every Triton compile and
+  # batch timed, a stalled batch's stack sampled (diag_server_gpu.py)
+  install
+  timeout 280 python3 benchmarks/diag_server_gpu.py --passes 2 --device cuda --clients 16 --requests 2 \
+    --text-words 48 --timeout 120 --json "$OUT/server.json" 2>&1 | grep -v Warning | tee "$OUT/diag_server.txt" | tail -90 ;;
 *) echo "unknown phase $phase"; exit 2 ;;
 esac

@@ -1,0 +1,133 @@
+"""Where the server's slow batches go: bench_server.py run with every Triton compile and every batch timed.
+
+    python benchmarks/diag_server_gpu.py [--passes 2] [bench_server.py's arguments ...]
+
+The load test (bench_server.py, its own arguments passed through) runs `--passes` times in one process. Recorded
+meanwhile: every Triton JIT compile (JITFunction._do_compile: kernel, specialisation key, seconds, thread), every
+batch the schedulers run (Scheduler._run: size, longest chunk's frames, seconds), and, for a batch still running
+after --sample-after seconds, its worker thread's Python stack every 0.25 s. Printed per pass: the batches slower
+than --slow seconds with the compiles that ran inside them, the compiles' count and seconds per kernel, and the
+innermost tilewave / triton / torch frames of the sampled stacks (where a stalled batch waits). A compile in a
+later pass means a specialisation the first did not make: what the server's warm-up must cover.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import runpy
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+compiles: list[dict] = []   # {"t0", "s", "kernel", "key", "thread"}
+batches: list[dict] = []    # {"t0", "s", "size", "frames", "thread"}
+samples: list[tuple] = []   # (batch t0, frames summary)
+_running: dict[int, tuple[float, dict]] = {}  # worker thread ident -> (start, batch record)
+_lock = threading.Lock()
+
+
+def install() -> None:
+    from triton.runtime import jit
+    from tilewave.engine import scheduler
+
+    # the compile on a cache miss: JITFunction._do_compile where it exists (triton 3.6-3.9 here)
+    original = jit.JITFunction._do_compile
+
+    def timed_compile(self, *args, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            name = getattr(getattr(self, "fn", None), "__qualname__", None) or repr(self)
+            with _lock:
+                compiles.append({"t0": t0, "s": time.perf_counter() - t0, "kernel": name,
+                                 "key": str(args[0])[:300] if args else "", "thread": threading.current_thread().name})
+
+    jit.JITFunction._do_compile = timed_compile
+    run = scheduler.Scheduler._run
+
+    def timed_run(self, batch):
+        record = {"t0": time.perf_counter(), "size": len(batch), "frames": max(r.jobs[i].frames for r, i in batch),
+                  "thread": threading.current_thread().name}
+        _running[threading.get_ident()] = (record["t0"], record)
+        try:
+            return run(self, batch)
+        finally:
+            _running.pop(threading.get_ident(), None)
+            record["s"] = time.perf_counter() - record["t0"]
+            with _lock:
+                batches.append(record)
+
+    scheduler.Scheduler._run = timed_run
+
+
+def sampler(after: float, stop: threading.Event) -> None:
+    while not stop.wait(0.25):
+        now = time.perf_counter()
+        frames = sys._current_frames()
+        for ident, (t0, _) in list(_running.items()):
+            if now - t0 < after or ident not in frames:
+                continue
+            stack = traceback.extract_stack(frames[ident])
+            # the innermost frame (what it waits in) and the innermost three of ours (who called it)
+            ours = [f for f in stack if "tilewave" in f.filename][-3:]
+            inner = [f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in [stack[-1], *reversed(ours)]]
+            samples.append((t0, " <- ".join(inner)))
+
+
+def report(pass_no: int, since: float, slow: float) -> None:
+    mine = [b for b in batches if b["t0"] >= since]
+    made = [c for c in compiles if c["t0"] >= since]
+    print(f"\n## pass {pass_no}: {len(mine)} batches, {len(made)} Triton compiles, "
+          f"{sum(c['s'] for c in made):.1f} s compiling")
+    for b in sorted(mine, key=lambda b: -b["s"])[:12]:
+        inside = [c for c in made if b["t0"] <= c["t0"] <= b["t0"] + b["s"]]
+        if b["s"] < slow and not inside:
+            continue
+        print(f"- batch of {b['size']}, {b['frames']} frames, {b['thread']}: {b['s'] * 1e3:.0f} ms; "
+              f"{len(inside)} compiles inside ({sum(c['s'] for c in inside):.2f} s)")
+        for c in inside[:30]:
+            print(f"    {c['s'] * 1e3:7.0f} ms  {c['kernel']}  {c['key'][:160]}")
+        where = collections.Counter(s for t0, s in samples if t0 == b["t0"])
+        for stack, n in where.most_common(4):
+            print(f"    sampled {n}x: {stack}")
+    per = collections.defaultdict(lambda: [0, 0.0])
+    for c in made:
+        per[c["kernel"]][0] += 1
+        per[c["kernel"]][1] += c["s"]
+    print("compiles per kernel (count, seconds):")
+    for name, (n, s) in sorted(per.items(), key=lambda kv: -kv[1][1])[:25]:
+        print(f"  {n:3d}  {s:6.2f} s  {name}")
+    outside = [c for c in made if not any(b["t0"] <= c["t0"] <= b["t0"] + b["s"] for b in mine)]
+    print(f"compiles outside any batch: {len(outside)} ({sum(c['s'] for c in outside):.1f} s)")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--passes", type=int, default=2)
+    ap.add_argument("--slow", type=float, default=1.0, help="report batches slower than this, seconds")
+    ap.add_argument("--sample-after", type=float, default=1.5, help="sample the stack of a batch running this long")
+    args, rest = ap.parse_known_args()
+    install()
+    stop = threading.Event()
+    threading.Thread(target=sampler, args=(args.sample_after, stop), daemon=True).start()
+    status = 0
+    for p in range(args.passes):
+        since = time.perf_counter()
+        sys.argv = ["bench_server.py", *rest]
+        try:
+            runpy.run_path(str(ROOT / "benchmarks" / "bench_server.py"), run_name="__main__")
+        except SystemExit as exc:
+            status = status or (exc.code or 0)
+        report(p + 1, since, args.slow)
+    stop.set()
+    return int(status)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
