@@ -28,7 +28,7 @@
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -230,5 +230,14 @@ s13a)  # session 13: the server's stall (S11b-S11d) — the load test twice in o
   install
   timeout 280 python3 benchmarks/diag_server_gpu.py --passes 2 --device cuda --clients 16 --requests 2 \
     --text-words 48 --timeout 120 --json "$OUT/server.json" 2>&1 | grep -v Warning | tee "$OUT/diag_server.txt" | tail -90 ;;
+s13b)  # the iSTFT rows kernel as one binary (do_not_specialize) and the server's warm-up: its CUDA tests and bench,
+  # the load test again as s13a, the launches re-recorded
+  install
+  python3 -m tilewave test --device cuda -f istft 2>&1 | tail -4
+  timeout 120 python3 -m tilewave bench -v -f istft 2>&1 | grep -v Warning | tee "$OUT/bench_istft.txt" | tail -14
+  timeout 280 python3 benchmarks/diag_server_gpu.py --passes 2 --device cuda --clients 16 --requests 2 \
+    --text-words 48 --timeout 120 --json "$OUT/server.json" 2>&1 | grep -v Warning | tee "$OUT/diag_server.txt" | tail -60
+  timeout 120 python3 -m tilewave.harness.launches > "$OUT/launches.txt" 2>&1; tail -3 "$OUT/launches.txt"
+  cp tilewave/harness/launches.json "$OUT/" ;;
 *) echo "unknown phase $phase"; exit 2 ;;
 esac

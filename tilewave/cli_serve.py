@@ -1,6 +1,7 @@
 """`tilewave serve`: the HTTP API (tilewave/server/app.py) on uvicorn."""
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 
@@ -20,6 +21,9 @@ def add_parser(subparsers) -> None:
                    help="requests held at once, queued or being made; more are answered 503 (default 64)")
     p.add_argument("--shutdown-timeout", type=float, default=3.0, metavar="S",
                    help="on SIGTERM, seconds to let streams in flight finish before they are cancelled (default 3)")
+    p.add_argument("--warm-up", action=argparse.BooleanOptionalAction, default=None,
+                   help="before answering ready, run batches of 1-16 short sentences so that kernels compile and "
+                        "graphs are captured then, not in clients' requests (default: on a GPU)")
     p.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
                    help="serve on Ray Serve, on the cluster at ADDRESS or a local one (one replica per GPU)")
     p.add_argument("--replicas", type=int, help="with --ray: replicas (default: one per GPU, else one)")
@@ -53,7 +57,7 @@ def run(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         server.should_exit = True
 
-    app = create_app(session, api_key=args.api_key or None, on_load_error=stop)
+    app = create_app(session, api_key=args.api_key or None, on_load_error=stop, warm_up=args.warm_up)
     server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port,
                                            timeout_graceful_shutdown=args.shutdown_timeout))
     with session:

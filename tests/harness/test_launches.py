@@ -70,3 +70,16 @@ def test_a_stale_manifest_is_refused_with_its_remedy():
         assert "stale" in str(exc) and "python -m tilewave.harness.launches" in str(exc)
     else:
         raise AssertionError("a launch recorded for other arguments was accepted")
+
+
+def test_specs_drop_what_the_kernel_no_longer_specialises():
+    # launches recorded before the kernel asked for one binary: the gate compiles what the runtime now launches
+    fn = JITFunction(_probe, do_not_specialize=["n"], do_not_specialize_on_alignment=["y_ptr"])
+    x = torch.empty(64)
+    recorded = [launch_record(JITFunction(_probe), (x, x, 32, 7, 1, 1.0), {"BLOCK": 64}),
+                launch_record(JITFunction(_probe), (x, x, 7, 7, 1, 1.0), {"BLOCK": 64})]
+    sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32", "stride": "i32", "one": "i32", "scale": "fp32"}
+    v = AotVariant("probe", fn, sig, {"BLOCK": 64, "FLAG": False}, num_warps=4, num_stages=3)
+    assert specs_for(v, recorded) == [LaunchSpec(consts=(("one", 1),), unaligned_ptrs=("y_ptr",))]
+    fresh = launch_record(fn, (x, x, 32, 7, 1, 1.0), {"BLOCK": 64})
+    assert fresh["aligned_ints"] == [] and fresh["unaligned_ptrs"] == ["y_ptr"]

@@ -298,3 +298,36 @@ def check_captioned(session, url):
             assert body["captions"].startswith("WEBVTT" if fmt == "vtt" else "1\n") and "quick" in body["captions"]
     bad = httpx.post(url + SPEECH + "/captioned", json={"model": "tts-1", "input": TEXT, "timestamps_format": "ass"})
     assert bad.status_code == 400 and bad.json()["error"]["param"] == "timestamps_format"
+
+
+class WarmingSession(Session):
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.go, self.warmed = threading.Event(), []
+
+    def warm_up_serving(self, batches=(1, 2)):
+        assert self.go.wait(30)
+        self.warmed.append(batches)
+        super().warm_up_serving(batches)
+
+
+def test_warm_up_runs_before_health_says_ready_and_its_batches_stay_out_of_the_metrics():
+    session = WarmingSession(device="cpu", model=FakeKokoro())
+    with serve(create_app(session, warm_up=True), ready=False) as url:
+        assert httpx.get(url + "/health").json() == {"status": "loading"}
+        session.go.set()
+        for _ in range(500):  # bounded: 10 s
+            if httpx.get(url + "/health").status_code == 200:
+                break
+            threading.Event().wait(0.02)
+        assert session.warmed == [(1, 2)] and len(session.batches()) >= 2
+        assert 'tilewave_batch_size_count 0.0' in httpx.get(url + "/metrics").text
+        assert httpx.post(url + SPEECH, json={"input": "Hi.", "response_format": "pcm"}).status_code == 200
+        assert 'tilewave_batch_size_count 1.0' in httpx.get(url + "/metrics").text
+
+
+def test_a_cpu_server_does_not_warm_up_by_default():
+    session = WarmingSession(device="cpu", model=FakeKokoro())
+    session.go.set()
+    with serve(create_app(session)) as url:
+        assert httpx.get(url + "/health").status_code == 200 and session.warmed == []

@@ -85,6 +85,12 @@ def load_model(weights: str | None, device: str):
 # 16 chunks 166 / 527 / 915 ms. A CPU runs a batch's items one by one anyway (fill 1: buckets only).
 GPU_FILL_SHARE = 4
 
+# warm_up_serving's batches: sizes that take each of the batched LSTM's row blocks (1, 2, 4, 8) and a multiple of
+# 16 (Triton specialises an integer argument on that), of sentences that differ in length
+WARM_UP_BATCHES = (1, 2, 4, 8, 16)
+_WARM_UP_WORDS = ("the quick brown fox jumps over the lazy dog while seven small birds sing softly in the tall "
+                  "green trees").split()
+
 
 class Session:
     """Device, precision, profiler, placements and model for a run of requests. `dtype`: Kokoro's storage dtype,
@@ -336,6 +342,22 @@ class Session:
         scheduler.profile = self.profiler = None
         try:
             list(self.submit(text, voice, speed, seed, phonemes))
+        finally:
+            scheduler.profile = self.profiler = profiler
+
+    def warm_up_serving(self, batches: Sequence[int] = WARM_UP_BATCHES) -> None:
+        """What a server runs before it says it is ready: batches of each size in `batches`, of sentences of
+        different lengths, outside the profile. On a GPU the first launch of each kernel binary compiles it
+        (Triton; cached on disk after) and single items' graphs are captured at their first length: without this
+        the first clients of a fresh server waited for those (one batch 22 s on the H200, RESULTS.md S13a)."""
+        scheduler, profiler = self.scheduler, self.profiler
+        scheduler.profile = self.profiler = None
+        try:
+            for size in batches:
+                texts = [" ".join(_WARM_UP_WORDS[:3 + i]) + "." for i in range(size)]
+                # queued in one hold of the lock, so the worker's next batch takes them together
+                for request in scheduler.submit_many([self.prepare(t, seed=0) for t in texts], block=True):
+                    list(request)
         finally:
             scheduler.profile = self.profiler = profiler
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from tilewave.spec import AotVariant, Kernel, Registry
 
-from .launches import LaunchSpec, load_manifest, specs_for, undeclared_launches
+from .launches import LaunchSpec, load_manifest, specs_for, undeclared_launches, unspecialised
 
 TARGETS = {"sm_90": 90, "sm_80": 80, "sm_89": 89}
 
@@ -109,6 +109,8 @@ def compile_variant(kernel_name: str, v: AotVariant, arch: int, out_dir: Path | 
             # hint, loads and stores compile to scalar accesses the launched kernel does not have); the declared
             # integers as multiples of 16, as the runtime specialises them at model shapes
             aligned = [n for n, kind in v.signature.items() if kind.startswith("*") or n in v.aligned_ints]
+            plain, free = unspecialised(v.fn)
+            aligned = [n for n in aligned if n not in (free if v.signature[n].startswith("*") else plain)]
         else:
             aligned = [n for n, kind in v.signature.items()
                        if (kind.startswith("*") and n not in spec.unaligned_ptrs) or n in spec.aligned_ints]

@@ -149,11 +149,22 @@ def _matches(v: AotVariant, entry: dict) -> bool:
             and all(entry["signature"].get(n, t) == t for n, t in v.signature.items() if t.startswith("*")))
 
 
+def unspecialised(fn) -> tuple[set[str], set[str]]:
+    """What jit function `fn` asks the runtime not to specialise: (do_not_specialize arguments: integers never
+    taken as multiples of 16 nor a 1 made a constant; do_not_specialize_on_alignment ones: pointers never
+    assumed 16-byte aligned)."""
+    params = getattr(fn, "params", ())
+    return ({p.name for p in params if p.do_not_specialize}, {p.name for p in params if p.do_not_specialize_on_alignment})
+
+
 def specs_for(v: AotVariant, launches: list[dict]) -> list[LaunchSpec]:
-    """The distinct specialisations the recorded launches give variant v (none: not launched at the shapes)."""
-    specs = {LaunchSpec(tuple(sorted(n for n in e["aligned_ints"] if n in v.signature)),
-                        tuple(sorted((n, c) for n, c in e["consts"] if n in v.signature)),
-                        tuple(sorted(n for n in e["unaligned_ptrs"] if n in v.signature)))
+    """The distinct specialisations the recorded launches give variant v (none: not launched at the shapes), as
+    the kernel's arguments are specialised now (a launch recorded before it unspecialised one counts without it)."""
+    plain, free = unspecialised(v.fn)
+    free_ptrs = {n for n, kind in v.signature.items() if kind.startswith("*") and n in free}
+    specs = {LaunchSpec(tuple(sorted(n for n in e["aligned_ints"] if n in v.signature and n not in plain)),
+                        tuple(sorted((n, c) for n, c in e["consts"] if n in v.signature and n not in plain)),
+                        tuple(sorted({n for n in e["unaligned_ptrs"] if n in v.signature} | free_ptrs)))
              for e in launches if _matches(v, e)}
     return sorted(specs, key=LaunchSpec.label)
 

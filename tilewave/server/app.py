@@ -116,10 +116,11 @@ class _Speech:
 
 def create_app(session: Session | None = None, *, api_key: str | None = None, max_input_chars: int = MAX_INPUT_CHARS,
                max_body_bytes: int = MAX_BODY_BYTES, on_first_audio=None, on_load_error=None,
-               **session_args) -> FastAPI:
+               warm_up: bool | None = None, **session_args) -> FastAPI:
     """The app over `session` (or a new Session(**session_args)). The model is loaded when the app starts
     (uvicorn's startup), on a thread, so /health answers 503 meanwhile; `on_load_error(exc)` is called if it
-    fails (the CLI stops the server). `api_key`: when set, /v1/* needs `Authorization: Bearer <api_key>`.
+    fails (the CLI stops the server). `warm_up`: run Session.warm_up_serving before /health says ready (None:
+    on a GPU, where the first launches compile kernels; a CPU compiles nothing). `api_key`: when set, /v1/* needs `Authorization: Bearer <api_key>`.
     `on_first_audio(speech)`: called when a speech response's first audio bytes have been sent."""
     if session is None:
         session = Session(**session_args)
@@ -131,6 +132,9 @@ def create_app(session: Session | None = None, *, api_key: str | None = None, ma
     async def load() -> None:
         try:
             await asyncio.to_thread(session.load)
+            if warm_up or (warm_up is None and session.device.type == "cuda"):
+                await asyncio.to_thread(session.warm_up_serving)
+                metrics.skip_batches()
             state["ready"] = True
         except Exception as exc:  # any failure to load is the server's; it is reported, not raised into uvicorn
             state["error"] = exc

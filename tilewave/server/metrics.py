@@ -40,6 +40,11 @@ class Metrics:
     def _queue_depth(self) -> float:
         return float(self._session.scheduler.pending()) if self._ready() else 0.0
 
+    def skip_batches(self) -> None:
+        """Leave the batches run so far out of the histogram (the server's warm-up served no client)."""
+        with self._lock:
+            self._batches_seen = len(self._session.batches())
+
     def scrape(self) -> tuple[bytes, str]:
         with self._lock:
             batches = self._session.batches()

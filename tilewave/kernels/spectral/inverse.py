@@ -264,7 +264,11 @@ def _add_at(acc, which: tl.constexpr, x):
     return out
 
 
-@triton.jit
+# One binary for every length and every view: each new specialisation is a fresh compile of this unrolled
+# kernel (~20 s, nearly all of it in Triton's coalescing pass), and a server met them mid-load (benchmarks/
+# RESULTS.md, S13a: one batch 22 s). Its loads are scalar per thread whatever T, the strides and the pointers'
+# alignment; only the store's vector width can gain from L_out, a few µs at most against a stall.
+@triton.jit(do_not_specialize=["T", "L_out", "batch_stride"], do_not_specialize_on_alignment=["a_ptr", "c_ptr"])
 def _istft_rows_kernel(a_ptr, c_ptr, y_ptr, T, L_out, batch_stride, N_FFT: tl.constexpr, HOP: tl.constexpr,
                        EVEN: tl.constexpr, ODD: tl.constexpr, WIN: tl.constexpr, WSQ: tl.constexpr,
                        SPLIT: tl.constexpr, EXP_SIN: tl.constexpr, FAST: tl.constexpr, REDUCE: tl.constexpr,
