@@ -118,10 +118,10 @@ def test_small_istft_output_modes_across_tile_edges(monkeypatch, mode, n_fft, ho
 
 
 @pytest.mark.parametrize("n_fft,hop,frames,win,exp_sin", [(20, 5, 41, None, False), (20, 5, 30, None, True),
-                                                         (16, 3, 26, None, False), (16, 4, 23, 13, False)])
+                                                         (16, 3, 34, None, False), (16, 4, 29, 13, False)])
 def test_small_istft_rows_across_tile_edges(monkeypatch, n_fft, hop, frames, win, exp_sin):
-    # 4-row tiles: every program starts with a halo row, carries cross rows and programs, and the first and last
-    # programs take the masked path; hop 3 pads the stored tile (5 frames x 3 = 15 of 16 columns), an odd window
+    # 4-row tiles: every program starts with a halo row, carries cross rows and programs, the first and last
+    # programs take the masked launch and the others the interior one; hop 3 pads the stored tile (5 frames x 3 = 15 of 16 columns), an odd window
     # length leaves the window asymmetric (taps n and n_fft − n multiplied separately).
     monkeypatch.setattr(K.inverse, "ISTFT_SMALL_KERNEL", "rows")
     monkeypatch.setattr(K.inverse, "ISTFT_ROWS_TILE", 4)
@@ -139,7 +139,23 @@ def test_small_istft_rows_across_tile_edges(monkeypatch, n_fft, hop, frames, win
     ref = torch.istft(torch.polar(mag.double(), phase.double()), n_fft, hop, win_length=n_fft, window=window,
                       center=True)
     assert K.istft_rows_config(n_fft, hop) is not None
+    n, first, last = K.inverse.istft_rows_programs(frames, out.shape[-1], n_fft, hop, K.istft_rows_config(n_fft, hop)[0], 4)
+    assert 0 < first < last < n  # both launches ran: the interior programs and the masked edges
     assert scaled_max_error(out, ref) <= F32
+
+
+def test_small_istft_rows_interior_programs_are_exactly_those_inside_the_signal():
+    # the host's range against the kernel's condition, program by program
+    for n_fft, hop, f, rows in ((20, 5, 4, 32), (20, 5, 4, 4), (16, 3, 5, 4), (16, 4, 4, 8)):
+        half, step = n_fft // 2, (rows - 1) * f
+        for T in range(1, 300, 7):
+            L_out = hop * (T - 1)
+            n, first, last = K.inverse.istft_rows_programs(T, L_out, n_fft, hop, f, rows)
+            assert n == -(-((L_out - 1 + half) // hop - half // hop + 1) // step)
+            for p in range(n):
+                tb, j0 = half // hop - f + p * step, p * step * hop + hop * (half // hop - f) - half
+                inside = tb >= 0 and tb + rows * f <= T and j0 + f * hop >= 0 and j0 + rows * f * hop <= L_out
+                assert inside == (first <= p < last), (n_fft, hop, rows, T, p)
 
 
 def test_small_istft_kernel_choice():

@@ -18,7 +18,7 @@ Kernel forms:
   the DFT coefficients are compile-time constants (FMA immediates: no table loads or registers), the inverse real
   DFT takes even- and odd-bin partial sums of a quarter of the tap pairs (pair n_fft/2 − m reuses pair m's with
   signs: ~5 FMAs per tap instead of ~9), and programs away from the signal's ends run without masks and with a
-  constant window envelope. Frame-vector form (_istft_ola_kernel, for overlaps too long for a thread's registers):
+  constant window envelope (their own launch and binary; the ends' masked programs the other). Frame-vector form (_istft_ola_kernel, for overlaps too long for a thread's registers):
   a program takes a run of frames as vectors, evaluates the taps with FMAs on scalar coefficients loaded from
   tables, and moves tap u + r·hop of frame t − r onto row t by tl.gather (through shared memory).
 - Power-of-two n_fft >= 1024 (speech: 1024 / hop 256): a four-step FFT, n_fft = N1·N2 (32·32), on tensor cores or

@@ -179,10 +179,14 @@ def _istft_variants(exp_sin: bool):
                               {"N_FFT": 20, "HOP": 5, "NF": 11, "EXP_SIN": exp_sin, "FAST": True, "MODE": mode,
                                "BT": bt, "S_P": chunk}, num_warps=warps))
         f, rows, warps, reduce, split = istft_rows_config(20, 5)
-        out.append(AotVariant(f"_istft_rows_kernel[{dt},n_fft=20,hop=5,exp_sin={exp_sin}]", _istft_rows_kernel,
-                              {**spec, "y_ptr": f"*{dt}", "T": "i32", "L_out": "i32", "batch_stride": "i64"},
-                              {"N_FFT": 20, "HOP": 5, **small_istft_constants(20, 20, split), "EXP_SIN": exp_sin,
-                               "FAST": True, "REDUCE": reduce, "F": f, "R": rows}, num_warps=warps))
+        for edge in (False, True):  # the interior programs' launch and the edges'
+            out.append(AotVariant(f"_istft_rows_kernel[{dt},n_fft=20,hop=5,exp_sin={exp_sin},edge={edge}]",
+                                  _istft_rows_kernel,
+                                  {**spec, "y_ptr": f"*{dt}", "T": "i32", "L_out": "i32", "batch_stride": "i64",
+                                   "p_first": "i32", "n_head": "i32", "p_tail": "i32"},
+                                  {"N_FFT": 20, "HOP": 5, **small_istft_constants(20, 20, split), "EXP_SIN": exp_sin,
+                                   "FAST": True, "REDUCE": reduce, "F": f, "R": rows, "EDGE": edge},
+                                  num_warps=warps))
         for prec in MODES:
             bt, warps = FFT_TILES[prec]
             out.append(AotVariant(f"_istft_fft_frames_kernel[{dt},n_fft={FFT_NFFT},exp_sin={exp_sin},{prec}]",

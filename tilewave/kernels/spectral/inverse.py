@@ -265,34 +265,38 @@ def _add_at(acc, which: tl.constexpr, x):
 
 
 # One binary for every length and every view: each new specialisation is a fresh compile of this unrolled
-# kernel (~20 s, nearly all of it in Triton's coalescing pass), and a server met them mid-load (benchmarks/
-# RESULTS.md, S13a: one batch 22 s). Its loads are scalar per thread whatever T, the strides and the pointers'
-# alignment; only the store's vector width can gain from L_out, a few µs at most against a stall.
-@triton.jit(do_not_specialize=["T", "L_out", "batch_stride"], do_not_specialize_on_alignment=["a_ptr", "c_ptr"])
-def _istft_rows_kernel(a_ptr, c_ptr, y_ptr, T, L_out, batch_stride, N_FFT: tl.constexpr, HOP: tl.constexpr,
+# kernel, and a server met them mid-load (benchmarks/RESULTS.md, S13a: one batch 22 s). Its loads are scalar per
+# thread whatever T, the strides and the pointers' alignment; only the store's vector width can gain from L_out.
+# The interior and edge programs are two launches of two binaries: compiled as one kernel (both forms behind a
+# runtime branch) Triton's coalescing pass took 19.7 s, apart 4.9 + 5.6 s (sm_90 from this repo's CPU).
+@triton.jit(do_not_specialize=["T", "L_out", "batch_stride", "p_first", "n_head", "p_tail"],
+            do_not_specialize_on_alignment=["a_ptr", "c_ptr"])
+def _istft_rows_kernel(a_ptr, c_ptr, y_ptr, T, L_out, batch_stride, p_first, n_head, p_tail,
+                       N_FFT: tl.constexpr, HOP: tl.constexpr,
                        EVEN: tl.constexpr, ODD: tl.constexpr, WIN: tl.constexpr, WSQ: tl.constexpr,
                        SPLIT: tl.constexpr, EXP_SIN: tl.constexpr, FAST: tl.constexpr, REDUCE: tl.constexpr,
-                       F: tl.constexpr, R: tl.constexpr):
-    # grid: (B, cdiv(rows, (R − 1)·F)), rows = hop-rows t = S0 … (L_out − 1 + N_FFT//2)//HOP, S0 = (N_FFT//2)//HOP;
-    # hop-row t holds samples j = t·HOP + u − N_FFT//2, u < HOP. Small transforms, one pass, F >= OV − 1 consecutive
+                       F: tl.constexpr, R: tl.constexpr, EDGE: tl.constexpr):
+    # grid: (B, programs of this launch). The row's programs p = 0 … cdiv(rows, (R − 1)·F) − 1 cover hop-rows
+    # t = S0 … (L_out − 1 + N_FFT//2)//HOP, S0 = (N_FFT//2)//HOP; hop-row t holds samples j = t·HOP + u − N_FFT//2,
+    # u < HOP. EDGE=False: the interior programs p = p_first + pid, all of whose frames and samples lie inside the
+    # signal (istft_rows_programs): no masks, a constant envelope. EDGE=True: the others, masked — pid < n_head
+    # is p = pid, the rest p = p_tail + pid − n_head. Small transforms, one pass, F >= OV − 1 consecutive
     # frames per thread: tile row i (a thread) takes frames t = tb + F·i + f, f < F, and owns their hop-rows, so
     # F·HOP contiguous samples. Tap u + r·HOP of frame t lands on hop-row t + r: within the row while f + r < F,
     # else it is carried to row i + 1 (the carries are summed first and moved down one row by tl.gather: one
     # value per thread and carry; a warp-local shuffle when R is one warp). Row 0 only feeds carries (its frames
     # are the previous program's last ones). Coefficients are compile-time constants (no table loads or registers).
-    # Programs whose frames and samples all lie inside the signal (all but the first and last of a row) run
-    # without masks, with a constant envelope.
     HALF: tl.constexpr = N_FFT // 2
     S0: tl.constexpr = HALF // HOP
-    p = tl.program_id(1)
+    pid = tl.program_id(1)
+    if EDGE:
+        p = tl.where(pid < n_head, pid, p_tail + pid - n_head)
+    else:
+        p = p_first + pid
     tb = S0 - F + p * ((R - 1) * F)
     j0 = p * ((R - 1) * F * HOP) + (HOP * (S0 - F) - HALF)  # written so that its alignment is provable
-    if (tb >= 0) & (tb + R * F <= T) & (j0 + F * HOP >= 0) & (j0 + R * F * HOP <= L_out):
-        _istft_rows(a_ptr, c_ptr, y_ptr, tb, j0, T, L_out, batch_stride, N_FFT, HOP, EVEN, ODD, WIN, WSQ, SPLIT,
-                    EXP_SIN, FAST, REDUCE, F, R, False)
-    else:
-        _istft_rows(a_ptr, c_ptr, y_ptr, tb, j0, T, L_out, batch_stride, N_FFT, HOP, EVEN, ODD, WIN, WSQ, SPLIT,
-                    EXP_SIN, FAST, REDUCE, F, R, True)
+    _istft_rows(a_ptr, c_ptr, y_ptr, tb, j0, T, L_out, batch_stride, N_FFT, HOP, EVEN, ODD, WIN, WSQ, SPLIT,
+                EXP_SIN, FAST, REDUCE, F, R, EDGE)
 
 
 @triton.jit
@@ -454,14 +458,30 @@ def istft_rows_config(n_fft: int, hop: int) -> tuple[int, int, int, bool, bool] 
     return f, ISTFT_ROWS_TILE, ISTFT_ROWS_WARPS, ISTFT_ROWS_REDUCE, ISTFT_ROWS_SPLIT
 
 
+def istft_rows_programs(T: int, L_out: int, n_fft: int, hop: int, f: int, rows: int) -> tuple[int, int, int]:
+    """(programs per row, first interior program, last interior program + 1) of _istft_rows_kernel: program p is
+    interior when its frames tb … tb + rows·f − 1 lie in [0, T) and its samples j0 + f·hop … j0 + rows·f·hop − 1
+    in [0, L_out) (row 0's frames and samples only feed the carries); none: first >= last."""
+    half, step = n_fft // 2, (rows - 1) * f
+    s0 = half // hop
+    n = triton.cdiv((L_out - 1 + half) // hop - s0 + 1, step)
+    tb0, j00 = s0 - f, hop * (s0 - f) - half  # tb and j0 of program 0; both grow by step (· hop) a program
+    first = max(0, -(tb0 // step), -((j00 + f * hop) // (step * hop)))  # ceil of the bounds' quotients
+    last = min(n, (T - rows * f - tb0) // step + 1, (L_out - rows * f * hop - j00) // (step * hop) + 1)
+    return n, first, max(first, last)
+
+
 def istft_rows_launch(a, c, out, batch_stride, T, n_fft, hop, win_length, exp_sin, config):
     f, rows, warps, reduce, split = config
     B, L_out = out.shape
-    s0 = (n_fft // 2) // hop
-    hop_rows = (L_out - 1 + n_fft // 2) // hop - s0 + 1
-    _istft_rows_kernel[(B, triton.cdiv(hop_rows, (rows - 1) * f))](
-        a, c, out, T, L_out, batch_stride, N_FFT=n_fft, HOP=hop, **small_istft_constants(n_fft, win_length, split),
-        EXP_SIN=exp_sin, FAST=a.is_cuda, REDUCE=reduce, F=f, R=rows, num_warps=warps)
+    n, first, last = istft_rows_programs(T, L_out, n_fft, hop, f, rows)
+    args = dict(N_FFT=n_fft, HOP=hop, **small_istft_constants(n_fft, win_length, split), EXP_SIN=exp_sin,
+                FAST=a.is_cuda, REDUCE=reduce, F=f, R=rows, num_warps=warps)
+    if last > first:
+        _istft_rows_kernel[(B, last - first)](a, c, out, T, L_out, batch_stride, first, 0, 0, EDGE=False, **args)
+    if n - (last - first):
+        _istft_rows_kernel[(B, n - (last - first))](a, c, out, T, L_out, batch_stride, 0, first, last, EDGE=True,
+                                                   **args)
     return out
 
 
