@@ -234,6 +234,7 @@ s13b)  # the iSTFT rows kernel as one binary (do_not_specialize) and the server'
   # the load test again as s13a, the launches re-recorded
   install
   python3 -m tilewave test --device cuda -f istft 2>&1 | tail -4
+  timeout 120 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_spectral.py 2>&1 | tail -3
   timeout 120 python3 -m tilewave bench -v -f istft 2>&1 | grep -v Warning | tee "$OUT/bench_istft.txt" | tail -14
   timeout 280 python3 benchmarks/diag_server_gpu.py --passes 2 --device cuda --clients 16 --requests 2 \
     --text-words 48 --timeout 120 --json "$OUT/server.json" 2>&1 | grep -v Warning | tee "$OUT/diag_server.txt" | tail -60
