@@ -172,7 +172,9 @@ def main() -> int:
     sessions["one-at-a-time"].load().scheduler.max_batch = 1
     data = {name: {"rounds": [], "errors": []} for name in sessions}
     with contextlib.ExitStack() as stack:
-        urls = {name: stack.enter_context(serve(create_app(s))) for name, s in sessions.items()}
+        # a server on a GPU warms up (compiles, records graphs) before it says ready: minutes on a fresh machine
+        urls = {name: stack.enter_context(serve(create_app(s), timeout=args.timeout))
+                for name, s in sessions.items()}
         texts = lambda r: [text_for(c, r, args.text_words) for c in range(args.clients)]  # noqa: E731
         seeds = lambda r: [c * 1000 + r for c in range(args.clients)]  # noqa: E731
         for w in range(args.warmup):  # first batches allocate (CPU) or compile kernels (GPU): not counted

@@ -28,7 +28,7 @@
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -240,5 +240,15 @@ s13b)  # the iSTFT rows kernel as one binary (do_not_specialize) and the server'
     --text-words 48 --timeout 120 --json "$OUT/server.json" 2>&1 | grep -v Warning | tee "$OUT/diag_server.txt" | tail -60
   timeout 120 python3 -m tilewave.harness.launches > "$OUT/launches.txt" 2>&1; tail -3 "$OUT/launches.txt"
   cp tilewave/harness/launches.json "$OUT/" ;;
+s13c)  # the warm-up's failure on the GPU (S13b), with tracebacks
+  install
+  timeout 200 python3 benchmarks/diag_warm_up_gpu.py 2>&1 | grep -v Warning | tee "$OUT/warm_up.txt" | tail -80 ;;
+s13d)  # the frame graphs keyed by their token bucket too (S13c): graph CUDA tests, the warm-up's sentences, the load
+  # test as s13a
+  install
+  timeout 150 python3 -m pytest -q -x -p no:cacheprovider tests/models/test_kokoro_graphs.py 2>&1 | tail -3
+  timeout 100 python3 benchmarks/diag_warm_up_gpu.py 2>&1 | grep -v Warning | grep -v "^alone ok" | tee "$OUT/warm_up.txt" | tail -20
+  timeout 300 python3 benchmarks/diag_server_gpu.py --passes 2 --device cuda --clients 16 --requests 2 \
+    --text-words 48 --timeout 200 --json "$OUT/server.json" 2>&1 | grep -v Warning | tee "$OUT/diag_server.txt" | tail -50 ;;
 *) echo "unknown phase $phase"; exit 2 ;;
 esac

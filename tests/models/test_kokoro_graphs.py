@@ -19,6 +19,65 @@ class EagerGraphs:
         return fn(*inputs)
 
 
+class ShapeCheckingGraphs(EagerGraphs):
+    """EagerGraphs that holds each key to the input shapes and dtypes it first ran with, as a recorded graph does."""
+
+    def __init__(self):
+        super().__init__()
+        self.inputs = {}
+
+    def run(self, key, fn, inputs):
+        shapes = [(tuple(t.shape), t.dtype) for t in inputs]
+        assert self.inputs.setdefault(key, shapes) == shapes, f"graph {key} replayed with other input shapes"
+        return super().run(key, fn, inputs)
+
+
+def test_items_of_one_frame_bucket_and_two_token_buckets_replay_graphs_of_their_own_shapes(kokoro_cpu):
+    # 30 and 31 phonemes (32 and 33 tokens: token buckets 32 and 64) said in the same number of frames: the frame
+    # stages' inputs are token-bucket long, so each needs its own graph (S13b: one key for both failed on the GPU)
+    kokoro_cpu.graphs = ShapeCheckingGraphs()
+    try:
+        for phonemes in (30, 31, 30):
+            ids, ref_s = random_token_ids(phonemes, phonemes), voice_style(phonemes, "jf_alpha")
+            durations = torch.zeros(phonemes + 2, dtype=torch.long)
+            durations[1:phonemes + 1] = 2
+            durations[1:1 + 64 - 2 * phonemes] += 1  # 64 frames either way
+            kokoro_cpu.features(ids, ref_s, durations=durations)
+        frame_keys = [k for k in kokoro_cpu.graphs.keys if k[0] == "frames"]
+    finally:
+        kokoro_cpu.graphs = None
+    assert len(frame_keys) == 3 and frame_keys[0][1] == frame_keys[1][1] and len(set(frame_keys)) == 2
+
+
+def test_a_session_without_graphs_runs_eagerly_on_a_model_whose_graphs_another_session_recorded(kokoro_cpu):
+    from tilewave.engine import Session
+    from tilewave.models.kokoro.model import eager
+
+    kokoro_cpu.graphs = EagerGraphs()  # as a GPU session with graphs left the shared model
+    try:
+        ids, ref_s = random_token_ids(12, 4), voice_style(12, "jf_alpha")
+        kokoro_cpu.features(ids, ref_s)
+        assert kokoro_cpu.graphs.keys  # the model replays graphs ...
+        kokoro_cpu.graphs.keys.clear()
+        with eager():
+            kokoro_cpu(ids, ref_s, 1.0, torch.Generator().manual_seed(0))
+        with Session(device="cpu", model=kokoro_cpu, cuda_graphs=False) as session:
+            session.speak("Hello.", seed=1)
+        assert kokoro_cpu.graphs.keys == []  # ... but not inside eager(), nor for a session made without them
+    finally:
+        kokoro_cpu.graphs = None
+
+
+def test_a_graph_refuses_inputs_of_other_shapes_than_it_recorded():
+    from tilewave.ops.graphs import GraphCache
+
+    cache = GraphCache(2)
+    cache._graphs["k"] = (None, (torch.zeros(1, 96, 4),), ())  # recorded at 96: a replay would copy_ into it
+    for wrong in (torch.zeros(1, 128, 4), torch.zeros(1, 1, 4), torch.zeros(1, 96, 4, dtype=torch.float64)):
+        with pytest.raises(ValueError, match="recorded with input 0"):
+            cache.run("k", None, (wrong,))
+
+
 @pytest.mark.parametrize("phonemes", [3, 40])
 def test_the_bucket_padded_generator_gives_the_unpadded_spectrum(kokoro_cpu, phonemes):
     ids, ref_s = random_token_ids(phonemes, 7), voice_style(phonemes, "jf_alpha")

@@ -117,6 +117,7 @@ class Session:
             torch.set_num_threads(threads)
         self.device = resolve_device(device)
         self.cuda_graphs = bool(cuda_graphs) and self.device.type == "cuda"
+        self._no_graphs = not cuda_graphs  # asked for: kept even where the model is shared with a session with them
         self.precision = fp32_precision.check(precision)
         self.dtype = fp32_precision.check_dtype(dtype, fp32_precision.KOKORO_DTYPES, "Kokoro dtype")
         self.pipeline = Pipeline(lang)
@@ -177,7 +178,11 @@ class Session:
 
     @contextlib.contextmanager
     def _batch_context(self):
-        with torch.inference_mode(), fp32_precision.scope(self.precision):
+        with torch.inference_mode(), fp32_precision.scope(self.precision), contextlib.ExitStack() as stack:
+            if self._no_graphs:  # the model may be another session's, whose calls recorded graphs
+                from tilewave.models.kokoro.model import eager
+
+                stack.enter_context(eager())
             yield
 
     def load(self) -> "Session":

@@ -87,7 +87,11 @@ class GraphCache:
         else:
             self._graphs.move_to_end(key)
         graph, static_in, static_out = entry
-        for buffer, value in zip(static_in, inputs):
+        for i, (buffer, value) in enumerate(zip(static_in, inputs)):
+            # copy_ would broadcast a smaller input or fail deep in ATen: a key must fix its inputs' shapes
+            if value.shape != buffer.shape or value.dtype != buffer.dtype:
+                raise ValueError(f"graph {key!r} was recorded with input {i} {tuple(buffer.shape)} {buffer.dtype}, "
+                                 f"got {tuple(value.shape)} {value.dtype}: its key must name what sets the shapes")
             buffer.copy_(value)
         graph.replay()
         return tuple(t.clone() for t in static_out)

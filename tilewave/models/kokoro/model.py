@@ -28,6 +28,7 @@ mode (precision.float32_class).
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 from dataclasses import dataclass, field
 
@@ -57,6 +58,21 @@ GRAPH_MAX_FRAMES = 2048
 TOKEN_BUCKET = 32
 GRAPH_KINDS = 3  # graphs of a length: its token stages, its frame stages, its generator
 STORAGE_DTYPES = tuple(precision.torch_dtype(name) for name in precision.KOKORO_DTYPES)  # torch dtypes of KOKORO_DTYPES
+
+
+# set by `eager()`: the model may be shared (engine.session.load_model keeps one per weights and device), and a
+# session made with cuda_graphs=False must not replay the graphs another session's calls recorded
+_eager: contextvars.ContextVar[bool] = contextvars.ContextVar("tilewave_kokoro_eager", default=False)
+
+
+@contextlib.contextmanager
+def eager():
+    """Inside: every forward runs eagerly, even on a model whose use_cuda_graphs() was called."""
+    token = _eager.set(True)
+    try:
+        yield
+    finally:
+        _eager.reset(token)
 
 
 @dataclass
@@ -90,6 +106,9 @@ class KokoroModel(nn.Module):
 
         self.graphs = GraphCache(max_graphs) if self.device.type == "cuda" else None
         return self
+
+    def _graphed(self) -> bool:
+        return self.graphs is not None and not _eager.get()
 
     # -----------------------------------------------------------------------------------------------
     @classmethod
@@ -229,7 +248,7 @@ class KokoroModel(nn.Module):
         """The batched pass up to the generator's input. Token and frame axes are padded to the longest item;
         `*_lengths` are None when every item fills the axis (then nothing is masked: a batch of one runs
         exactly the unpadded ops)."""
-        if self.graphs is not None and len(input_ids) == 1 and profile is None:
+        if self._graphed() and len(input_ids) == 1 and profile is None:
             return self._features_graphed(input_ids[0], ref_s, speeds[0], durations, dtype)
         stage = _stages(profile)
         n_tok = [int(t.shape[0]) for t in input_ids]
@@ -312,7 +331,8 @@ class KokoroModel(nn.Module):
             asr = _gather_frames(t_en, token, keep)
             return en, f0, n_curve, asr, self._decoder_in(dtype).features(asr, f0, n_curve, s_dec, frame_lengths)
 
-        en, f0, n_curve, asr, x = self.graphs.run(("frames", fb, dtype) + mode, frame_stages,
+        # its inputs are token-bucket long: the token bucket is part of what the graph recorded
+        en, f0, n_curve, asr, x = self.graphs.run(("frames", fb, nb, dtype) + mode, frame_stages,
                                                   (d, t_en, dur_b, frame_lengths, s_pro, s_dec))
         return dict(out, en=en[..., :frames], F0=f0[:, :2 * frames], N=n_curve[:, :2 * frames],
                     asr=asr[..., :frames], decoder=x[..., :2 * frames])
@@ -358,7 +378,7 @@ class KokoroModel(nn.Module):
         with stage("generator"):
             hars = [gen.source(f["F0"][b:b + 1, :2 * n], generators[b]) for b, n in enumerate(n_frames)]
             har = _pad_cat(hars)
-            if self.graphs is not None and len(n_frames) == 1 and f["decoder"].shape[-1] <= GRAPH_MAX_FRAMES:
+            if self._graphed() and len(n_frames) == 1 and f["decoder"].shape[-1] <= GRAPH_MAX_FRAMES:
                 spec, spec_lengths = self._spectrum_graphed(gen, f["decoder"], s_dec, har), None
             else:
                 spec, spec_lengths = gen.spectrum(f["decoder"], s_dec, har,
