@@ -3,7 +3,8 @@
     python benchmarks/bench_cpu_startup.py [--rounds 5] [--text "..."] [--json F]
 
 Each round runs, as separate processes, one after the other (interleaved, so that a machine shared with other
-work slows both alike): `python -m tilewave say TEXT -o out.wav --device cpu --seed 0`, and ORT_SCRIPT below —
+work slows both alike): `python -m tilewave say TEXT -o out.wav --device cpu --seed 0`, the same with torch imported first (so that say
+phonemizes in its own process, not in a forked one), and ORT_SCRIPT below —
 what kokoro-onnx does: the same espeak phonemizer (tilewave.text, which imports no torch), the shipped int8 ONNX on
 onnxruntime's CPU provider, the same voice row, soundfile. Per process: wall time (fork to exit), CPU time
 (user + system) and peak resident set, from os.wait4. A first untimed round of each fills the caches (the
@@ -87,6 +88,10 @@ def main() -> None:
     runs = {
         "tilewave say": [sys.executable, "-m", "tilewave", "say", args.text, "-o", str(tmp / "tilewave.wav"),
                          "--device", "cpu", "--seed", "0"],
+        # the same say with torch imported before it starts, so the text is phonemized in-process (no fork: see
+        # tilewave.text.ahead) - the same-run peer of the second process's saving
+        "say, no 2nd process": [sys.executable, "-c", "import torch; from tilewave.cli import entry; entry()", "say",
+                                args.text, "-o", str(tmp / "tilewave_alone.wav"), "--device", "cpu", "--seed", "0"],
         "onnxruntime script": [sys.executable, "-c", ORT_SCRIPT, str(onnx_weights_path()), str(voice), args.text,
                                str(tmp / "ort.wav")],
     }
@@ -108,7 +113,7 @@ def main() -> None:
         walls = [x["wall_s"] for x in rs]
         print(f"{name:<20} {med(name, 'wall_s'):8.2f} {f'({min(walls):.2f}-{max(walls):.2f})':>13} "
               f"{med(name, 'cpu_s'):7.2f} {med(name, 'peak_mib'):9.0f}")
-    a, b = runs
+    a, _, b = runs
     print(f"{a} / {b}: wall {med(a, 'wall_s') / med(b, 'wall_s'):.2f}, CPU {med(a, 'cpu_s') / med(b, 'cpu_s'):.2f}, "
           f"peak memory {med(a, 'peak_mib') / med(b, 'peak_mib'):.2f}  (medians of {args.rounds} rounds, "
           f"load average {os.getloadavg()[0]:.1f} at the end)")

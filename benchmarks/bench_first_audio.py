@@ -31,6 +31,7 @@ from tests.server.serving import serve  # noqa: E402
 from tilewave.engine import Session  # noqa: E402
 from tilewave.engine.pipeline import resolve_device  # noqa: E402
 from tilewave.engine.session import FIRST_CHUNK_PHONEMES, load_model  # noqa: E402
+from tilewave.server import app as app_module  # noqa: E402
 from tilewave.server.app import create_app  # noqa: E402
 
 
@@ -43,19 +44,19 @@ def long_text(chars: int, start: int) -> str:
     return " ".join(out)
 
 
-def engine_round(session: Session, text: str, seed: int) -> dict:
+def engine_round(session: Session, text: str, seed: int, first_limit: int = FIRST_CHUNK_PHONEMES) -> dict:
     t0 = time.perf_counter()
-    chunks = session.pipeline.chunks(text, False, FIRST_CHUNK_PHONEMES, session.normalize)
+    chunks = session.pipeline.chunks(text, False, first_limit, session.normalize)
     t_phonemize = time.perf_counter() - t0
     t0 = time.perf_counter()
-    session.pipeline.iter_chunks(text, False, FIRST_CHUNK_PHONEMES, session.normalize)  # what stream waits for
+    session.pipeline.iter_chunks(text, False, first_limit, session.normalize)  # what stream waits for
     t_head = time.perf_counter() - t0
     drain(session)
     t0 = time.perf_counter()
     session.speak(chunks[0].phonemes, seed=seed, phonemes=True)
     t_first_model = time.perf_counter() - t0
     t0 = time.perf_counter()
-    request = session.stream(text, seed=seed)
+    request = session.stream(text, seed=seed, first_limit=first_limit)
     first = next(iter(request))
     t_first = time.perf_counter() - t0
     request.cancel()
@@ -95,15 +96,20 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--json", default=None)
     ap.add_argument("--no-graphs", action="store_true", help="every stage eager (Session(cuda_graphs=False))")
+    ap.add_argument("--precision", default="tf32x3")
+    ap.add_argument("--dtype", default="float32")
+    ap.add_argument("--first-limit", type=int, default=FIRST_CHUNK_PHONEMES,
+                    help="the first chunk's phoneme limit (the server's too, in this process)")
     args = ap.parse_args()
     device = resolve_device(args.device)
     model = load_model(None, str(device))
-    session = Session(device, model=model, cuda_graphs=not args.no_graphs).load()
+    session = Session(device, args.precision, model=model, cuda_graphs=not args.no_graphs, dtype=args.dtype).load()
+    app_module.FIRST_CHUNK_PHONEMES = args.first_limit  # the app serves in this process (tests.server.serving)
     texts = [long_text(args.chars, r * 3) for r in range(args.reps + 1)]
     for text in texts:  # warm-up, every text once: kernels compile; on a GPU each first chunk's graph bucket is recorded
-        engine_round(session, text, 999)
-    engine = [engine_round(session, texts[r], r) for r in range(args.reps)]
-    with serve(create_app(session)) as url:
+        engine_round(session, text, 999, args.first_limit)
+    engine = [engine_round(session, texts[r], r, args.first_limit) for r in range(args.reps)]
+    with serve(create_app(session), timeout=600) as url:  # a GPU server warms its batches up before ready
         http_round(url, texts[-1], 999)  # warm-up
         http = []
         for r in range(args.reps):
@@ -114,7 +120,8 @@ def main() -> int:
     facts = machine()
     print(f"machine: {facts['cpu']}, {facts['cores']} cores{', ' + facts['gpu'] if 'gpu' in facts else ''}; "
           f"torch {facts['torch']}, triton {facts['triton']}; device {device}; {facts['date']}; "
-          f"{'eager' if args.no_graphs or device.type != 'cuda' else 'from CUDA graphs'}")
+          f"{'eager' if args.no_graphs or device.type != 'cuda' else 'from CUDA graphs'}; precision "
+          f"{args.precision}, dtype {args.dtype}, first chunk at most {args.first_limit} phonemes")
     print(f"text: {len(texts[0])} characters, {engine[0]['chunks']} chunks, first chunk "
           f"{engine[0]['first_chunk_phonemes']} phonemes -> {engine[0]['first_chunk_audio_s']:.2f} s of audio")
     print(f"  engine, request -> first chunk:        {stats([e['first_audio'] for e in engine])}")

@@ -131,6 +131,34 @@ def test_the_executable_ends_at_once_after_say_with_its_output_flushed_and_the_f
     assert bad.returncode == 2 and "error:" in bad.stderr
 
 
+# The text's chunks from the forked child (no torch before say: the model double comes after the fork), then the
+# same say with torch imported first (no fork): the same file, bit for bit.
+SAY_AHEAD = """
+import sys
+from tilewave import cli_say
+original = cli_say._run
+def traced(args, text, ahead, start):
+    print("forked:", ahead._pid is not None)
+    exec(sys.argv[2], globals())
+    return original(args, text, ahead, start)
+cli_say._run = traced
+from tilewave.cli import main
+assert main(["say", "Dr. Smith paid $12.50. [pause:0.3] Then she left, twice!", "--device", "cpu", "--seed", "3",
+             "-o", sys.argv[1]]) == 0
+"""
+
+
+def test_say_takes_its_chunks_from_the_forked_child_and_writes_what_it_would_alone(tmp_path):
+    forked = _python(SAY_AHEAD, tmp_path / "a.wav", RANDOM_KOKORO)
+    assert forked.returncode == 0, forked.stderr
+    assert "forked: True" in forked.stdout, forked.stdout
+    alone = _python(RANDOM_KOKORO + SAY_AHEAD, tmp_path / "b.wav", "")
+    assert alone.returncode == 0, alone.stderr
+    assert "forked: False" in alone.stdout, alone.stdout
+    a, b = soundfile.read(tmp_path / "a.wav")[0], soundfile.read(tmp_path / "b.wav")[0]
+    assert a.size > 24_000 and np.isfinite(a).all() and np.array_equal(a, b)
+
+
 BAD_INPUTS = [
     (["", "-o", "{out}"], "empty"),
     (["  \n\t ", "-o", "{out}"], "whitespace"),

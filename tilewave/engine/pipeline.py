@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from tilewave.errors import InputError
-from tilewave.text import TextChunk, check_language, chunk_phonemes, has_phones, phonemizer_for, unknown_symbols
+from tilewave.text import TextChunk, check_language, phonemizer_for
 from tilewave.text.chunking import Word
-from tilewave.text.frontend import iter_text_chunks
-from tilewave.text.vocab import describe_symbols
+from tilewave.text.frontend import iter_speakable
 
 SAMPLE_RATE = 24_000
 SPEED_RANGE = (0.5, 2.0)
@@ -100,42 +99,11 @@ class Pipeline:
         """chunks() as (head, rest): head up to and with the first chunk that has speech, checked (InputError
         when the text has nothing to say); rest an iterator over the others, phonemized as it is read (so a
         stream's first chunk waits for one sentence's phonemes, not the whole text's)."""
-        if not isinstance(text, str):
-            raise InputError(f"text must be a string, got {type(text).__name__}")
-        if not text.strip():
-            what = "the text is empty" if not text else f"the text is only whitespace ({text[:40]!r})"
-            raise InputError(f"{what}; give some words to say")
-        if phonemes:
-            unknown = unknown_symbols(text.replace("\n", " "))
-            if unknown:
-                raise InputError(f"the phonemes contain symbols outside Kokoro's vocabulary: {describe_symbols(unknown)}; "
-                                 "write them with the vocabulary's symbols (see tilewave.text.vocab())")
-            found = iter(chunk_phonemes(text, first_limit=first_limit))
-        else:
-            found = iter_text_chunks(text, self._locked_phonemizer, normalize=normalize, lang=self.lang,
-                                     first_limit=first_limit)
-        head, got = [], []
-        for c in found:
-            got.append(c.phonemes)
-            c = _speakable(c)
-            if c is not None:
-                head.append(c)
-                if c.phonemes:
-                    return head, (c for c in map(_speakable, found) if c is not None)
-        raise InputError(f"nothing to say in {text[:80]!r}: it gives no pronounceable phonemes ({' '.join(got)!r}); "
-                         "give words or phonemes, not only punctuation or symbols")
+        return iter_speakable(text, self._locked_phonemizer, self.lang, phonemes, first_limit, normalize)
 
     def _locked_phonemizer(self, pieces: list[str]):
         with self._lock:  # one espeak for the callers of every thread, taken per call (a stream reads lazily)
             return self.phonemizer(pieces)
-
-
-def _speakable(c: TextChunk) -> TextChunk | None:
-    """The chunk as a job takes it: speech, or a pause alone kept as silence (made without the model); None for
-    a chunk with neither."""
-    if has_phones(c.phonemes):
-        return c
-    return replace(c, phonemes="", words=()) if c.pause > 0 else None
 
 
 class Joiner:

@@ -205,8 +205,16 @@ class Session:
 
     # -- requests -----------------------------------------------------------------------------------
     def prepare(self, text: str, voice=None, speed: float = 1.0, seed: int | None = None, phonemes: bool = False,
-                first_limit: int | None = None) -> tuple[list[Job], int | None]:
-        """Check a request and cut it into jobs for the scheduler: (jobs, seed)."""
+                first_limit: int | None = None, chunks=None) -> tuple[list[Job], int | None]:
+        """Check a request and cut it into jobs for the scheduler: (jobs, seed). `chunks`: the text's chunks made
+        already (Pipeline.chunks' list, e.g. in another process: tilewave.text.ahead), used instead of `text`."""
+        if chunks is not None:
+            speed, seed, pack = check_speed(speed), check_seed(seed), self.voice if voice is None else load_voice(voice)
+            jobs = [self._job(c, pack, speed) for c in chunks]
+            if not any(job.phonemes for job in jobs):
+                raise InputError("the chunks given have nothing to say")
+            self._check_budget(jobs)
+            return jobs, seed
         jobs, rest, seed = self._prepare_head(text, voice, speed, seed, phonemes, first_limit)
         with profiling.of(self.profiler).stage("phonemize"):
             more = list(rest)
@@ -236,15 +244,16 @@ class Session:
                    speed, chunk.text, chunk.phonemes, chunk.words, chunk.pause)
 
     def submit(self, text: str, voice=None, speed: float = 1.0, seed: int | None = None, phonemes: bool = False,
-               first_limit: int | None = None, block: bool = True, timeout: float | None = None) -> Request:
+               first_limit: int | None = None, block: bool = True, timeout: float | None = None,
+               chunks=None) -> Request:
         """Check and queue one request; iterate the Request for its Chunks (len(): how many so far). With
         block=False a full queue raises scheduler.QueueFull at once instead of waiting for room. With
         first_limit (a stream) the first chunk is queued as soon as its sentence is phonemized and, once it is
         made, the rest of the text is phonemized on the session's phonemizing thread, its chunks joining the
         request as they are made (a 2,000-character text's phonemes took 13-24 ms of the first audio's time on
-        the H200 host)."""
-        if first_limit is None:
-            jobs, seed = self.prepare(text, voice, speed, seed, phonemes, first_limit)
+        the H200 host). `chunks`: as prepare's (a request of known chunks, not a stream)."""
+        if first_limit is None or chunks is not None:
+            jobs, seed = self.prepare(text, voice, speed, seed, phonemes, None, chunks)
             return self.scheduler.submit(jobs, seed, block=block, timeout=timeout)
         jobs, rest, seed = self._prepare_head(text, voice, speed, seed, phonemes, first_limit)
         request = self.scheduler.submit(jobs, seed, block=block, timeout=timeout, complete=False)

@@ -20,10 +20,11 @@ import re
 from dataclasses import dataclass, replace
 from typing import Callable, Iterator
 
-from tilewave.text.chunking import Phonemized, TextChunk, Word, iter_chunk_text
+from tilewave.errors import InputError
+from tilewave.text.chunking import Phonemized, TextChunk, Word, chunk_phonemes, iter_chunk_text
 from tilewave.text.inline import Pronunciation, placeholder_index, protect, restore, split_pauses
 from tilewave.text.normalize import normalize_spans
-from tilewave.text.vocab import has_phones
+from tilewave.text.vocab import describe_symbols, has_phones, unknown_symbols
 
 _PUNCTUATION = set(';:,.!?—…"()“”')
 # Written tokens made only of these espeak does not say as a word (it says "&", "/", "%", "*" and "+").
@@ -225,3 +226,49 @@ def iter_text_chunks(text: str, phonemize: Callable[[list[str]], list[str]], nor
                     yield c
         if pause > 0:
             yield replace(last, pause=pause) if last is not None else TextChunk("", "", pause=pause)
+
+
+def iter_speakable(text: str, phonemize: Callable[[list[str]], list[str]] | None, lang: str = "en-us",
+                   phonemes: bool = False, first_limit: int | None = None,
+                   normalize: bool = True) -> tuple[list[TextChunk], Iterator[TextChunk]]:
+    """The chunks a model will say for `text` (or Kokoro phonemes, `phonemes=True`; `phonemize` unused then), as
+    (head, rest): head up to and with the first chunk that has speech, checked (InputError when the text has
+    nothing to say); rest an iterator over the others, phonemized as it is read. A chunk is speech, or a pause
+    alone kept as silence; chunks with neither are dropped."""
+    if not isinstance(text, str):
+        raise InputError(f"text must be a string, got {type(text).__name__}")
+    if not text.strip():
+        what = "the text is empty" if not text else f"the text is only whitespace ({text[:40]!r})"
+        raise InputError(f"{what}; give some words to say")
+    if phonemes:
+        unknown = unknown_symbols(text.replace("\n", " "))
+        if unknown:
+            raise InputError(f"the phonemes contain symbols outside Kokoro's vocabulary: {describe_symbols(unknown)}; "
+                             "write them with the vocabulary's symbols (see tilewave.text.vocab())")
+        found = iter(chunk_phonemes(text, first_limit=first_limit))
+    else:
+        found = iter_text_chunks(text, phonemize, normalize=normalize, lang=lang, first_limit=first_limit)
+    head, got = [], []
+    for c in found:
+        got.append(c.phonemes)
+        c = _speakable(c)
+        if c is not None:
+            head.append(c)
+            if c.phonemes:
+                return head, (c for c in map(_speakable, found) if c is not None)
+    raise InputError(f"nothing to say in {text[:80]!r}: it gives no pronounceable phonemes ({' '.join(got)!r}); "
+                     "give words or phonemes, not only punctuation or symbols")
+
+
+def speakable_chunks(text: str, phonemize, lang: str = "en-us", normalize: bool = True) -> list[TextChunk]:
+    """Every chunk of iter_speakable, as a list."""
+    head, rest = iter_speakable(text, phonemize, lang, normalize=normalize)
+    return head + list(rest)
+
+
+def _speakable(c: TextChunk) -> TextChunk | None:
+    """The chunk as a job takes it: speech, or a pause alone kept as silence (made without the model); None for
+    a chunk with neither."""
+    if has_phones(c.phonemes):
+        return c
+    return replace(c, phonemes="", words=()) if c.pause > 0 else None
