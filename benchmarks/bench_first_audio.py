@@ -100,6 +100,7 @@ def main() -> int:
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--first-limit", type=int, default=FIRST_CHUNK_PHONEMES,
                     help="the first chunk's phoneme limit (the server's too, in this process)")
+    ap.add_argument("--no-http", action="store_true", help="the engine only (no server, no HTTP rounds)")
     args = ap.parse_args()
     device = resolve_device(args.device)
     model = load_model(None, str(device))
@@ -109,13 +110,14 @@ def main() -> int:
     for text in texts:  # warm-up, every text once: kernels compile; on a GPU each first chunk's graph bucket is recorded
         engine_round(session, text, 999, args.first_limit)
     engine = [engine_round(session, texts[r], r, args.first_limit) for r in range(args.reps)]
-    with serve(create_app(session), timeout=600) as url:  # a GPU server warms its batches up before ready
-        http_round(url, texts[-1], 999)  # warm-up
-        http = []
-        for r in range(args.reps):
-            http.append(http_round(url, texts[r], r))
-            time.sleep(0.05)  # the server sees the hang-up and cancels
-            drain(session)
+    http = []
+    if not args.no_http:
+        with serve(create_app(session), timeout=600) as url:  # a GPU server warms its batches up before ready
+            http_round(url, texts[-1], 999)  # warm-up
+            for r in range(args.reps):
+                http.append(http_round(url, texts[r], r))
+                time.sleep(0.05)  # the server sees the hang-up and cancels
+                drain(session)
     session.close()
     facts = machine()
     print(f"machine: {facts['cpu']}, {facts['cores']} cores{', ' + facts['gpu'] if 'gpu' in facts else ''}; "
@@ -128,7 +130,8 @@ def main() -> int:
     print(f"    phonemize the whole text (not waited for) {stats([e['phonemize_all'] for e in engine])}")
     print(f"    of which: phonemize the first chunk  {stats([e['phonemize_head'] for e in engine])}")
     print(f"              the first chunk's model    {stats([e['first_chunk_alone'] for e in engine])}")
-    print(f"  HTTP, request -> first audio byte:     {stats(http)}")
+    if http:
+        print(f"  HTTP, request -> first audio byte:     {stats(http)}")
     if args.json:
         Path(args.json).write_text(json.dumps({"machine": facts, "device": str(device), "args": vars(args),
                                                "engine": engine, "http": http}, indent=1) + "\n")

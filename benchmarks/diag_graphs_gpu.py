@@ -1,6 +1,6 @@
 """Where a graphed single Kokoro forward's time goes on a GPU: each graph replay, the read-back, the eager parts.
 
-    python benchmarks/diag_graphs_gpu.py [--phonemes N] [--precision tf32x3] [--reps 20] [--json FILE]
+    python benchmarks/diag_graphs_gpu.py [--phonemes N] [--precision tf32x3] [--reps 20] [--kernels K] [--json FILE]
 
 One item (the first N phonemes of the benchmark's medium input, default 54: a stream's first chunk of
 bench_first_audio.py) through KokoroModel.forward with graphs on. The whole forward is timed as it runs; then
@@ -8,6 +8,10 @@ again with a synchronize after each part (the token graph, the durations' read-b
 harmonic source, the generator graph, the iSTFT, the rest), so the parts add up to a longer call than the plain
 one: each part's figure is its own device time plus its host time. Medians of --reps after a warm-up. Both forms
 of the graphs, in turn: with their independent branches on side streams (ops.graphs.concurrently) and on one stream.
+With --kernels K, the first form's forward is run under torch.profiler too (CUPTI sees each kernel a graph replay
+launches): the K kernels that take most device time, per forward, with their calls, and the kernels' busy time
+against the span from the first kernel's start to the last one's end (what is left of the span: the device idle
+between kernels, e.g. waiting on the host's read-back).
 """
 from __future__ import annotations
 
@@ -33,6 +37,7 @@ def main():
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--no-streams", action="store_true", help="only the one-stream form")
+    ap.add_argument("--kernels", type=int, default=0, help="profile the kernels, print the K heaviest")
     ap.add_argument("--json")
     args = ap.parse_args()
     model, _ = load_kokoro("cuda", args.dtype)
@@ -92,6 +97,8 @@ def main():
                 out = forward()
             audio[form] = out.audio.cpu()
             plain = calls()
+            if args.kernels and "kernels" not in rows:  # the first form's (the landed one: side streams)
+                rows["kernels"] = kernel_table(forward, args.reps, args.kernels)
             timing["on"] = True
             whole = calls()
         r = {"captures": model.graphs.captures, "forward + .cpu(), as it runs": statistics.median(plain),
@@ -117,6 +124,29 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
+
+
+def kernel_table(forward, reps: int, top: int) -> dict:
+    """Per forward: the `top` kernels by device time (µs, calls), their busy time and the kernels' span."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            forward().audio.cpu()
+        torch.cuda.synchronize()
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    if not kernels:
+        return {"no kernel events": "CUPTI reported none"}
+    by_name: dict[str, list[float]] = defaultdict(list)
+    for e in kernels:
+        by_name[e.name[:90]].append(e.time_range.end - e.time_range.start)
+    busy = sum(sum(v) for v in by_name.values()) / reps
+    span = (max(e.time_range.end for e in kernels) - min(e.time_range.start for e in kernels)) / reps
+    table = {f"kernels' busy µs per forward (span {span:.0f} µs over {reps} forwards, with the gaps between)": busy,
+             "kernel launches per forward": len(kernels) / reps}
+    for name, ts in sorted(by_name.items(), key=lambda kv: -sum(kv[1]))[:top]:
+        table[f"{name}  ×{len(ts) / reps:g}"] = sum(ts) / reps
+    return table
 
 
 if __name__ == "__main__":

@@ -23,12 +23,14 @@
 #   s10d                : where a graphed single forward's time goes (diag_graphs_gpu.py: 54 and 77 phonemes)
 #   s11a                : session 11: graphs with their branches on side streams (CUDA tests, diag_graphs_gpu.py in
 #                         both forms, first audio, singles in float32 modes and bfloat16)
+#   s14a / s14b         : session 14: a graphed forward's kernels by device time (54 and 383 phonemes, float32 and
+#                         bfloat16) / first audio in float32 and bfloat16, the first chunk at most 64 or 32 phonemes
 #   s10e                : singles with the frame graphs up to 2,048 decoder frames (25.6 s) beside the 1,024 of
 #                         the code, same call (the limit set in the process: model.GRAPH_MAX_FRAMES)
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -250,5 +252,20 @@ s13d)  # the frame graphs keyed by their token bucket too (S13c): graph CUDA tes
   timeout 100 python3 benchmarks/diag_warm_up_gpu.py 2>&1 | grep -v Warning | grep -v "^alone ok" | tee "$OUT/warm_up.txt" | tail -20
   timeout 300 python3 benchmarks/diag_server_gpu.py --passes 2 --device cuda --clients 16 --requests 2 \
     --text-words 48 --timeout 200 --json "$OUT/server.json" 2>&1 | grep -v Warning | tee "$OUT/diag_server.txt" | tail -50 ;;
+s14a)  # session 14: where a graphed forward's device time goes, kernel by kernel (diag_graphs_gpu.py --kernels)
+  install
+  timeout 150 python3 -m pytest -q -x -p no:cacheprovider tests/models/test_kokoro_graphs.py 2>&1 | tail -3
+  for c in "54 tf32x3 float32" "54 tf32x3 bfloat16" "383 ieee float32" "383 tf32x3 bfloat16"; do set -- $c
+    timeout 120 python3 benchmarks/diag_graphs_gpu.py --phonemes $1 --precision $2 --dtype $3 --reps 10 --kernels 30 \
+      --json "$OUT/graphs_$1_$2_$3.json" 2>&1 | grep -v Warning | tee "$OUT/graphs_$1_$2_$3.txt" | tail -50
+  done ;;
+s14b)  # first audio of 2,004 characters: float32 and bfloat16, the first chunk at most 64 (the code's) or 32 phonemes
+  install
+  timeout 200 python3 benchmarks/bench_first_audio.py --device cuda --json "$OUT/first_audio.json" 2>&1 \
+    | grep -v Warning | tee "$OUT/first_audio.txt" | tail -8
+  for c in "bfloat16 64" "bfloat16 32" "float32 32"; do set -- $c
+    timeout 100 python3 benchmarks/bench_first_audio.py --device cuda --dtype $1 --first-limit $2 --no-http \
+      --json "$OUT/first_audio_$1_$2.json" 2>&1 | grep -v Warning | tee "$OUT/first_audio_$1_$2.txt" | tail -7
+  done ;;
 *) echo "unknown phase $phase"; exit 2 ;;
 esac

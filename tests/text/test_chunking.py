@@ -184,3 +184,23 @@ def test_lazy_chunks_are_the_chunks_of_phonemizing_each_paragraph_at_once(us, te
     if first_limit is not None and len(calls) > before_rest:
         # the first chunk came before the rest of its paragraph was phonemized
         assert sum(calls[:before_rest]) < sum(calls)
+
+
+@pytest.mark.parametrize("text, limit, head", [
+    # no clause mark: as many leading words as fit, not the first word alone (which it was)
+    ("The morning train left the station a few minutes late and everyone sighed.", 32, "The morning train left the"),
+    # a clause mark: the head ends there, though more words would fit
+    ("The river was calm, and the boats drifted slowly by the old mill.", 32, "The river was calm,"),
+    # a first clause too long itself: its leading words
+    ("The river was calm and the boats drifted slowly by the old mill; nobody moved.", 32,
+     "The river was calm and the boats"),
+])
+def test_a_long_first_sentence_gives_a_first_chunk_of_its_leading_words_up_to_the_limit(us, text, limit, head):
+    from tilewave.text.frontend import text_chunks
+
+    chunks = text_chunks(text, us, first_limit=limit)
+    assert chunks[0].text == head and len(chunks[0].phonemes) <= limit
+    assert " ".join(c.text for c in chunks).split() == text.split()  # nothing lost, nothing twice
+    words = chunks[0].words
+    assert [w.text for w in words] == head.split() and words[0].first == 1
+    assert all(chunks[0].phonemes[w.last - 1] not in " ," for w in words)

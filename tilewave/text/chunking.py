@@ -26,6 +26,7 @@ log = logging.getLogger("tilewave.text")
 # Mandarin text, which puts no space after them, count as they stand.
 _LEVELS = [re.compile(rf"[{marks}]+[\"”’')\]]*\s+|[{wide}]+[」』”’）]*\s*")
            for marks, wide in ((r".!?…", "。！？"), (r":;", "：；"), (r",—", "，、"))]
+_CLAUSE_END = re.compile(r"[:;,—：；，、][\"”’')\]」』）]*$")
 _NOT_A_SENTENCE_END = re.compile(r"(?:^|\W)(?:Dr|Mr|Mrs|Ms|Prof|St|Mt|Jr|Sr|vs|etc|e\.g|i\.e|approx|No|Gen|Capt|Lt|"
                                  r"Col|Sgt|Rev|Gov|Sen|Rep)\.\s+$")
 
@@ -124,12 +125,19 @@ def iter_chunk_text(text: str, to_phonemes: Callable[[list[str]], list[str]],
 
 
 def _first(pieces: list[TextChunk], to_phonemes, first_limit: int) -> tuple[list[TextChunk], list[TextChunk]]:
-    """([the first chunk], the pieces after it) with the first piece cut to `first_limit` phonemes."""
+    """([the first chunk], the pieces after it) with the first piece cut to `first_limit` phonemes: at clauses,
+    else between words: the head is the leading cuts up to the first clause's end, as many as fit (not the first
+    word alone)."""
     head, rest = pieces[0], pieces[1:]
     inside_a_word = bool(rest) and not rest[0].text  # the piece is a slice of one overlong word: keep it
     if len(head.phonemes) > first_limit and not inside_a_word:
-        head, *more = _fit([head.text], 0, to_phonemes, first_limit)
-        rest = more + rest
+        cuts = _fit([head.text], 0, to_phonemes, first_limit)
+        n, size = 1, len(cuts[0].phonemes)
+        while (n < len(cuts) and cuts[n].text and not _CLAUSE_END.search(cuts[n - 1].text)
+               and size + 1 + len(cuts[n].phonemes) <= first_limit):
+            size += 1 + len(cuts[n].phonemes)
+            n += 1
+        head, rest = _pack(cuts[:n], first_limit)[0], cuts[n:] + rest
     return [head], rest
 
 
