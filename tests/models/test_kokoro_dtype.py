@@ -56,6 +56,23 @@ def test_the_bfloat16_weights_are_made_once_and_float32_runs_are_unchanged(kokor
         assert kept.dtype == torch.float32 and kept.data_ptr() == own.data_ptr()
 
 
+def test_the_bfloat16_decoder_made_in_a_sessions_inference_mode_has_ordinary_weights(kokoro_cpu):
+    # a Session runs its calls in inference mode; weights made there are inference tensors, without the version
+    # counter the GPU conv kernels' packed-weight cache reads (every bfloat16 session failed on the H200, S14b)
+    saved = dict(kokoro_cpu._decoders)
+    kokoro_cpu._decoders.clear()
+    try:
+        with torch.inference_mode():
+            made = kokoro_cpu._decoder_in(torch.bfloat16)
+        cast = made.generator.resblocks[0].convs1[0].weight
+        assert cast.dtype == torch.bfloat16 and not cast.is_inference()
+        assert not any(p.is_inference() for p in made.parameters())
+        assert all(isinstance(p._version, int) for p in made.parameters())
+    finally:
+        kokoro_cpu._decoders.clear()
+        kokoro_cpu._decoders.update(saved)
+
+
 def test_a_padded_bfloat16_batch_gives_each_item_its_solo_bfloat16_run(kokoro_cpu):
     items = [(7, "jm_kumo", 1.2, 21), (2, "jf_alpha", 1.0, 22)]
     ids = [random_token_ids(n, seed)[0] for n, _, _, seed in items]

@@ -416,7 +416,9 @@ class KokoroModel(nn.Module):
         """The decoder with its convs' weights in `dtype` (float32: self.decoder itself). A 16-bit one is made at
         its first use and kept, so that no call casts weights and float32 runs never touch it; it shares every
         other parameter (the style affines, snake alphas, the source's merge, conv_post: float32) with
-        self.decoder. Two threads making it at once make two, and keep the first."""
+        self.decoder. Two threads making it at once make two, and keep the first. Made outside inference mode
+        (a session's calls run in it): its weights are kept across calls, and the GPU kernels' packed-weight
+        cache reads their version counters, which inference tensors lack (S14b)."""
         if dtype == torch.float32:
             return self.decoder
         key = (dtype, self.device)
@@ -427,8 +429,9 @@ class KokoroModel(nn.Module):
                     for p, _ in m.named_parameters(recurse=False)}
             with _shapes_only():
                 decoder = Decoder(self.cfg)
-            decoder.load_state_dict({k: v.to(dtype) if k in cast else v for k, v in self.decoder.state_dict().items()},
-                                    strict=True, assign=True)
+            with torch.inference_mode(False):
+                decoder.load_state_dict({k: v.to(dtype) if k in cast else v
+                                         for k, v in self.decoder.state_dict().items()}, strict=True, assign=True)
             self._decoders.setdefault(key, decoder.eval().requires_grad_(False))
         return self._decoders[key]
 
