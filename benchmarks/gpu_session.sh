@@ -25,12 +25,14 @@
 #                         both forms, first audio, singles in float32 modes and bfloat16)
 #   s14a / s14b         : session 14: a graphed forward's kernels by device time (54 and 383 phonemes, float32 and
 #                         bfloat16) / first audio in float32 and bfloat16, the first chunk at most 64 or 32 phonemes
+#   s14c / s14d         : the LSTM's tf32x3 step: its cases, bench, graphed forwards, singles, first audio / the
+#                         fidelity table, the graph/stream/dtype CUDA tests, launches re-recorded
 #   s10e                : singles with the frame graphs up to 2,048 decoder frames (25.6 s) beside the 1,024 of
 #                         the code, same call (the limit set in the process: model.GRAPH_MAX_FRAMES)
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -267,5 +269,34 @@ s14b)  # first audio of 2,004 characters: float32 and bfloat16, the first chunk 
     timeout 100 python3 benchmarks/bench_first_audio.py --device cuda --dtype $1 --first-limit $2 --no-http \
       --json "$OUT/first_audio_$1_$2.json" 2>&1 | grep -v Warning | tee "$OUT/first_audio_$1_$2.txt" | tail -7
   done ;;
+s14c)  # the LSTM's tf32x3 step (three TF32 MMAs by hand): its CUDA cases and bench beside cuDNN, where a graphed
+  # forward's time goes now, singles beside the official model (durations), bfloat16 singles, first audio
+  install
+  timeout 150 python3 -m tilewave test --device cuda -f lstm_batched 2>&1 | tail -4
+  timeout 100 python3 -m pytest -q -x -p no:cacheprovider tests/kernels/test_lstm_batched.py 2>&1 | tail -2
+  timeout 100 python3 -m tilewave bench -v -f lstm_batched 2>&1 | grep -v Warning | tee "$OUT/bench_lstm.txt" | tail -20
+  for c in "54 tf32x3 float32" "54 tf32x3 bfloat16" "383 tf32x3 float32" "383 tf32x3 bfloat16"; do set -- $c
+    timeout 90 python3 benchmarks/diag_graphs_gpu.py --phonemes $1 --precision $2 --dtype $3 --reps 10 --no-streams \
+      --kernels 4 2>&1 | grep -v Warning | tee "$OUT/graphs_$1_$2_$3.txt" | grep -v "^## one\|captures\|rest" | tail -14
+  done
+  timeout 150 python3 benchmarks/bench_kokoro.py --precisions tf32x3,tf32 --json "$OUT/kokoro.json" 2>&1 \
+    | grep -v Warning | tee "$OUT/kokoro.txt" | grep -v "^  stage" | tail -30
+  timeout 90 python3 -m tilewave bench --model kokoro --device cuda --dtype bfloat16 2>&1 | grep -v Warning \
+    | tee "$OUT/kokoro_bf16.txt" | grep -v "^  stage" | tail -8
+  for c in "float32 64" "bfloat16 32"; do set -- $c
+    timeout 100 python3 benchmarks/bench_first_audio.py --device cuda --dtype $1 --first-limit $2 --no-http \
+      --json "$OUT/first_audio_$1_$2.json" 2>&1 | grep -v Warning | tee "$OUT/first_audio_$1_$2.txt" | tail -6
+  done ;;
+s14d)  # the fidelity table in every mode (durations against exact float32), the CUDA graph/stream tests, launches
+  install
+  for f in benchmarks/fidelity_inputs.json tilewave/harness/kokoro_inputs.json; do
+    n=$(basename "$f" .json)
+    timeout 150 python3 benchmarks/fidelity_kokoro.py --device cuda --inputs "$f" --json "$OUT/fidelity_$n.json" 2>&1 \
+      | grep -v Warning | tee "$OUT/fidelity_$n.txt" | tail -14
+  done
+  timeout 200 python3 -m pytest -q -x -p no:cacheprovider tests/models/test_kokoro_graphs.py tests/engine/test_stream.py \
+    tests/models/test_kokoro_dtype.py 2>&1 | tail -3
+  timeout 120 python3 -m tilewave.harness.launches > "$OUT/launches.txt" 2>&1; tail -3 "$OUT/launches.txt"
+  cp tilewave/harness/launches.json "$OUT/" ;;
 *) echo "unknown phase $phase"; exit 2 ;;
 esac

@@ -19,7 +19,9 @@ items, looped inside the step). At H = 256, UNITS = 4: 64 programs per direction
 Measured on the H200 (benchmarks/RESULTS.md, "the batched LSTM without spills", 2026-12-02, diag_batch_gpu.py
 --lstm-only): exact ('ieee') steps take 6.3 / 7.7 / 27.7 us at B = 1 / 16 / 64 with 4 units per program,
 10.3 / 11.4 / 42.8 with 8 (each thread's FMA dot twice as long), one TF32 MMA 2.4 / 3.7 / 11.4 with either:
-the exact FMA dot is what a step waits for, so the plan takes the fewest units per program the SMs allow.
+the exact FMA dot is what a step waits for, so the plan takes the fewest units per program the SMs allow, and
+the float32-class mode 'tf32x3' is three TF32 MMAs on high and low parts (_dot_tf32x3), what ops.rnn runs
+outside 'ieee'.
 (Session 7's 28.7 / 33.9 / 121.5 us for 4 units, and its reading that 8 units are 2.8x faster, were measured
 on a form that spilled 2.5 KB: see the comment at the dot.)
 
@@ -46,12 +48,14 @@ MIN_DOT = 16              # tl.dot's smallest M / N / K on the GPU
 # sm_90 compiles (tilewave build, 4 warps, 1 stage, H = 256, BLOCK_B = 16, in the forms the runtime launches:
 # H a multiple of 16, B = 1 a constant at batch 1): 4 units ieee 62 registers (54 at B = 1) / tf32 71 (60),
 # 8 units ieee 69 (62) / tf32 72 (64), no spills (Triton 3.7.1 here and 3.6.0 on the H200 alike); tf32x3 255
-# registers and ~190 B of spills (so it is not offered); BLOCK_B = 64 ieee spilled 3.8 KB. Larger B loops blocks.
+# registers and ~190 B of spills with the whole slice held (Triton's own tf32x3, and the same by hand: 380 B), so
+# tf32x3 is three TF32 dots by hand over 64-wide chunks of K with W_hh re-read each step (_dot_tf32x3): 150
+# registers (4 units) / 128 (8), no spills; BLOCK_B = 64 ieee spilled 3.8 KB. Larger B loops blocks.
 MAX_BLOCK_B = 16
 NUM_WARPS, NUM_STAGES = 4, 1  # one stage: the step loop carries a barrier, nothing to prefetch across it
 MAX_HIDDEN = 256          # the width whose sm_90 compile is checked (Kokoro's); wider runs on kernels.rnn.lstm
 # the float32-product modes (tilewave.precision.MODES) this kernel compiles without spills
-PRECISIONS = ("ieee", "tf32")
+PRECISIONS = ("ieee", "tf32x3", "tf32")
 
 
 @triton.jit
@@ -73,8 +77,10 @@ def _lstm_batched_kernel(xp_ptr, whh_ptr, out_ptr, c_ptr, len_ptr, sync_ptr, B, 
     k = tl.arange(0, BLOCK_K)
     k_mask = k < H
     w_d = whh_ptr + d.to(tl.int64) * 4 * H * H
-    w = tl.load(w_d + row_of_col[None, :].to(tl.int64) * H + k[:, None], mask=k_mask[:, None] & col_mask[None, :],
-                other=0.0)
+    w_offs = row_of_col[None, :].to(tl.int64) * H + k[:, None]
+    w_mask = k_mask[:, None] & col_mask[None, :]
+    if PRECISION != "tf32x3":
+        w = tl.load(w_d + w_offs, mask=w_mask, other=0.0)
     poison = 0.0  # NaN after a barrier timeout, so every later output says so
     for s in range(0, T):
         t = tl.where(d == 1, T - 1 - s, s)
@@ -83,8 +89,9 @@ def _lstm_batched_kernel(xp_ptr, whh_ptr, out_ptr, c_ptr, len_ptr, sync_ptr, B, 
             b = b0 + tl.arange(0, BLOCK_B)
             b_mask = b < B
             bt = b.to(tl.int64) * T
-            h = tl.load(out_ptr + ((bt + t_prev) * (H * D) + d * H)[:, None] + k[None, :],
-                        mask=(b_mask & (s > 0))[:, None] & k_mask[None, :], other=0.0, cache_modifier=".cg")
+            if PRECISION != "tf32x3":
+                h = tl.load(out_ptr + ((bt + t_prev) * (H * D) + d * H)[:, None] + k[None, :],
+                            mask=(b_mask & (s > 0))[:, None] & k_mask[None, :], other=0.0, cache_modifier=".cg")
             xp = tl.load(xp_ptr + ((bt + t) * (4 * H * D) + d * 4 * H)[:, None] + row_of_col[None, :],
                          mask=b_mask[:, None] & col_mask[None, :], other=0.0)
             # xp is added after the dot, not as its accumulator: as the accumulator it is converted to the dot's
@@ -92,7 +99,12 @@ def _lstm_batched_kernel(xp_ptr, whh_ptr, out_ptr, c_ptr, len_ptr, sync_ptr, B, 
             # where xp loads in another layout (H known a multiple of 16: every launch at Kokoro's shapes) that
             # barrier holds the 512 h values each thread has loaded for its FMAs live at once: ptxas gave that
             # form 32 registers and 2.5 KB of spills, and its exact step took 4-4.7x as long on the H200.
-            gates = tl.dot(h, w, input_precision=PRECISION) + poison + xp
+            if PRECISION == "tf32x3":
+                gates = _dot_tf32x3(out_ptr + ((bt + t_prev) * (H * D) + d * H)[:, None], (b_mask & (s > 0))[:, None],
+                                    w_d + row_of_col[None, :].to(tl.int64) * H, col_mask[None, :], H, BLOCK_K,
+                                    BLOCK_B, 4 * UNITS) + poison + xp
+            else:
+                gates = tl.dot(h, w, input_precision=PRECISION) + poison + xp
             # [BB, 4U] -> [BB, U, 2, 2] with element [b, u, p, q] = gate 2p + q, then split q and p
             gates = tl.reshape(tl.permute(tl.reshape(gates, (BLOCK_B, 4, UNITS)), (0, 2, 1)), (BLOCK_B, UNITS, 2, 2))
             g_ig, g_fo = tl.split(gates)
@@ -114,6 +126,31 @@ def _lstm_batched_kernel(xp_ptr, whh_ptr, out_ptr, c_ptr, len_ptr, sync_ptr, B, 
                     poison = float("nan")
         else:
             tl.debug_barrier()
+
+
+@triton.jit
+def _dot_tf32x3(h_rows, h_mask, w_cols, w_mask, H, BLOCK_K: tl.constexpr, BLOCK_B: tl.constexpr, N: tl.constexpr):
+    """[BLOCK_B, H] h x [H, N] W_hh slice as three TF32 MMAs on high and low parts (float32-class error), over K in
+    chunks of KC: both operands' two parts held whole (and Triton's own tf32x3) take 255 registers and spill
+    (sm_90 build). W_hh's slice is read again each step, from L1 (16 KB a program), not held across the loop."""
+    KC: tl.constexpr = 64 if BLOCK_K > 64 else BLOCK_K
+    acc = tl.zeros((BLOCK_B, N), dtype=tl.float32)
+    for k0 in range(0, BLOCK_K, KC):
+        k = k0 + tl.arange(0, KC)
+        k_mask = k < H
+        h = tl.load(h_rows + k[None, :], mask=h_mask & k_mask[None, :], other=0.0, cache_modifier=".cg")
+        w = tl.load(w_cols + k[:, None], mask=w_mask & k_mask[:, None], other=0.0)
+        h_hi, w_hi = _tf32_high(h), _tf32_high(w)
+        acc = tl.dot(h_hi, w - w_hi, acc, input_precision="tf32")
+        acc = tl.dot(h - h_hi, w_hi, acc, input_precision="tf32")
+        acc = tl.dot(h_hi, w_hi, acc, input_precision="tf32")
+    return acc
+
+
+@triton.jit
+def _tf32_high(x):
+    """x with its low 13 mantissa bits cleared: exactly a TF32 value; x - it is exact in float32."""
+    return (x.to(tl.uint32, bitcast=True) & 0xFFFFE000).to(tl.float32, bitcast=True)
 
 
 def plan_lstm_batched(B: int, H: int, D: int, device: torch.device) -> tuple[int, int, int, int]:
@@ -140,7 +177,7 @@ def lstm_batched(x: torch.Tensor, w_ih: torch.Tensor, w_hh: torch.Tensor, b_ih: 
                  path=None, out: torch.Tensor | None = None, plan: tuple[int, int, int, int] | None = None
                  ) -> torch.Tensor:
     """Whole-sequence LSTM for a batch (see the module doc); weights stacked per direction [D, ...].
-    precision: how h W_hhᵀ meets the tensor cores ('ieee' exact FMAs, or 'tf32'; tf32x3 spills at H = 256).
+    precision: how h W_hhᵀ meets the tensor cores ('ieee' exact FMAs, 'tf32x3' three TF32 MMAs, 'tf32' one).
     reverse and path exist for the shared test inputs of kernels/rnn.py: only reverse=False is taken.
     plan: (NSPLIT, UNITS, BLOCK_K, BLOCK_B) instead of plan_lstm_batched's (tests: a split plan at T = 1 runs in
     the interpreter, whose programs run one at a time and could not meet at a barrier)."""
@@ -149,7 +186,7 @@ def lstm_batched(x: torch.Tensor, w_ih: torch.Tensor, w_hh: torch.Tensor, b_ih: 
         raise ValueError("lstm_batched: a backward-only LSTM is kernels.rnn.lstm(reverse=True); this kernel runs "
                          "forward (D=1) or bidirectional (D=2)")
     if precision not in PRECISIONS:
-        raise ValueError(f"lstm_batched: precision must be one of {PRECISIONS} (tf32x3 spills at H = 256), "
+        raise ValueError(f"lstm_batched: precision must be one of {PRECISIONS}, "
                          f"got {precision!r}")
     B, T, I = x.shape
     D, H4, _ = w_ih.shape
@@ -195,29 +232,43 @@ def _variants():
     return out
 
 
+def _inputs(p, dtype, device, gen):
+    return {**_lstm_inputs(p, dtype, device, gen), "precision": p.get("precision", "ieee")}
+
+
+def _oracle(precision="ieee", **inputs):
+    return lstm_oracle(**inputs)
+
+
 def _case(B, T, I, H, D, devices=("cpu", "cuda"), **extra):
     return Case({"B": B, "T": T, "I": I, "H": H, "D": D, **extra}, devices)
 
 
-def _bench(B, T, what):
-    return BenchShape(f"Kokoro BiLSTM 640->2x256, {T} {what}, batch {B}", {"B": B, "T": T, "I": 640, "H": 256,
-                      "D": 2, "lengths": B > 1}, flops=_lstm_flops, bytes=_lstm_bytes)
+def _bench(B, T, what, precision="ieee"):
+    return BenchShape(f"Kokoro BiLSTM 640->2x256, {T} {what}, batch {B}, {precision}",
+                      {"B": B, "T": T, "I": 640, "H": 256, "D": 2, "lengths": B > 1, "precision": precision},
+                      flops=_lstm_flops, bytes=_lstm_bytes)
 
 
 register(Kernel(
     name="lstm_batched", family="rnn", used_by=("kokoro",),
     doc="LSTM over a batch of different lengths, each step's recurrent product one tl.dot per gate (D=1 or 2)",
-    make_inputs=_lstm_inputs, alloc_out=lambda i: i["x"].new_empty(
+    make_inputs=_inputs, alloc_out=lambda i: i["x"].new_empty(
         i["x"].shape[0], i["x"].shape[1], i["w_ih"].shape[0] * i["w_hh"].shape[2]),
-    launch=lstm_batched, oracle=lstm_oracle, peer=lstm_torch, dtypes=("float32",), tol_kind="recurrence",
+    launch=lstm_batched, oracle=_oracle, peer=lstm_torch, dtypes=("float32",), tol_kind="recurrence",
     cases=[_case(3, 7, 12, 16, 2, lengths=True),
            _case(5, 9, 20, 24, 2, lengths=True),
            _case(2, 6, 8, 16, 1),
            _case(17, 5, 10, 20, 1, lengths=True),
+           _case(3, 7, 12, 16, 2, lengths=True, precision="tf32x3"),
+           _case(5, 9, 20, 72, 1, lengths=True, precision="tf32x3"),  # H past one 64-wide chunk, not a multiple
            _case(8, 383, 640, 256, 2, devices=("cuda",), lengths=True),
+           _case(1, 383, 640, 256, 2, devices=("cuda",), precision="tf32x3"),
+           _case(8, 383, 640, 256, 2, devices=("cuda",), lengths=True, precision="tf32x3"),
            _case(64, 383, 640, 256, 2, devices=("cuda",), lengths=True),
            _case(32, 962, 640, 256, 2, devices=("cuda",), lengths=True),
            _case(70, 50, 64, 48, 2, devices=("cuda",), lengths=True)],
-    bench=[_bench(B, 383, "tokens") for B in (1, 8, 32, 64)] + [_bench(B, 962, "frames") for B in (1, 64)],
+    bench=[_bench(B, 383, "tokens") for B in (1, 8, 32, 64)] + [_bench(B, 962, "frames") for B in (1, 64)]
+    + [_bench(B, 383, "tokens", "tf32x3") for B in (1, 64)] + [_bench(1, 962, "frames", "tf32x3")],
     variants=_variants,
 ))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import torch
 
+from tilewave import precision
 from tilewave.ops.dispatch import kernels, use_triton
 from tilewave.reference.rnn import lstm_cell_torch, lstm_torch_flat
 
@@ -28,9 +29,10 @@ def lstm(x: torch.Tensor, directions: list[LSTMParams] | tuple[LSTMParams, ...],
             # every step's recurrent product for all items as one product (tl.dot), for one item too: its rows are
             # bit-identical to a solo call's, so a GPU batch's recurrences are its items' solo ones (the one-sequence
             # kernel rounds differently, 3.4e-7), and without spills its exact step is as fast (H200, B = 1: 6.3 µs,
-            # the one-sequence kernel 5.5-5.9; benchmarks/RESULTS.md). Exact float32 in every precision mode: the
-            # recurrences decide the durations, which no mode may change
-            return batched.lstm_batched(x.contiguous(), w_ih, w_hh, b_ih, b_hh, lengths=lengths, precision="ieee")
+            # the one-sequence kernel 5.5-5.9; benchmarks/RESULTS.md). Float32-class in every mode: exact at 'ieee',
+            # three TF32 MMAs otherwise ('tf32' too: the recurrences decide the durations, which no mode may change)
+            mode = "ieee" if precision.current() == "ieee" else "tf32x3"
+            return batched.lstm_batched(x.contiguous(), w_ih, w_hh, b_ih, b_hh, lengths=lengths, precision=mode)
         return kernels("rnn").lstm(x.contiguous(), w_ih, w_hh, b_ih, b_hh, lengths=lengths)
     if lengths is None:
         return lstm_torch_flat(x, flat, len(directions) == 2)
