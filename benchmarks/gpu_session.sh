@@ -27,12 +27,13 @@
 #                         bfloat16) / first audio in float32 and bfloat16, the first chunk at most 64 or 32 phonemes
 #   s14c / s14d         : the LSTM's tf32x3 step: its cases, bench, graphed forwards, singles, first audio / the
 #                         fidelity table, the graph/stream/dtype CUDA tests, launches re-recorded
+#   s14e                : the tf32x3 step with its K chunks unrolled: cases, bench, a graphed forward, fidelity
 #   s10e                : singles with the frame graphs up to 2,048 decoder frames (25.6 s) beside the 1,024 of
 #                         the code, same call (the limit set in the process: model.GRAPH_MAX_FRAMES)
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d | s14e}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -298,5 +299,16 @@ s14d)  # the fidelity table in every mode (durations against exact float32), the
     tests/models/test_kokoro_dtype.py 2>&1 | tail -3
   timeout 120 python3 -m tilewave.harness.launches > "$OUT/launches.txt" 2>&1; tail -3 "$OUT/launches.txt"
   cp tilewave/harness/launches.json "$OUT/" ;;
+s14e)  # the tf32x3 step with its K chunks unrolled (every h load in flight at once): cases, bench, a graphed forward,
+  # the fidelity table, the graph and dtype CUDA tests
+  install
+  timeout 100 python3 -m tilewave test --device cuda -f lstm_batched 2>&1 | tail -2
+  timeout 90 python3 -m tilewave bench -v -f lstm_batched 2>&1 | grep -v Warning | tee "$OUT/bench_lstm.txt" | grep tf32x3
+  timeout 60 python3 benchmarks/diag_graphs_gpu.py --phonemes 383 --precision tf32x3 --dtype bfloat16 --reps 10 \
+    --no-streams --kernels 3 2>&1 | grep -v Warning | tee "$OUT/graphs_383.txt" | grep -v "^## one\|captures\|rest" | tail -12
+  timeout 120 python3 benchmarks/fidelity_kokoro.py --device cuda --inputs benchmarks/fidelity_inputs.json \
+    --json "$OUT/fidelity.json" 2>&1 | grep -v Warning | tee "$OUT/fidelity.txt" | tail -14
+  timeout 100 python3 -m pytest -q -x -p no:cacheprovider tests/models/test_kokoro_graphs.py \
+    tests/models/test_kokoro_dtype.py 2>&1 | tail -3 ;;
 *) echo "unknown phase $phase"; exit 2 ;;
 esac

@@ -135,8 +135,8 @@ def _dot_tf32x3(h_rows, h_mask, w_cols, w_mask, H, BLOCK_K: tl.constexpr, BLOCK_
     (sm_90 build). W_hh's slice is read again each step, from L1 (16 KB a program), not held across the loop."""
     KC: tl.constexpr = 64 if BLOCK_K > 64 else BLOCK_K
     acc = tl.zeros((BLOCK_B, N), dtype=tl.float32)
-    for k0 in range(0, BLOCK_K, KC):
-        k = k0 + tl.arange(0, KC)
+    for c in tl.static_range(BLOCK_K // KC):  # unrolled: every chunk's h load in flight at once
+        k = c * KC + tl.arange(0, KC)
         k_mask = k < H
         h = tl.load(h_rows + k[None, :], mask=h_mask & k_mask[None, :], other=0.0, cache_modifier=".cg")
         w = tl.load(w_cols + k[:, None], mask=w_mask & k_mask[:, None], other=0.0)
