@@ -3,8 +3,8 @@
     python benchmarks/bench_cpu_startup.py [--rounds 5] [--text "..."] [--json F]
 
 Each round runs, as separate processes, one after the other (interleaved, so that a machine shared with other
-work slows both alike): `python -m tilewave say TEXT -o out.wav --device cpu --seed 0`, the same with torch imported first (so that say
-phonemizes in its own process, not in a forked one), and ORT_SCRIPT below —
+work slows them alike): `python -m tilewave say TEXT -o out.wav --device cpu --seed 0`, the same with torch
+imported first (so that say phonemizes in its own process, not in a forked one), and ORT_SCRIPT below —
 what kokoro-onnx does: the same espeak phonemizer (tilewave.text, which imports no torch), the shipped int8 ONNX on
 onnxruntime's CPU provider, the same voice row, soundfile. Per process: wall time (fork to exit), CPU time
 (user + system) and peak resident set, from os.wait4. A first untimed round of each fills the caches (the

@@ -204,3 +204,11 @@ def test_a_long_first_sentence_gives_a_first_chunk_of_its_leading_words_up_to_th
     words = chunks[0].words
     assert [w.text for w in words] == head.split() and words[0].first == 1
     assert all(chunks[0].phonemes[w.last - 1] not in " ," for w in words)
+
+
+def test_a_first_sentence_opening_with_marks_alone_still_gives_a_first_chunk_of_words():
+    from tilewave.text.chunking import chunk_text
+
+    said = lambda pieces: [p.replace("—", "").strip() for p in pieces]  # noqa: E731 - a dash says nothing
+    chunks = [c for c in chunk_text("— — " + "word " * 40 + "end.", said, first_limit=20) if c.phonemes]
+    assert chunks[0].text == " ".join(["word"] * 4) and len(chunks[0].phonemes) <= 20

@@ -49,8 +49,9 @@ MIN_DOT = 16              # tl.dot's smallest M / N / K on the GPU
 # H a multiple of 16, B = 1 a constant at batch 1): 4 units ieee 62 registers (54 at B = 1) / tf32 71 (60),
 # 8 units ieee 69 (62) / tf32 72 (64), no spills (Triton 3.7.1 here and 3.6.0 on the H200 alike); tf32x3 255
 # registers and ~190 B of spills with the whole slice held (Triton's own tf32x3, and the same by hand: 380 B), so
-# tf32x3 is three TF32 dots by hand over 64-wide chunks of K with W_hh re-read each step (_dot_tf32x3): 150
-# registers (4 units) / 128 (8), no spills; BLOCK_B = 64 ieee spilled 3.8 KB. Larger B loops blocks.
+# tf32x3 is three TF32 dots by hand over 64-wide chunks of K with W_hh re-read each step (_dot_tf32x3): chunks
+# unrolled 247-250 registers (4 units) / 136 (8), no spills (in a loop 150 / 128, and its step 1.33x as long on
+# the H200: RESULTS.md S14c/S14e); BLOCK_B = 64 ieee spilled 3.8 KB. Larger B loops blocks.
 MAX_BLOCK_B = 16
 NUM_WARPS, NUM_STAGES = 4, 1  # one stage: the step loop carries a barrier, nothing to prefetch across it
 MAX_HIDDEN = 256          # the width whose sm_90 compile is checked (Kokoro's); wider runs on kernels.rnn.lstm

@@ -132,12 +132,13 @@ def _first(pieces: list[TextChunk], to_phonemes, first_limit: int) -> tuple[list
     inside_a_word = bool(rest) and not rest[0].text  # the piece is a slice of one overlong word: keep it
     if len(head.phonemes) > first_limit and not inside_a_word:
         cuts = _fit([head.text], 0, to_phonemes, first_limit)
-        n, size = 1, len(cuts[0].phonemes)
-        while (n < len(cuts) and cuts[n].text and not _CLAUSE_END.search(cuts[n - 1].text)
-               and size + 1 + len(cuts[n].phonemes) <= first_limit):
-            size += 1 + len(cuts[n].phonemes)
+        n, size = 1, len(cuts[0].phonemes)  # size: as _pack joins them (a space between pieces that say something)
+        while (n < len(cuts) and cuts[n].text and not (cuts[n - 1].phonemes and _CLAUSE_END.search(cuts[n - 1].text))
+               and size + bool(size and cuts[n].phonemes) + len(cuts[n].phonemes) <= first_limit):
+            size += bool(size and cuts[n].phonemes) + len(cuts[n].phonemes)
             n += 1
-        head, rest = _pack(cuts[:n], first_limit)[0], cuts[n:] + rest
+        packed = _pack(cuts[:n], first_limit)  # [] when the leading cuts say nothing (only marks)
+        head, rest = (packed[0] if packed else cuts[0]), cuts[n:] + rest
     return [head], rest
 
 
