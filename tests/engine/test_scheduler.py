@@ -253,9 +253,10 @@ def test_a_budget_that_fits_one_item_runs_batch_by_batch_under_it(monkeypatch):
     assert sizes == [1, 1, 1]
     assert 45e6 < peak_one < 250e6, peak_one  # the double's 45 MB held is seen, and the whole stays under
     together, sizes, peak = run("600MB")
-    # three chunks held at once: the double alone holds ~138 MB (a resident-set peak, so not compared with peak_one,
-    # whose first run also counts one-off allocations)
-    assert sizes == [3] and 130e6 < peak < 600e6, (peak, peak_one)
+    # three chunks held at once: the double alone holds ~138 MB, but a resident-set peak can read less (pages the
+    # first run freed and the allocator kept are reused without raising it: 122.7 MB seen on a 2-core CI machine),
+    # so the bound is more than two chunks' 90 MB; not compared with peak_one, whose run counts one-off allocations
+    assert sizes == [3] and 90e6 < peak < 600e6, (peak, peak_one)
     for (a, _), (b, _) in zip(one, together, strict=True):
         np.testing.assert_array_equal(a, b)
     with pytest.raises(InputError, match="below what one full chunk"):
