@@ -1,5 +1,6 @@
 """Chunks: never more than 510 phonemes, cut at sentence, then clause, then word boundaries, packed full."""
 import logging
+import random
 import re
 
 import pytest
@@ -102,6 +103,33 @@ def test_a_title_or_abbreviation_does_not_end_a_sentence():
     text = "Dr. Smith met Mr. Jones, e.g. at home. " * 3 + "x" * 60 + "."
     chunks = chunk_text(text.strip(), lower, limit=60)
     assert [c.text for c in chunks][:3] == ["Dr. Smith met Mr. Jones, e.g. at home."] * 3
+
+
+def _cut_over_the_whole_prefix(text, level):
+    """chunking._cut as it was written first: the title looked for over all of text[:m.end()]."""
+    from tilewave.text.chunking import _LEVELS, _NOT_A_SENTENCE_END
+
+    pieces, start = [], 0
+    for m in _LEVELS[level].finditer(text):
+        if level == 0 and _NOT_A_SENTENCE_END.search(text[:m.end()]):
+            continue
+        pieces.append(text[start:m.end()].strip())
+        start = m.end()
+    pieces.append(text[start:].strip())
+    return [p for p in pieces if p]
+
+
+def test_sentences_are_cut_where_the_whole_prefix_search_cut_them():
+    # the title check looks a few characters back from each full stop (the whole prefix was quadratic): random
+    # texts of titles, words that end like titles, marks and quotes cut exactly as before
+    from tilewave.text.chunking import _cut
+
+    rng = random.Random(1234)
+    tokens = ["Dr.", "Mr.", "Mrs.", "e.g.", "i.e.", "approx.", "etc.", "No.", "Amr.", "Xapprox.", "(Dr.", "vs.",
+              "word", "home.", "end!", "why?", "so...", 'said."', "it.)", "St.", "—", "x", "Prof.", "Rev.", "3."]
+    for _ in range(400):
+        text = " ".join(rng.choice(tokens) for _ in range(rng.randint(1, 30)))
+        assert _cut(text, 0) == _cut_over_the_whole_prefix(text, 0), text
 
 
 @pytest.fixture(scope="module")
