@@ -26,7 +26,7 @@ def test_every_tunable_kernel_has_candidates_at_each_of_its_bench_shapes(family)
 
 
 def test_conv_tile_candidates_are_the_tables_tiles_of_the_calls_class():
-    tables = (K.TAP_CONFIGS, K.INTERLEAVED_CONFIGS, K.GEMM_CONFIGS)
+    tables = (K.TAP_CONFIGS, K.INTERLEAVED_CONFIGS, K.GEMM_CONFIGS, K.plan.GEMM_TRIAL_CONFIGS)
     for _, shape, dtype, cands in tune.sweep("conv", REGISTRY):
         tap_cls, gemm_cls = tune._classes(dtype, shape.params.get("precision", "ieee"))
         allowed = {c for t in tables for cls in (tap_cls, gemm_cls) for c in t.get(cls, ())}

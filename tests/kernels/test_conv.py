@@ -62,7 +62,14 @@ def test_tile_choice_for_model_layers():
     assert K.pick_gemm_config(torch.bfloat16, "ieee", 48, 200).BLOCK_M == 64
     assert K.pick_gemm_config(torch.bfloat16, "ieee", 22, 400).BLOCK_M == 32
     assert K.pick_gemm_config(torch.float32, "tf32", 1536, 200).BLOCK_K == 32
-    assert K.pick_gemm_config(torch.float32, "ieee", 512, 200).BLOCK_M == 64
+    # exact float32: the swept tiles for stride-1 convs (128×64 while the grid fills the SMs, 64×64 at 3 stages
+    # where it would not, 32×128 for 22 rows); transposed convs and fused input activations keep the narrow ones
+    assert K.pick_gemm_config(torch.float32, "ieee", 512, 200) == K.GemmConfig(128, 64, 16, 4, 2)
+    assert K.pick_gemm_config(torch.float32, "ieee", 1024, 7, sm_count=132) == K.GemmConfig(64, 64, 16, 4, 3)
+    assert K.pick_gemm_config(torch.float32, "ieee", 22, 375) == K.GemmConfig(32, 128, 16, 4, 2)
+    assert K.pick_gemm_config(torch.float32, "ieee", 512, 200, transposed=True) == K.GemmConfig(64, 64, 16, 4, 2)
+    for c in (*K.GEMM_CONFIGS["ieee"], *K.plan.IEEE_NARROW_CONFIGS):
+        assert K.plan.fused_input_config(c, torch.float32, "ieee") == K.GemmConfig(32, 64, 16, 4, 2)
     # a short sequence leaves SMs idle at 128-row tiles: the launcher takes smaller ones
     assert K.pick_gemm_config(torch.bfloat16, "ieee", 1536, 1, sm_count=132).BLOCK_M < 128
     for cls, configs in K.GEMM_CONFIGS.items():
@@ -77,7 +84,8 @@ def test_every_registered_variant_is_a_config_the_launcher_has():
     from tilewave.harness.catalogue import load_all_kernels
     from tilewave.spec import REGISTRY
     load_all_kernels()
-    tiles = {(c.BLOCK_M, c.BLOCK_N, c.BLOCK_K) for table in (K.GEMM_CONFIGS, K.TAP_CONFIGS, K.INTERLEAVED_CONFIGS)
+    tiles = {(c.BLOCK_M, c.BLOCK_N, c.BLOCK_K) for table in (K.GEMM_CONFIGS, K.TAP_CONFIGS, K.INTERLEAVED_CONFIGS,
+                                                             {"ieee narrow": K.plan.IEEE_NARROW_CONFIGS})
              for cs in table.values() for c in cs}
     for name in ("conv1d", "conv1d_transpose", "conv1d_transpose_depthwise", "conv1d_fused"):
         variants = REGISTRY[name].variants()

@@ -32,14 +32,15 @@ def _classes(dtype: str, precision: str) -> tuple[str, str]:
 
 
 def conv_candidates(kernel: str, dtype: str, params: dict) -> list[Candidate]:
-    """Every tile of the call's tile classes (tap, interleaved, gather), a persistent tap kernel, host descriptors."""
+    """Every tile of the call's tile classes (tap, interleaved, gather; the gather's trial tiles too), a persistent
+    tap kernel, host descriptors."""
     from tilewave.kernels.conv import plan as P
 
     if kernel not in _CONV_KERNELS:
         return []
     tap_cls, gemm_cls = _classes(dtype, params.get("precision", "ieee"))
     tiles = dict.fromkeys([*P.TAP_CONFIGS.get(tap_cls, ()), *P.INTERLEAVED_CONFIGS.get(tap_cls, ()),
-                           *P.GEMM_CONFIGS[gemm_cls]])
+                           *P.GEMM_CONFIGS[gemm_cls], *P.GEMM_TRIAL_CONFIGS.get(gemm_cls, ())])
     out = [Candidate(kernel, f"tile {t.BLOCK_M}x{t.BLOCK_N}x{t.BLOCK_K} {t.num_warps}w {t.num_stages}s", {"tile": t})
            for t in tiles]
     out.append(Candidate(kernel, "persistent tap kernel past 1 tile per SM", {"tap_persistent": dict.fromkeys(

@@ -9,8 +9,8 @@ from tilewave.kernels._common import randn
 from tilewave.kernels.conv.direct import _conv_direct_kernel
 from tilewave.kernels.conv.gemm import _conv_gemm_kernel
 from tilewave.kernels.conv.launch import conv1d, conv1d_fused, conv1d_transpose, conv1d_transpose_depthwise
-from tilewave.kernels.conv.plan import (DEVICE_DESCRIPTORS, DIRECT_CONFIGS, GEMM_CONFIGS, GemmConfig,
-                                        INTERLEAVED_CONFIGS, INTERLEAVED_STRIDES, PHASE_MAJOR_CLASSES, TAP_CONFIGS,
+from tilewave.kernels.conv.plan import (DEVICE_DESCRIPTORS, DIRECT_CONFIGS, GEMM_CONFIGS, IEEE_NARROW_CONFIGS,
+                                        GemmConfig, INTERLEAVED_CONFIGS, INTERLEAVED_STRIDES, PHASE_MAJOR_CLASSES, TAP_CONFIGS,
                                         TAP_FUSED_MAX_N, TAP_PERSISTENT, fused_input_config)
 from tilewave.kernels.conv.reference import conv1d_fused_oracle, conv1d_oracle, conv1d_transpose_oracle
 from tilewave.kernels.conv.tap import TIME_MAJOR_PAD_BLOCK, _conv_tap_kernel, _time_major_pad_kernel
@@ -423,7 +423,8 @@ def conv_variants(transposed_forms=(False, True), fused=False) -> list[AotVarian
         forms = transposed_forms if cls == "ieee" else tuple(t for t in transposed_forms if not t)
         for dt, prec in _CLASS_FORMS[cls]:
             for transposed in forms:
-                out += [_gemm_variant(dt, prec, cfg, transposed) for cfg in configs]
+                out += [_gemm_variant(dt, prec, cfg, transposed)
+                        for cfg in (IEEE_NARROW_CONFIGS if cls == "ieee" and transposed else configs)]
             dtype = torch.float32 if dt == "fp32" else torch.float16
             tiles = sorted({fused_input_config(c, dtype, prec) for c in configs}, key=lambda c: -c.BLOCK_M)
             out += [_gemm_variant(dt, prec, c, tr, act, res) for c in tiles for act, res, tr in fusions if tr in forms]

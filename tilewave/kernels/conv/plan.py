@@ -29,7 +29,21 @@ class GemmConfig:
 GEMM_CONFIGS: dict[str, tuple[GemmConfig, ...]] = {
     "16bit": (GemmConfig(128, 128, 64, 8, 3), GemmConfig(64, 128, 64, 8, 3), GemmConfig(32, 128, 64, 8, 3)),
     "tf32": (GemmConfig(128, 128, 32, 8, 3), GemmConfig(64, 128, 32, 8, 3), GemmConfig(32, 128, 32, 8, 3)),
-    "ieee": (GemmConfig(64, 64, 16, 4, 2), GemmConfig(32, 64, 16, 4, 2)),
+    # exact float32, stride-1 convs without a fused input activation (tilewave tune conv, H200, S15b: 128×64 at 4
+    # warps 0.76× the old 64×64's time at BigVGAN's 768ch, 0.88× at Kokoro's 256ch resblock, 0.48× at its noise
+    # conv; 64×64 at 3 stages for grids that leave SMs idle, 0.85× at the decoder's 1090ch; 32×128 for 22 rows)
+    "ieee": (GemmConfig(128, 64, 16, 4, 2), GemmConfig(64, 64, 16, 4, 3), GemmConfig(32, 128, 16, 4, 2)),
+}
+# exact float32's transposed convs and fused input activations keep the tiles they were measured on: the sweep did
+# not time the transposed ones, and on a fused leaky ReLU + transposed conv 128×64 at 4 warps took 17× the time
+IEEE_NARROW_CONFIGS = (GemmConfig(64, 64, 16, 4, 2), GemmConfig(32, 64, 16, 4, 2))
+
+# Tiles `tilewave tune conv` times beside the tables' (not picked by any plan until a measurement moves them into
+# a table): exact float32's FMA tiles were never swept past the two above.
+GEMM_TRIAL_CONFIGS: dict[str, tuple[GemmConfig, ...]] = {
+    "ieee": (GemmConfig(64, 128, 16, 4, 2), GemmConfig(128, 64, 16, 4, 2), GemmConfig(64, 128, 16, 8, 2),
+             GemmConfig(128, 64, 16, 8, 2), GemmConfig(128, 128, 16, 8, 2), GemmConfig(64, 64, 32, 4, 3),
+             GemmConfig(64, 64, 16, 4, 3), GemmConfig(128, 128, 32, 8, 3), GemmConfig(32, 128, 16, 4, 2)),
 }
 
 # The tap-major kernel's tiles in order of preference (pick_tap_config): widest first while the SMs stay
@@ -129,11 +143,17 @@ def pick_interleaved_config(dtype: torch.dtype, precision: str, reduction: int, 
     return configs[-1]
 
 
+def gemm_configs(dtype: torch.dtype, precision: str, transposed: bool = False) -> tuple[GemmConfig, ...]:
+    """The gather kernel's tiles for a call's class, in order of preference."""
+    cls = _gemm_class(dtype, precision)
+    return IEEE_NARROW_CONFIGS if cls == "ieee" and transposed else GEMM_CONFIGS[cls]
+
+
 def pick_gemm_config(dtype: torch.dtype, precision: str, C_out_g: int, programs_per_m_tile: int,
-                     sm_count: int = _SM_COUNT_DEFAULT) -> GemmConfig:
+                     sm_count: int = _SM_COUNT_DEFAULT, transposed: bool = False) -> GemmConfig:
     """The smallest M tile covering the group's output channels (capped at the largest), then a smaller
     one while the grid would leave more than half of the SMs idle."""
-    configs = GEMM_CONFIGS[_gemm_class(dtype, precision)]
+    configs = gemm_configs(dtype, precision, transposed)
     cfg = configs[0]
     for c in configs:
         if c.BLOCK_M >= C_out_g:
@@ -152,8 +172,8 @@ FUSED_INPUT_MAX_M = {"16bit": 64, "tf32": 64, "ieee": 32}
 def fused_input_config(cfg: GemmConfig, dtype: torch.dtype, precision: str) -> GemmConfig:
     """The tile for a call whose input activation is fused: cfg, or the largest one small enough."""
     cls = _gemm_class(dtype, precision)
-    if cfg.BLOCK_M > FUSED_INPUT_MAX_M[cls]:
-        cfg = next(c for c in GEMM_CONFIGS[cls] if c.BLOCK_M <= FUSED_INPUT_MAX_M[cls])
+    if cfg.BLOCK_M > FUSED_INPUT_MAX_M[cls] or cls == "ieee" and cfg not in IEEE_NARROW_CONFIGS:
+        cfg = next(c for c in gemm_configs(dtype, precision, transposed=True) if c.BLOCK_M <= FUSED_INPUT_MAX_M[cls])
     return cfg
 
 
@@ -343,7 +363,7 @@ def conv_plan(transposed: bool, x: torch.Tensor, C_out: int, L_out: int, K: int,
         fused_cfg = cfg
     else:
         cfg = pick_gemm_config(dtype, precision, C_out_g, _cdiv(g["positions"], 128) * B * groups * g["phases"],
-                               sm_count)
+                               sm_count, transposed)
         fused_cfg = fused_input_config(cfg, dtype, precision) if act != "none" else cfg
     snake_apart = act == "snake" and g["taps"] * _cdiv(g["rows_g"], fused_cfg.BLOCK_M) > SNAKE_FUSED_MAX_REPEATS
     if not snake_apart:
