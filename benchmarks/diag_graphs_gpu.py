@@ -126,13 +126,14 @@ def main():
             json.dump(rows, f, indent=1)
 
 
-def kernel_table(forward, reps: int, top: int) -> dict:
-    """Per forward: the `top` kernels by device time (µs, calls), their busy time and the kernels' span."""
+def kernel_table(forward, reps: int, top: int, finish=lambda out: out.audio.cpu()) -> dict:
+    """Per forward: the `top` kernels by device time (µs, calls), their busy time and the kernels' span (`finish`:
+    what the caller does with a forward's output, a Kokoro forward's audio read back by default)."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         for _ in range(reps):
-            forward().audio.cpu()
+            finish(forward())
         torch.cuda.synchronize()
     kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
     if not kernels:

@@ -28,12 +28,17 @@
 #   s14c / s14d         : the LSTM's tf32x3 step: its cases, bench, graphed forwards, singles, first audio / the
 #                         fidelity table, the graph/stream/dtype CUDA tests, launches re-recorded
 #   s14e                : the tf32x3 step with its K chunks unrolled: cases, bench, a graphed forward, fidelity
+#   s15a / s15b / s15c  : session 15: the vocoders in every mode and dtype with their graph replays' kernels /
+#                         BigVGAN's residuals in the convs, exact float32's conv tiles swept / Kokoro batched, first
+#                         audio, the server's load test and the launches with the LSTM's tf32x3 step
+#   s15d                : exact float32 on the swept gather tiles: conv cases and parity tests on CUDA, BigVGAN and
+#                         Kokoro singles beside the official packages, the launches re-recorded
 #   s10e                : singles with the frame graphs up to 2,048 decoder frames (25.6 s) beside the 1,024 of
 #                         the code, same call (the limit set in the process: model.GRAPH_MAX_FRAMES)
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d | s14e}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d | s14e | s15a | s15b | s15c | s15d}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -310,5 +315,58 @@ s14e)  # the tf32x3 step with its K chunks unrolled (every h load in flight at o
     --json "$OUT/fidelity.json" 2>&1 | grep -v Warning | tee "$OUT/fidelity.txt" | tail -14
   timeout 100 python3 -m pytest -q -x -p no:cacheprovider tests/models/test_kokoro_graphs.py \
     tests/models/test_kokoro_dtype.py 2>&1 | tail -3 ;;
+s15a)  # session 15: the vocoders in every mode and dtype beside the official BigVGAN, where their graph replays'
+  # device time goes (diag_vocoder_gpu.py)
+  install
+  for c in "bigvgan ieee float32" "bigvgan tf32 float32" "bigvgan tf32x3 bfloat16" "decoder tf32 float32" \
+           "decoder tf32x3 bfloat16"; do set -- $c
+    timeout 90 python3 -m tilewave bench --model $1 --device cuda --precision $2 --dtype $3 --json "$OUT/$1_$2_$3.json" \
+      2>&1 | grep -v Warning | grep -v "^  stage" | tail -4
+  done
+  for c in "bigvgan tf32x3 bfloat16" "bigvgan tf32 float32" "bigvgan ieee float32" "decoder tf32x3 bfloat16" \
+           "decoder tf32 float32"; do set -- $c
+    timeout 60 python3 benchmarks/diag_vocoder_gpu.py --model $1 --precision $2 --dtype $3 --kernels 14 \
+      --json "$OUT/diag_$1_$2_$3.json" 2>&1 | grep -v Warning | tail -17
+  done ;;
+s15b)  # BigVGAN's residual adds in the convs' epilogues, measured against apart (bigvgan.RESIDUAL_IN_CONV), its CUDA
+  # tests; exact float32's FMA conv tiles swept (plan.GEMM_TRIAL_CONFIGS) with the tensor-core ones at the model shapes
+  install
+  timeout 120 python3 -m pytest -q -x -p no:cacheprovider tests/models/test_bigvgan.py -k cuda 2>&1 | tail -2
+  for f in True False; do for c in "tf32 float32" "tf32x3 bfloat16" "ieee float32"; do set -- $c
+    timeout 60 python3 -c "import sys; import tilewave.models.vocoders.bigvgan as b; b.RESIDUAL_IN_CONV = $f
+from tilewave.cli import main; sys.exit(main(sys.argv[1:]))" bench --model bigvgan --device cuda --precision $1 \
+      --dtype $2 --no-official 2>&1 | grep "CUDA graph" | sed "s/^/residual in conv $f: /"
+  done; done
+  for k in conv1d conv1d_fused; do
+    timeout 170 python3 -m tilewave tune conv -k $k --dtype float32 2>&1 | grep -v Warning | tee "$OUT/tune_$k.txt" \
+      | grep -A4 "^conv"
+  done ;;
+s15c)  # the batch path and the server with the LSTM's tf32x3 step: Kokoro batched (1, 8, 32, 64) beside one by one
+  # and the official model, first audio (the sentence split's title look-back), the server's load test beside one at
+  # a time, the launches re-recorded
+  install
+  timeout 240 python3 benchmarks/bench_kokoro.py --batch 1,8,32,64 --device cuda --precision tf32x3 \
+    --json "$OUT/kokoro_batch.json" 2>&1 | grep -v Warning | tee "$OUT/kokoro_batch.txt" | tail -22
+  for c in "float32 64" "bfloat16 32"; do set -- $c
+    timeout 100 python3 benchmarks/bench_first_audio.py --device cuda --dtype $1 --first-limit $2 --no-http \
+      --json "$OUT/first_audio_$1_$2.json" 2>&1 | grep -v Warning | tee "$OUT/first_audio_$1_$2.txt" | tail -6
+  done
+  timeout 200 python3 benchmarks/bench_server.py --device cuda --clients 16 --requests 2 --text-words 48 \
+    --timeout 180 --json "$OUT/server.json" 2>&1 | tee "$OUT/server.txt" | tail -8
+  timeout 120 python3 -m tilewave.harness.launches > "$OUT/launches.txt" 2>&1; tail -3 "$OUT/launches.txt"
+  cp tilewave/harness/launches.json "$OUT/" ;;
+s15d)  # exact float32 on the swept gather tiles (plan.GEMM_CONFIGS["ieee"]): the conv cases on CUDA, the BigVGAN and
+  # decoder CUDA tests, BigVGAN and Kokoro singles beside the official packages, the launches re-recorded
+  install
+  timeout 150 python3 -m tilewave test --device cuda -f conv1d 2>&1 | tail -2
+  timeout 150 python3 -m pytest -q -x -p no:cacheprovider tests/models/test_bigvgan.py tests/models/test_causal_decoder.py \
+    -k cuda 2>&1 | tail -2
+  timeout 60 python3 -m tilewave bench --model bigvgan --device cuda --precision ieee 2>&1 | grep -v Warning \
+    | grep "tilewave\|official" | tail -3
+  timeout 60 python3 -m tilewave bench --model decoder --device cuda --precision ieee 2>&1 | grep "CUDA graph"
+  timeout 150 python3 benchmarks/bench_kokoro.py --precisions tf32x3 --json "$OUT/kokoro.json" 2>&1 \
+    | grep -v Warning | grep -v "^  stage" | tail -14
+  timeout 120 python3 -m tilewave.harness.launches > "$OUT/launches.txt" 2>&1; tail -1 "$OUT/launches.txt"
+  cp tilewave/harness/launches.json "$OUT/" ;;
 *) echo "unknown phase $phase"; exit 2 ;;
 esac

@@ -1,0 +1,82 @@
+"""Where a vocoder's graph replay spends its device time on a GPU: kernels by name, per pass.
+
+    python benchmarks/diag_vocoder_gpu.py [--model bigvgan|decoder] [--precision tf32] [--dtype bfloat16]
+                                          [--reps 10] [--kernels 25] [--json FILE]
+
+The pass `tilewave bench --model M` times (BigVGAN v2 24 kHz on 10 s of random mels with random weights, or the
+seed decoder on its 124 latent frames), replayed from one CUDA graph as that bench's graph row is: its median wall
+time over --reps, then the same replays under torch.profiler, CUPTI's kernels summed by name per pass
+(diag_graphs_gpu.kernel_table), with the kernels' busy time against their span.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import torch
+
+from tilewave.harness.model_bench import BIGVGAN_V2_24K, DEFAULT_SECONDS, SAMPLE_RATE
+from tilewave.ops.graphs import GraphCache
+from tilewave.precision import scope
+
+from diag_graphs_gpu import kernel_table
+
+
+def build(model_name: str, dtype: torch.dtype):
+    from tilewave.models.vocoders.bigvgan import BigVGAN, BigVGANConfig, random_state_dict
+    from tilewave.models.vocoders.causal_decoder import CausalDecoder, CausalDecoderConfig
+
+    gen = torch.Generator().manual_seed(0)
+    if model_name == "bigvgan":
+        config = BigVGANConfig.from_dict(BIGVGAN_V2_24K)
+        model = BigVGAN.from_state_dict(config, random_state_dict(config, seed=0), device="cuda", dtype=dtype)
+        frames = int(DEFAULT_SECONDS["bigvgan"] * config.sampling_rate) // config.hop
+        x = torch.randn(1, config.num_mels, frames, generator=gen).sub_(4).cuda()
+    else:
+        config = CausalDecoderConfig()
+        model = CausalDecoder.random(config, seed=0, device="cuda", dtype=dtype)
+        frames = round(DEFAULT_SECONDS["decoder"] * SAMPLE_RATE / config.hop)
+        x = torch.randn(1, config.latent_dim, frames, generator=gen).to("cuda", dtype)
+    return model, x, frames * config.hop / SAMPLE_RATE
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="bigvgan", choices=["bigvgan", "decoder"])
+    ap.add_argument("--precision", default="tf32x3")
+    ap.add_argument("--dtype", default="float32")
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--kernels", type=int, default=25)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    model, x, audio_s = build(args.model, getattr(torch, args.dtype))
+    graphs = GraphCache(max_graphs=1)
+    with scope(args.precision):
+        def forward():
+            return graphs.run((args.precision, tuple(x.shape)), lambda v: (model(v),), (x,))[0]
+
+        for _ in range(3):
+            forward()
+        torch.cuda.synchronize()
+        walls = []
+        for _ in range(args.reps):
+            t0 = time.perf_counter()
+            forward()
+            torch.cuda.synchronize()
+            walls.append((time.perf_counter() - t0) * 1e3)
+        ms = statistics.median(walls)
+        rows = {"model": args.model, "precision": args.precision, "dtype": args.dtype, "audio s": audio_s,
+                "graph replay ms (median)": ms, "x real time": audio_s / ms * 1e3,
+                "kernels": kernel_table(forward, args.reps, args.kernels, finish=lambda out: out)}
+    print(f"## {args.model} {args.precision} {args.dtype}: {ms:.2f} ms per pass, {audio_s / ms * 1e3:.0f}x real time")
+    for name, v in rows["kernels"].items():
+        print(f"  {v:10.1f}  {name}" if isinstance(v, float) else f"  {v}  {name}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
