@@ -31,6 +31,7 @@
 #   s15a / s15b / s15c  : session 15: the vocoders in every mode and dtype with their graph replays' kernels /
 #                         BigVGAN's residuals in the convs, exact float32's conv tiles swept / Kokoro batched, first
 #                         audio, the server's load test and the launches with the LSTM's tf32x3 step
+#   launches            : the launches re-recorded alone
 #   s15d                : exact float32 on the swept gather tiles: conv cases and parity tests on CUDA, BigVGAN and
 #                         Kokoro singles beside the official packages, the launches re-recorded
 #   s10e                : singles with the frame graphs up to 2,048 decoder frames (25.6 s) beside the 1,024 of
@@ -38,7 +39,7 @@
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d | s14e | s15a | s15b | s15c | s15d}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d | s14e | s15a | s15b | s15c | s15d | launches}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -367,6 +368,10 @@ s15d)  # exact float32 on the swept gather tiles (plan.GEMM_CONFIGS["ieee"]): th
   timeout 150 python3 benchmarks/bench_kokoro.py --precisions tf32x3 --json "$OUT/kokoro.json" 2>&1 \
     | grep -v Warning | grep -v "^  stage" | tail -14
   timeout 120 python3 -m tilewave.harness.launches > "$OUT/launches.txt" 2>&1; tail -1 "$OUT/launches.txt"
+  cp tilewave/harness/launches.json "$OUT/" ;;
+launches)  # the launches re-recorded alone (tilewave/harness/launches.json, what the build gate compiles)
+  install
+  timeout 150 python3 -m tilewave.harness.launches > "$OUT/launches.txt" 2>&1; tail -1 "$OUT/launches.txt"
   cp tilewave/harness/launches.json "$OUT/" ;;
 *) echo "unknown phase $phase"; exit 2 ;;
 esac

@@ -63,11 +63,12 @@ def test_tile_choice_for_model_layers():
     assert K.pick_gemm_config(torch.bfloat16, "ieee", 22, 400).BLOCK_M == 32
     assert K.pick_gemm_config(torch.float32, "tf32", 1536, 200).BLOCK_K == 32
     # exact float32: the swept tiles for stride-1 convs (128×64 while the grid fills the SMs, 64×64 at 3 stages
-    # where it would not, 32×128 for 22 rows); transposed convs and fused input activations keep the narrow ones
+    # where it would not, 32×128 for 22 rows); transposed and strided convs and fused input activations keep the narrow
+    # ones
     assert K.pick_gemm_config(torch.float32, "ieee", 512, 200) == K.GemmConfig(128, 64, 16, 4, 2)
     assert K.pick_gemm_config(torch.float32, "ieee", 1024, 7, sm_count=132) == K.GemmConfig(64, 64, 16, 4, 3)
     assert K.pick_gemm_config(torch.float32, "ieee", 22, 375) == K.GemmConfig(32, 128, 16, 4, 2)
-    assert K.pick_gemm_config(torch.float32, "ieee", 512, 200, transposed=True) == K.GemmConfig(64, 64, 16, 4, 2)
+    assert K.pick_gemm_config(torch.float32, "ieee", 512, 200, narrow=True) == K.GemmConfig(64, 64, 16, 4, 2)
     for c in (*K.GEMM_CONFIGS["ieee"], *K.plan.IEEE_NARROW_CONFIGS):
         assert K.plan.fused_input_config(c, torch.float32, "ieee") == K.GemmConfig(32, 64, 16, 4, 2)
     # a short sequence leaves SMs idle at 128-row tiles: the launcher takes smaller ones

@@ -34,8 +34,9 @@ GEMM_CONFIGS: dict[str, tuple[GemmConfig, ...]] = {
     # conv; 64×64 at 3 stages for grids that leave SMs idle, 0.85× at the decoder's 1090ch; 32×128 for 22 rows)
     "ieee": (GemmConfig(128, 64, 16, 4, 2), GemmConfig(64, 64, 16, 4, 3), GemmConfig(32, 128, 16, 4, 2)),
 }
-# exact float32's transposed convs and fused input activations keep the tiles they were measured on: the sweep did
-# not time the transposed ones, and a fused leaky ReLU + transposed conv took 11× its time on 128×64 at 4 warps
+# exact float32's transposed and strided convs and its fused input activations keep the tiles they were measured on:
+# the sweep did not time the transposed ones, a fused leaky ReLU + transposed conv took 11× its time on 128×64 at 4
+# warps, and the strided noise conv's launched form spills 68 B there (sm_90 build gate)
 IEEE_NARROW_CONFIGS = (GemmConfig(64, 64, 16, 4, 2), GemmConfig(32, 64, 16, 4, 2))
 
 # Tiles `tilewave tune conv` times beside the tables' (not picked by any plan until a measurement moves them into
@@ -143,17 +144,17 @@ def pick_interleaved_config(dtype: torch.dtype, precision: str, reduction: int, 
     return configs[-1]
 
 
-def gemm_configs(dtype: torch.dtype, precision: str, transposed: bool = False) -> tuple[GemmConfig, ...]:
-    """The gather kernel's tiles for a call's class, in order of preference."""
+def gemm_configs(dtype: torch.dtype, precision: str, narrow: bool = False) -> tuple[GemmConfig, ...]:
+    """The gather kernel's tiles for a call's class, in order of preference (narrow: a transposed or strided conv)."""
     cls = _gemm_class(dtype, precision)
-    return IEEE_NARROW_CONFIGS if cls == "ieee" and transposed else GEMM_CONFIGS[cls]
+    return IEEE_NARROW_CONFIGS if cls == "ieee" and narrow else GEMM_CONFIGS[cls]
 
 
 def pick_gemm_config(dtype: torch.dtype, precision: str, C_out_g: int, programs_per_m_tile: int,
-                     sm_count: int = _SM_COUNT_DEFAULT, transposed: bool = False) -> GemmConfig:
+                     sm_count: int = _SM_COUNT_DEFAULT, narrow: bool = False) -> GemmConfig:
     """The smallest M tile covering the group's output channels (capped at the largest), then a smaller
     one while the grid would leave more than half of the SMs idle."""
-    configs = gemm_configs(dtype, precision, transposed)
+    configs = gemm_configs(dtype, precision, narrow)
     cfg = configs[0]
     for c in configs:
         if c.BLOCK_M >= C_out_g:
@@ -173,7 +174,7 @@ def fused_input_config(cfg: GemmConfig, dtype: torch.dtype, precision: str) -> G
     """The tile for a call whose input activation is fused: cfg, or the largest one small enough."""
     cls = _gemm_class(dtype, precision)
     if cfg.BLOCK_M > FUSED_INPUT_MAX_M[cls] or cls == "ieee" and cfg not in IEEE_NARROW_CONFIGS:
-        cfg = next(c for c in gemm_configs(dtype, precision, transposed=True) if c.BLOCK_M <= FUSED_INPUT_MAX_M[cls])
+        cfg = next(c for c in gemm_configs(dtype, precision, narrow=True) if c.BLOCK_M <= FUSED_INPUT_MAX_M[cls])
     return cfg
 
 
@@ -363,7 +364,7 @@ def conv_plan(transposed: bool, x: torch.Tensor, C_out: int, L_out: int, K: int,
         fused_cfg = cfg
     else:
         cfg = pick_gemm_config(dtype, precision, C_out_g, _cdiv(g["positions"], 128) * B * groups * g["phases"],
-                               sm_count, transposed)
+                               sm_count, narrow=transposed or stride != 1)
         fused_cfg = fused_input_config(cfg, dtype, precision) if act != "none" else cfg
     snake_apart = act == "snake" and g["taps"] * _cdiv(g["rows_g"], fused_cfg.BLOCK_M) > SNAKE_FUSED_MAX_REPEATS
     if not snake_apart:
