@@ -32,9 +32,13 @@ browser:
 	command -v chromium >/dev/null || { S=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
 		$$S apt-get update -q && $$S apt-get install -y -q chromium; }
 
+# The tests over every CPU (pytest-xdist), a file's tests in one worker (they share module fixtures): on CI's 2 cores
+# half the time of one process (RESULTS.md, C10); the build gate compiles over every CPU too.
+PYTEST_JOBS ?= -n auto --dist loadfile
+
 # pytest exits 5 when it collects nothing: that is a failure here, like any other non-zero code.
 test: setup browser
-	$(PY) -m pytest -q; rc=$$?; [ $$rc -ne 5 ] || echo "pytest collected no tests: failing"; [ $$rc -eq 0 ] || exit $$rc
+	$(PY) -m pytest -q $(PYTEST_JOBS); rc=$$?; [ $$rc -ne 5 ] || echo "pytest collected no tests: failing"; [ $$rc -eq 0 ] || exit $$rc
 	$(VENV)/bin/tilewave build
 
 # The kernels again on the newest torch and Triton that pip resolves within pyproject.toml's ranges (CI runs this after
@@ -61,7 +65,7 @@ test-newest:
 	$(NEWEST)/bin/python -m pip install -q $(TORCH_PIN); \
 	$(NEWEST)/bin/python -m pip install -q -e '.[test]'; \
 	$(NEWEST)/bin/python -m pip install -q --no-deps $(REFERENCES); \
-	$(NEWEST)/bin/python -m pytest -q tests/harness tests/kernels; \
+	$(NEWEST)/bin/python -m pytest -q $(PYTEST_JOBS) tests/harness tests/kernels; \
 	$(NEWEST)/bin/tilewave build
 
 # Say TEXT into hello.wav with Kokoro-82M (the installed int8 ONNX weights, dequantized).

@@ -132,11 +132,15 @@ def _bench_model(args) -> int:
 
 
 def cmd_build(args) -> int:
-    from tilewave.harness.build import run_build
+    from tilewave.harness.build import default_jobs, run_build
 
     emit = tuple(e for e in args.emit.split(",") if e) if args.emit else ()
+    if args.jobs is not None and args.jobs < 1:
+        print(f"error: --jobs must be at least 1, got {args.jobs}", file=sys.stderr)
+        return 2
     try:
-        results = run_build(_kernel_registry(), args.filter, args.target, args.out, emit)
+        results = run_build(_kernel_registry(), args.filter, args.target, args.out, emit,
+                            jobs=args.jobs or default_jobs())
     except (RuntimeError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -192,6 +196,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     c.add_argument("--target", default="sm_90", help="GPU architecture (default sm_90, the H100/H200)")
     c.add_argument("--emit", default="", help="comma-separated artifacts to write: ptx,cubin,ttgir,llir")
     c.add_argument("--out", help="directory for emitted artifacts")
+    c.add_argument("-j", "--jobs", type=int, metavar="N", help="compile in N processes (default: every CPU)")
     c.set_defaults(run=cmd_build)
 
     for name, target in COMMANDS.items():

@@ -75,3 +75,23 @@ def test_declared_aligned_integers_compile_the_launched_form():
     # a recorded launch's specialisation compiles the same form as the declaration
     assert shared["launch:stride"] == shared["stride"], shared
     assert "launch:K=1" in shared, shared
+
+
+def _build(*args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(ROOT)
+    return subprocess.run([sys.executable, "-m", "tilewave", "build", *args], capture_output=True, text=True,
+                          env=env, timeout=300)
+
+
+def test_the_gate_over_two_processes_reports_what_one_process_does_in_the_same_order():
+    one, two = _build("-f", "snake", "-j", "1"), _build("-f", "snake", "-j", "2")
+    assert one.returncode == two.returncode == 0, one.stdout[-2000:] + one.stderr + two.stderr
+    lines = one.stdout.splitlines()
+    assert sum(l.startswith("[PASS]") for l in lines) >= 4, one.stdout
+    assert two.stdout == one.stdout
+
+
+def test_the_gate_refuses_fewer_than_one_job():
+    proc = _build("-f", "snake", "-j", "0")
+    assert proc.returncode == 2 and "--jobs must be at least 1" in proc.stderr, proc.stderr
