@@ -10,8 +10,8 @@ from tilewave.kernels.conv.direct import _conv_direct_kernel
 from tilewave.kernels.conv.gemm import _conv_gemm_kernel
 from tilewave.kernels.conv.launch import conv1d, conv1d_fused, conv1d_transpose, conv1d_transpose_depthwise
 from tilewave.kernels.conv.plan import (DEVICE_DESCRIPTORS, DIRECT_CONFIGS, GEMM_CONFIGS, IEEE_NARROW_CONFIGS,
-                                        GemmConfig, INTERLEAVED_CONFIGS, INTERLEAVED_STRIDES, PHASE_MAJOR_CLASSES, TAP_CONFIGS,
-                                        TAP_FUSED_MAX_N, TAP_PERSISTENT, fused_input_config)
+                                        GemmConfig, INTERLEAVED_CONFIGS, INTERLEAVED_STRIDES, PHASE_MAJOR_CLASSES,
+                                        TAP_CONFIGS, TAP_FUSED_MAX_N, TAP_PERSISTENT, fused_input_config)
 from tilewave.kernels.conv.reference import conv1d_fused_oracle, conv1d_oracle, conv1d_transpose_oracle
 from tilewave.kernels.conv.tap import TIME_MAJOR_PAD_BLOCK, _conv_tap_kernel, _time_major_pad_kernel
 from tilewave.kernels.conv.transpose import (_interleave_phases_kernel, conv1d_out_len, conv1d_transpose_out_len,
