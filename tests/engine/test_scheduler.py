@@ -251,7 +251,10 @@ def test_a_budget_that_fits_one_item_runs_batch_by_batch_under_it(monkeypatch):
 
     one, sizes, peak_one = run("250MB")  # ~3,080 estimated frames a chunk at speed 0.5: one fits, two do not
     assert sizes == [1, 1, 1]
-    assert 45e6 < peak_one < 250e6, peak_one  # the double's 45 MB held is seen, and the whole stays under
+    # the double's 45 MB held is seen (a resident-set peak above the start: pages that earlier tests of the same
+    # process freed and the allocator kept are reused without raising it, 44.8 MB read in a pytest-xdist worker on a
+    # 2-core CI machine, so the floor is two thirds of it), and the whole stays under the budget
+    assert 30e6 < peak_one < 250e6, peak_one
     together, sizes, peak = run("600MB")
     # three chunks held at once: the double alone holds ~138 MB, but a resident-set peak can read less (pages the
     # first run freed and the allocator kept are reused without raising it: 122.7 MB seen on a 2-core CI machine),
