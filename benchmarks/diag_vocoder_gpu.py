@@ -3,10 +3,10 @@
     python benchmarks/diag_vocoder_gpu.py [--model bigvgan|decoder] [--precision tf32] [--dtype bfloat16]
                                           [--reps 10] [--kernels 25] [--json FILE]
 
-The pass `tilewave bench --model M` times (BigVGAN v2 24 kHz on 10 s of random mels with random weights, or the
-seed decoder on its 124 latent frames), replayed from one CUDA graph as that bench's graph row is: its median wall
-time over --reps, then the same replays under torch.profiler, CUPTI's kernels summed by name per pass
-(diag_graphs_gpu.kernel_table), with the kernels' busy time against their span.
+The pass `tilewave bench --model M` times (model_bench.vocoder_workload: BigVGAN v2 24 kHz on 10 s of random mels
+with random weights, or the seed decoder on its 124 latent frames), replayed from one CUDA graph as that bench's
+graph row is: its median wall time over --reps, then the same replays under torch.profiler, CUPTI's kernels summed
+by name per pass (diag_graphs_gpu.kernel_table), with the kernels' busy time against their span.
 """
 from __future__ import annotations
 
@@ -17,29 +17,11 @@ import time
 
 import torch
 
-from tilewave.harness.model_bench import BIGVGAN_V2_24K, DEFAULT_SECONDS, SAMPLE_RATE
+from tilewave.harness.model_bench import vocoder_workload
 from tilewave.ops.graphs import GraphCache
 from tilewave.precision import scope
 
 from diag_graphs_gpu import kernel_table
-
-
-def build(model_name: str, dtype: torch.dtype):
-    from tilewave.models.vocoders.bigvgan import BigVGAN, BigVGANConfig, random_state_dict
-    from tilewave.models.vocoders.causal_decoder import CausalDecoder, CausalDecoderConfig
-
-    gen = torch.Generator().manual_seed(0)
-    if model_name == "bigvgan":
-        config = BigVGANConfig.from_dict(BIGVGAN_V2_24K)
-        model = BigVGAN.from_state_dict(config, random_state_dict(config, seed=0), device="cuda", dtype=dtype)
-        frames = int(DEFAULT_SECONDS["bigvgan"] * config.sampling_rate) // config.hop
-        x = torch.randn(1, config.num_mels, frames, generator=gen).sub_(4).cuda()
-    else:
-        config = CausalDecoderConfig()
-        model = CausalDecoder.random(config, seed=0, device="cuda", dtype=dtype)
-        frames = round(DEFAULT_SECONDS["decoder"] * SAMPLE_RATE / config.hop)
-        x = torch.randn(1, config.latent_dim, frames, generator=gen).to("cuda", dtype)
-    return model, x, frames * config.hop / SAMPLE_RATE
 
 
 def main():
@@ -51,7 +33,8 @@ def main():
     ap.add_argument("--kernels", type=int, default=25)
     ap.add_argument("--json")
     args = ap.parse_args()
-    model, x, audio_s = build(args.model, getattr(torch, args.dtype))
+    w = vocoder_workload(args.model, "cuda", getattr(torch, args.dtype))
+    model, x, audio_s = w["model"], w["x"], w["audio_s"]
     graphs = GraphCache(max_graphs=1)
     with scope(args.precision):
         def forward():

@@ -329,8 +329,8 @@ s15a)  # session 15: the vocoders in every mode and dtype beside the official Bi
     timeout 60 python3 benchmarks/diag_vocoder_gpu.py --model $1 --precision $2 --dtype $3 --kernels 14 \
       --json "$OUT/diag_$1_$2_$3.json" 2>&1 | grep -v Warning | tail -17
   done ;;
-s15b)  # BigVGAN's residual adds in the convs' epilogues, measured against apart (bigvgan.RESIDUAL_IN_CONV), its CUDA
-  # tests; exact float32's FMA conv tiles swept (plan.GEMM_TRIAL_CONFIGS) with the tensor-core ones at the model shapes
+s15b)  # BigVGAN's residual adds in the convs' epilogues, measured against apart (bigvgan.RESIDUAL_IN_CONV, a switch
+  # that existed only for this call, at 6efdc39's parent with it added: not kept, RESULTS S15b), its CUDA tests; exact float32's FMA conv tiles swept (plan.GEMM_TRIAL_CONFIGS) with the tensor-core ones at the model shapes
   install
   timeout 120 python3 -m pytest -q -x -p no:cacheprovider tests/models/test_bigvgan.py -k cuda 2>&1 | tail -2
   for f in True False; do for c in "tf32 float32" "tf32x3 bfloat16" "ieee float32"; do set -- $c

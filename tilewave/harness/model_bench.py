@@ -396,32 +396,39 @@ def bench_kokoro_batches(opt: Options) -> list[dict]:
 
 
 # -- vocoders ---------------------------------------------------------------------------------------------
-def bench_vocoder(opt: Options) -> list[dict]:
-    """BigVGAN v2 24 kHz or the seed decoder on `seconds` of audio: the official row (BigVGAN), then tilewave per
-    precision with the audio's relative L2 and max |difference| against the official."""
+def vocoder_workload(model_name: str, device: str, dtype: torch.dtype, seconds: float | None = None) -> dict:
+    """What the vocoder benches run: BigVGAN v2 24 kHz (random weights, seed 0; `state` for the official) on
+    `seconds` of random mels, or the seed decoder on its latent frames; with the workload's label and audio length."""
     from tilewave.models.vocoders.bigvgan import BigVGAN, BigVGANConfig, random_state_dict
     from tilewave.models.vocoders.causal_decoder import CausalDecoder, CausalDecoderConfig
 
-    dev = opt.device
-    reps, warmup = opt.reps or DEFAULT_REPS[dev], WARMUP[dev]
-    seconds = opt.seconds or DEFAULT_SECONDS[opt.model]
+    seconds = seconds or DEFAULT_SECONDS[model_name]
     gen = torch.Generator().manual_seed(0)
-    dtype = getattr(torch, opt.dtype)
-    if opt.model == "bigvgan":
+    state = None
+    if model_name == "bigvgan":
         config = BigVGANConfig.from_dict(BIGVGAN_V2_24K)
         state = random_state_dict(config, seed=0)
-        model = BigVGAN.from_state_dict(config, state, device=dev, dtype=dtype)
+        model = BigVGAN.from_state_dict(config, state, device=device, dtype=dtype)
         frames = max(1, int(seconds * config.sampling_rate) // config.hop)
-        x = torch.randn(1, config.num_mels, frames, generator=gen).sub_(4).to(dev)
+        x = torch.randn(1, config.num_mels, frames, generator=gen).sub_(4).to(device)
         workload = f"BigVGAN v2 24 kHz, {frames} mel frames"
     else:
         config = CausalDecoderConfig()
-        model = CausalDecoder.random(config, seed=0, device=dev, dtype=dtype)
+        model = CausalDecoder.random(config, seed=0, device=device, dtype=dtype)
         frames = max(1, round(seconds * SAMPLE_RATE / config.hop))
-        x = torch.randn(1, config.latent_dim, frames, generator=gen).to(dev, dtype)
+        x = torch.randn(1, config.latent_dim, frames, generator=gen).to(device, dtype)
         workload = f"seed causal decoder, {frames} latent frames"
     audio_s = frames * config.hop / SAMPLE_RATE
-    workload += f" -> {audio_s:.2f} s"
+    return dict(model=model, x=x, state=state, audio_s=audio_s, workload=f"{workload} -> {audio_s:.2f} s")
+
+
+def bench_vocoder(opt: Options) -> list[dict]:
+    """BigVGAN v2 24 kHz or the seed decoder on `seconds` of audio: the official row (BigVGAN), then tilewave per
+    precision with the audio's relative L2 and max |difference| against the official."""
+    dev = opt.device
+    reps, warmup = opt.reps or DEFAULT_REPS[dev], WARMUP[dev]
+    w = vocoder_workload(opt.model, dev, getattr(torch, opt.dtype), opt.seconds)
+    model, x, state, audio_s, workload = w["model"], w["x"], w["state"], w["audio_s"], w["workload"]
 
     def ours(profiler=None):
         return model(x, profiler=profiler)

@@ -423,9 +423,9 @@ def conv_variants(transposed_forms=(False, True), fused=False) -> list[AotVarian
         forms = transposed_forms if cls == "ieee" else tuple(t for t in transposed_forms if not t)
         for dt, prec in _CLASS_FORMS[cls]:
             for transposed in forms:  # exact float32: strided convs on the narrow tiles too, transposed ones only
-                tiles = (IEEE_NARROW_CONFIGS if transposed else configs + IEEE_NARROW_CONFIGS) if cls == "ieee" \
-                    else configs
-                out += [_gemm_variant(dt, prec, cfg, transposed) for cfg in tiles]
+                narrow = IEEE_NARROW_CONFIGS if cls == "ieee" else ()
+                out += [_gemm_variant(dt, prec, cfg, transposed) for cfg in (narrow or configs if transposed
+                                                                             else configs + narrow)]
             dtype = torch.float32 if dt == "fp32" else torch.float16
             tiles = sorted({fused_input_config(c, dtype, prec) for c in configs}, key=lambda c: -c.BLOCK_M)
             out += [_gemm_variant(dt, prec, c, tr, act, res) for c in tiles for act, res, tr in fusions if tr in forms]

@@ -172,9 +172,9 @@ FUSED_INPUT_MAX_M = {"16bit": 64, "tf32": 64, "ieee": 32}
 
 def fused_input_config(cfg: GemmConfig, dtype: torch.dtype, precision: str) -> GemmConfig:
     """The tile for a call whose input activation is fused: cfg, or the largest one small enough."""
-    cls = _gemm_class(dtype, precision)
-    if cfg.BLOCK_M > FUSED_INPUT_MAX_M[cls] or cls == "ieee" and cfg not in IEEE_NARROW_CONFIGS:
-        cfg = next(c for c in gemm_configs(dtype, precision, narrow=True) if c.BLOCK_M <= FUSED_INPUT_MAX_M[cls])
+    cls, configs = _gemm_class(dtype, precision), gemm_configs(dtype, precision, narrow=True)
+    if cfg.BLOCK_M > FUSED_INPUT_MAX_M[cls] or cfg not in configs:  # exact float32: the narrow tiles only
+        cfg = next(c for c in configs if c.BLOCK_M <= FUSED_INPUT_MAX_M[cls])
     return cfg
 
 
