@@ -251,15 +251,12 @@ def test_a_budget_that_fits_one_item_runs_batch_by_batch_under_it(monkeypatch):
 
     one, sizes, peak_one = run("250MB")  # ~3,080 estimated frames a chunk at speed 0.5: one fits, two do not
     assert sizes == [1, 1, 1]
-    # the double's 45 MB held is seen (a resident-set peak above the start: pages that earlier tests of the same
-    # process freed and the allocator kept are reused without raising it, 44.8 MB read in a pytest-xdist worker on a
-    # 2-core CI machine, so the floor is two thirds of it), and the whole stays under the budget
-    assert 30e6 < peak_one < 250e6, peak_one
+    # the peaks stay under the budgets. Not bounded below: on the CPU the peak is the resident set's rise, and pages
+    # that earlier work of the process freed are reused without raising it (CI, pytest-xdist workers: 44.8 MB for
+    # the double's 45 MB held, then 0 for three chunks); only a fresh process could show the held bytes.
+    assert 0 <= peak_one < 250e6, peak_one
     together, sizes, peak = run("600MB")
-    # three chunks held at once: the double alone holds ~138 MB, but a resident-set peak can read less (pages the
-    # first run freed and the allocator kept are reused without raising it: 122.7 MB seen on a 2-core CI machine),
-    # so the bound is more than two chunks' 90 MB; not compared with peak_one, whose run counts one-off allocations
-    assert sizes == [3] and 90e6 < peak < 600e6, (peak, peak_one)
+    assert sizes == [3] and 0 <= peak < 600e6, (peak, peak_one)
     for (a, _), (b, _) in zip(one, together, strict=True):
         np.testing.assert_array_equal(a, b)
     with pytest.raises(InputError, match="below what one full chunk"):
