@@ -132,6 +132,46 @@ def test_sentences_are_cut_where_the_whole_prefix_search_cut_them():
         assert _cut(text, 0) == _cut_over_the_whole_prefix(text, 0), text
 
 
+def _fit_one_at_every_level(piece, said, level, to_phonemes, limit):
+    """chunking._fit_one as it was first written: an overlong piece phonemized again at every finer level,
+    whether that level cuts it or not."""
+    from tilewave.text.chunking import _LEVELS, Phonemized, TextChunk, _cut, _fit
+
+    said = said if isinstance(said, Phonemized) else Phonemized(said)
+    if len(said.phonemes) <= limit:
+        return [TextChunk(piece, said.phonemes, said.words)]
+    if level < len(_LEVELS):
+        return _fit(_cut(piece, level + 1), level + 1, to_phonemes, limit)
+    return [TextChunk(piece if i == 0 else "", said.phonemes[i:i + limit]) for i in range(0, len(said.phonemes), limit)]
+
+
+def test_a_level_that_does_not_cut_a_piece_is_skipped_with_the_same_chunks(monkeypatch, caplog):
+    # skipping a level that leaves an overlong piece whole saves phonemizing the same text again (a stream's first
+    # chunk waited for it): random texts chunk as before, and no piece is phonemized twice
+    from tilewave.text import chunking
+
+    caplog.set_level(logging.ERROR, "tilewave.text")  # the giant words' warnings
+    rng = random.Random(99)
+    marks = ["", "", "", "", ",", ";", ".", "!", ":", "—"]
+    for _ in range(300):
+        # every word its own (a number on it): a text phonemized twice is a piece phonemized twice
+        words = [rng.choice(["a", "to", "river", "morning", "x" * rng.randint(1, 70)]) + f"{i}" + rng.choice(marks)
+                 for i in range(rng.randint(1, 40))]
+        text = " ".join(words)
+        limit, first_limit = rng.randint(8, 80), rng.choice([None, rng.randint(6, 40)])
+        seen = []
+
+        def counted(pieces):
+            seen.extend(pieces)
+            return lower(pieces)
+
+        got = chunk_text(text, counted, limit, first_limit)
+        assert len(seen) == len(set(seen)), ([p for p in set(seen) if seen.count(p) > 1], text, limit, first_limit)
+        with monkeypatch.context() as m:
+            m.setattr(chunking, "_fit_one", _fit_one_at_every_level)
+            assert got == chunk_text(text, lower, limit, first_limit), (text, limit, first_limit)
+
+
 @pytest.fixture(scope="module")
 def us():
     return EspeakPhonemizer("en-us")

@@ -69,20 +69,27 @@ def _cut(text: str, level: int) -> list[str]:
 
 
 def _fit(pieces: list[str], level: int, to_phonemes, limit: int) -> list[TextChunk]:
-    """Phonemize pieces; cut again, one level finer, those whose phonemes pass the limit."""
-    out = []
-    for piece, said in zip(pieces, to_phonemes(pieces)):
-        said = said if isinstance(said, Phonemized) else Phonemized(said)
-        ps = said.phonemes
-        if len(ps) <= limit:
-            out.append(TextChunk(piece, ps, said.words))
-        elif level < len(_LEVELS):
-            out.extend(_fit(_cut(piece, level + 1), level + 1, to_phonemes, limit))
-        else:
-            log.warning("a single word of %d phonemes is longer than a chunk (%d); cut inside it: %r",
-                        len(ps), limit, piece[:40])
-            out.extend(TextChunk(piece if i == 0 else "", ps[i:i + limit]) for i in range(0, len(ps), limit))
-    return out
+    """Phonemize pieces; cut again, finer, those whose phonemes pass the limit."""
+    return [c for piece, said in zip(pieces, to_phonemes(pieces)) for c in _fit_one(piece, said, level, to_phonemes, limit)]
+
+
+def _fit_one(piece: str, said, level: int, to_phonemes, limit: int) -> list[TextChunk]:
+    """A piece with its phonemes, as chunks of at most `limit`: itself, or its cuts at the first finer level that
+    cuts it. A level that leaves it whole is skipped: phonemizing the same text again would say the same (a long
+    sentence without ':' or ',' was phonemized four times over on its way to its words: 0.8 of a stream's 1.1 ms
+    before its first chunk at a 32-phoneme limit, RESULTS.md C11)."""
+    said = said if isinstance(said, Phonemized) else Phonemized(said)
+    ps = said.phonemes
+    if len(ps) <= limit:
+        return [TextChunk(piece, ps, said.words)]
+    while level < len(_LEVELS):
+        level += 1
+        cuts = _cut(piece, level)
+        if cuts != [piece]:
+            return _fit(cuts, level, to_phonemes, limit)
+    log.warning("a single word of %d phonemes is longer than a chunk (%d); cut inside it: %r",
+                len(ps), limit, piece[:40])
+    return [TextChunk(piece if i == 0 else "", ps[i:i + limit]) for i in range(0, len(ps), limit)]
 
 
 def _pack(pieces: list[TextChunk], limit: int) -> list[TextChunk]:
@@ -135,7 +142,7 @@ def _first(pieces: list[TextChunk], to_phonemes, first_limit: int) -> tuple[list
     head, rest = pieces[0], pieces[1:]
     inside_a_word = bool(rest) and not rest[0].text  # the piece is a slice of one overlong word: keep it
     if len(head.phonemes) > first_limit and not inside_a_word:
-        cuts = _fit(_cut(head.text, 1), 1, to_phonemes, first_limit)  # its level 0 is `head`, phonemized
+        cuts = _fit_one(head.text, Phonemized(head.phonemes, head.words), 0, to_phonemes, first_limit)
         n, size = 1, len(cuts[0].phonemes)  # size: as _pack joins them (a space between pieces that say something)
         while (n < len(cuts) and cuts[n].text and not (cuts[n - 1].phonemes and _CLAUSE_END.search(cuts[n - 1].text))
                and size + bool(size and cuts[n].phonemes) + len(cuts[n].phonemes) <= first_limit):
