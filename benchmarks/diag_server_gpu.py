@@ -4,7 +4,7 @@
 
 The load test (bench_server.py, its own arguments passed through) runs `--passes` times in one process. Recorded
 meanwhile: every Triton JIT compile (JITFunction._do_compile: kernel, specialisation key, seconds, thread), every
-batch the schedulers run (Scheduler._run: size, longest chunk's frames, seconds), and, for a batch still running
+batch the schedulers run (Scheduler._run: size, longest chunk's frames, seconds; summed per mode and size), and, for a batch still running
 after --sample-after seconds, its worker thread's Python stack every 0.25 s. Printed per pass: the batches slower
 than --slow seconds with the compiles that ran inside them, the compiles' count and seconds per kernel, and the
 innermost tilewave / triton / torch frames of the sampled stacks (where a stalled batch waits). A compile in a
@@ -53,7 +53,7 @@ def install() -> None:
 
     def timed_run(self, batch):
         record = {"t0": time.perf_counter(), "size": len(batch), "frames": max(r.jobs[i].frames for r, i in batch),
-                  "thread": threading.current_thread().name}
+                  "thread": threading.current_thread().name, "max_batch": self.max_batch}
         _running[threading.get_ident()] = (record["t0"], record)
         try:
             return run(self, batch)
@@ -96,6 +96,17 @@ def report(pass_no: int, since: float, slow: float) -> None:
         where = collections.Counter(s for t0, s in samples if t0 == b["t0"])
         for stack, n in where.most_common(4):
             print(f"    sampled {n}x: {stack}")
+    # by scheduler (max_batch 1 is bench_server's one-at-a-time) and batch size: where each mode's device time goes
+    # (a batch of one replays the single-item CUDA graphs, a larger one runs eager)
+    print("batches by mode and size (count, median ms, median ms per item, median frames, seconds in all):")
+    sizes = collections.defaultdict(list)
+    for b in mine:
+        sizes[("one-at-a-time" if b["max_batch"] == 1 else "tilewave", b["size"])].append(b)
+    for (mode, size), bs in sorted(sizes.items()):
+        ms = sorted(b["s"] * 1e3 for b in bs)
+        frames = sorted(b["frames"] for b in bs)
+        print(f"  {mode:14s} {size:3d}  {len(bs):4d}  {ms[len(ms) // 2]:8.1f}  {ms[len(ms) // 2] / size:7.1f}  "
+              f"{frames[len(frames) // 2]:6d}  {sum(ms) / 1e3:6.2f}")
     per = collections.defaultdict(lambda: [0, 0.0])
     for c in made:
         per[c["kernel"]][0] += 1

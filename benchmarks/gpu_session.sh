@@ -34,12 +34,14 @@
 #   launches            : the launches re-recorded alone
 #   s15d                : exact float32 on the swept gather tiles: conv cases and parity tests on CUDA, BigVGAN and
 #                         Kokoro singles beside the official packages, the launches re-recorded
+#   s16a                : session 16: launches re-recorded, first audio, the server's load test twice with its
+#                         batches per mode and size
 #   s10e                : singles with the frame graphs up to 2,048 decoder frames (25.6 s) beside the 1,024 of
 #                         the code, same call (the limit set in the process: model.GRAPH_MAX_FRAMES)
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d | s14e | s15a | s15b | s15c | s15d | launches}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d | s14e | s15a | s15b | s15c | s15d | s16a | launches}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -369,6 +371,20 @@ s15d)  # exact float32 on the swept gather tiles (plan.GEMM_CONFIGS["ieee"]): th
     | grep -v Warning | grep -v "^  stage" | tail -14
   timeout 120 python3 -m tilewave.harness.launches > "$OUT/launches.txt" 2>&1; tail -1 "$OUT/launches.txt"
   cp tilewave/harness/launches.json "$OUT/" ;;
+s16a)  # session 16: the launches re-recorded (S15d's with S15c's noise conv merged by hand), first audio with the
+  # first chunk's finer cut skipping levels that leave it whole, the server's load test twice in one process with
+  # its batches summed per mode and size (S15c: requests/s no better than one at a time)
+  install
+  timeout 150 python3 -m tilewave.harness.launches > "$OUT/launches.txt" 2>&1; tail -1 "$OUT/launches.txt"
+  cp tilewave/harness/launches.json "$OUT/"
+  for c in "bfloat16 32" "float32 64"; do set -- $c
+    timeout 120 python3 benchmarks/bench_first_audio.py --device cuda --dtype $1 --first-limit $2 --reps 9 \
+      $([ $1 = bfloat16 ] && echo --no-http) --json "$OUT/first_audio_$1_$2.json" 2>&1 | grep -v Warning \
+      | tee "$OUT/first_audio_$1_$2.txt" | tail -6
+  done
+  timeout 330 python3 benchmarks/diag_server_gpu.py --passes 2 --device cuda --clients 16 --requests 4 \
+    --text-words 48 --timeout 150 --json "$OUT/server.json" 2>&1 | grep -v Warning | tee "$OUT/diag_server.txt" \
+    | grep -v "^    " | tail -60 ;;
 launches)  # the launches re-recorded alone (tilewave/harness/launches.json, what the build gate compiles)
   install
   timeout 150 python3 -m tilewave.harness.launches > "$OUT/launches.txt" 2>&1; tail -1 "$OUT/launches.txt"
