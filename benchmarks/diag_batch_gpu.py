@@ -128,6 +128,11 @@ def main() -> int:
     ap.add_argument("--precision", default="tf32x3")
     ap.add_argument("--json", default=None)
     ap.add_argument("--lstm-only", action="store_true", help="only lstm_batched's step costs and batch invariance")
+    ap.add_argument("--no-lstm", action="store_true", help="skip the LSTM step costs and the invariance checks")
+    ap.add_argument("--graphs", action="store_true",
+                    help="the solo runs from CUDA graphs (model.use_cuda_graphs), as a server's batches of one")
+    ap.add_argument("--kernels", type=int, default=0,
+                    help="per B, the padded batch's K heaviest kernels (torch.profiler) for the first placement")
     args = ap.parse_args()
     from tilewave.precision import scope
     from tilewave.profiling import StageProfiler
@@ -136,9 +141,10 @@ def main() -> int:
     dev = "cuda"
     report = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "precision": args.precision, "rows": []}
     with scope(args.precision):
-        report["lstm_step_costs"] = lstm_step_costs(dev)
-        report["invariance"] = invariance(dev)
-        print("batch invariance (row b of a B-item call vs a 1-item call):", report["invariance"])
+        if not args.no_lstm:
+            report["lstm_step_costs"] = lstm_step_costs(dev)
+            report["invariance"] = invariance(dev)
+            print("batch invariance (row b of a B-item call vs a 1-item call):", report["invariance"])
         batches = [] if args.lstm_only else [int(b) for b in args.batches.split(",")]
         if batches:  # the model, and the text front end its imports bring (num2words, ...), only for batches
             from tilewave.engine.voices import load_voice, style_for
@@ -146,6 +152,8 @@ def main() -> int:
             from tilewave.text.vocab import encode
 
             model = KokoroModel.from_pretrained(device=dev)
+            if args.graphs:
+                model.use_cuda_graphs()
             pack = load_voice("jf_alpha")
         for batch in batches:
             sentences = batch_sentences(None, batch)
@@ -176,6 +184,15 @@ def main() -> int:
                       f" | one by one {t_solo * 1e3:8.1f} ms | durations identical {same}/{batch} | max F0 diff "
                       f"{f0_diff:.1e} | max audio diff {audio_diff:.1e}")
                 print("      stages:", row["stages_ms"])
+                if args.kernels and placement == args.placements.split(",")[0]:
+                    from benchmarks.diag_graphs_gpu import kernel_table
+
+                    with lstm_placement(placement):
+                        row["kernels"] = kernel_table(
+                            lambda: model.forward_batch(ids, ref_s, [1.0] * batch, gens(), padded=True), 3,
+                            args.kernels, finish=lambda outs: [o.audio.cpu() for o in outs])
+                    for name, us in row["kernels"].items():
+                        print(f"      {us:10.1f}  {name}")
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
     return 0

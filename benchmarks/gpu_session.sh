@@ -34,14 +34,15 @@
 #   launches            : the launches re-recorded alone
 #   s15d                : exact float32 on the swept gather tiles: conv cases and parity tests on CUDA, BigVGAN and
 #                         Kokoro singles beside the official packages, the launches re-recorded
-#   s16a                : session 16: launches re-recorded, first audio, the server's load test twice with its
-#                         batches per mode and size
+#   s16a / s16b / s16c  : session 16: launches re-recorded, first audio, the server's load test twice with its
+#                         batches per mode and size / a padded batch's stages and kernels at B = 2, 5, 15 / small
+#                         batches as graphed singles: CUDA tests, the load test, first audio
 #   s10e                : singles with the frame graphs up to 2,048 decoder frames (25.6 s) beside the 1,024 of
 #                         the code, same call (the limit set in the process: model.GRAPH_MAX_FRAMES)
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d | s14e | s15a | s15b | s15c | s15d | s16a | launches}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d | s14e | s15a | s15b | s15c | s15d | s16a | s16b | s16c | launches}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -385,6 +386,21 @@ s16a)  # session 16: the launches re-recorded (S15d's with S15c's noise conv mer
   timeout 330 python3 benchmarks/diag_server_gpu.py --passes 2 --device cuda --clients 16 --requests 4 \
     --text-words 48 --timeout 150 --json "$OUT/server.json" 2>&1 | grep -v Warning | tee "$OUT/diag_server.txt" \
     | grep -v "^    " | tail -60 ;;
+s16b)  # where a padded batch's time goes against graphed singles (S16a: the server's batches of 5 took 28.6 ms an
+  # item, its graphed singles 16.9-38.5 ms): stages and heaviest kernels at B = 2, 5, 15
+  install
+  timeout 400 python3 benchmarks/diag_batch_gpu.py --batches 2,5,15 --placements batched --graphs --no-lstm \
+    --kernels 22 --json "$OUT/diag_batch.json" 2>&1 | grep -v Warning | tee "$OUT/diag_batch.txt" | tail -90 ;;
+s16c)  # a graphed model's batches of fewer than 4 as graphed singles (model.GRAPHED_PADDED_MIN, after S16a/S16b):
+  # the batch, graph and stream CUDA tests, the server's load test twice as s16a, first audio in bfloat16 again
+  install
+  timeout 200 python3 -m pytest -q -x -p no:cacheprovider tests/models/test_kokoro_batch.py \
+    tests/models/test_kokoro_graphs.py tests/engine/test_stream.py 2>&1 | tail -2
+  timeout 330 python3 benchmarks/diag_server_gpu.py --passes 2 --device cuda --clients 16 --requests 4 \
+    --text-words 48 --timeout 150 --json "$OUT/server.json" 2>&1 | grep -v Warning | tee "$OUT/diag_server.txt" \
+    | grep -v "^    " | tail -60
+  timeout 100 python3 benchmarks/bench_first_audio.py --device cuda --dtype bfloat16 --first-limit 32 --reps 9 \
+    --no-http 2>&1 | grep -v Warning | tail -5 ;;
 launches)  # the launches re-recorded alone (tilewave/harness/launches.json, what the build gate compiles)
   install
   timeout 150 python3 -m tilewave.harness.launches > "$OUT/launches.txt" 2>&1; tail -1 "$OUT/launches.txt"

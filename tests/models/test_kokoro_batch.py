@@ -144,6 +144,22 @@ def test_bad_batches_are_refused_with_the_value(kokoro_cpu, change, match):
         kokoro_cpu.forward_batch(**change(args))
 
 
+def test_with_graphs_a_small_batch_runs_as_its_items_graphed_forwards(kokoro_cpu, monkeypatch):
+    # an eager padded pass is host-bound at a few items; graphed singles ran 2 items 2.2x faster (RESULTS S16b)
+    from tilewave.models.kokoro import model as M
+
+    cuda = torch.device("cuda")
+    monkeypatch.setattr(type(kokoro_cpu), "device", property(lambda self: cuda))
+    choices = {}
+    for graphed in (False, True):
+        monkeypatch.setattr(kokoro_cpu, "_graphed", lambda: graphed)
+        choices[graphed] = [kokoro_cpu._runs_padded(n, None) for n in range(1, 2 * M.GRAPHED_PADDED_MIN)]
+    assert M.GRAPHED_PADDED_MIN > 2
+    assert choices[False] == [True] * (2 * M.GRAPHED_PADDED_MIN - 1)
+    assert choices[True] == [n >= M.GRAPHED_PADDED_MIN for n in range(1, 2 * M.GRAPHED_PADDED_MIN)]
+    assert kokoro_cpu._runs_padded(2, True) and not kokoro_cpu._runs_padded(9, False)  # as asked, always
+
+
 def test_on_the_cpu_a_batch_runs_its_items_one_after_another_by_default(kokoro_cpu):
     ids, ref_s, speeds = _batch(ITEMS[:2])
     gens = [torch.Generator().manual_seed(seed) for *_, seed in ITEMS[:2]]

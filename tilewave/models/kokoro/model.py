@@ -57,6 +57,11 @@ GRAPH_MAX_FRAMES = 2048
 # padded to GRAPH_BUCKET decoder frames (duration frames are two decoder frames each)
 TOKEN_BUCKET = 32
 GRAPH_KINDS = 3  # graphs of a length: its token stages, its frame stages, its generator
+# With graphs, a padded batch (eager: ~1,500-1,800 launches, host-bound when small) of fewer items than this runs
+# as its items' graphed forwards one after another. H200, tf32x3, RESULTS S16a/S16b: 2 mixed sentences padded 58.5
+# ms against 26.1 one by one from graphs; in the server's load test batches of 2 / 3 / 4-5 took 65 / 42 / 29-35 ms
+# an item at 650-700 frames, a graphed single of 627 frames 38.5 ms
+GRAPHED_PADDED_MIN = 4
 STORAGE_DTYPES = tuple(precision.torch_dtype(name) for name in precision.KOKORO_DTYPES)  # torch dtypes of KOKORO_DTYPES
 
 
@@ -231,16 +236,24 @@ class KokoroModel(nn.Module):
         padded: one pass with the items padded to the longest (padding costs compute, so batch items of
         similar lengths), or False: the items one after another through forward. None: padded on a GPU, one
         after another on a CPU, where the work is compute-bound and padding only adds to it (measured: 8 mixed
-        sentences padded took 2.3x as long as one by one; benchmarks/RESULTS.md). dtype: as for forward."""
+        sentences padded took 2.3x as long as one by one; benchmarks/RESULTS.md), and one after another on a
+        GPU with graphs when the batch has fewer than GRAPHED_PADDED_MIN items. dtype: as for forward."""
         self._check_batch(input_ids, ref_s, speeds, generators)
         self._check_dtype(dtype)
         speeds = [float(v) for v in speeds]
-        if not (self.device.type == "cuda" if padded is None else padded):
+        if not self._runs_padded(len(input_ids), padded):
             return [self.forward(ids[None], ref_s[i:i + 1], speeds[i], generators[i], profile, dtype=dtype)
                     for i, ids in enumerate(input_ids)]
         f = self._features(list(input_ids), ref_s, speeds, profile, dtype=dtype)
         _, _, audio = self._generate(f, ref_s, list(generators), profile, dtype)
         return [KokoroOutput(audio=a, durations=d) for a, d in zip(audio, f["durations"])]
+
+    def _runs_padded(self, items: int, padded: bool | None) -> bool:
+        """forward_batch's choice: `padded` as given, else on a GPU unless graphs replay each of fewer than
+        GRAPHED_PADDED_MIN items faster than an eager padded pass runs them all."""
+        if padded is not None:
+            return padded
+        return self.device.type == "cuda" and not (self._graphed() and items < GRAPHED_PADDED_MIN)
 
     # -----------------------------------------------------------------------------------------------
     def _features(self, input_ids: list[torch.Tensor], ref_s, speeds: list[float], profile, durations=None,
