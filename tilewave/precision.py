@@ -89,8 +89,13 @@ def float32_class() -> Iterator[str]:
     the utterance's timing (measured on the H200: `--precision tf32` changed the durations of a 510-phoneme
     input). No mode may change the durations, so those stages never run coarser than float32-class; 'ieee'
     stays exact."""
-    with scope("tf32x3" if current() == "tf32" else current()) as mode:
+    with scope(float32_class_mode()) as mode:
         yield mode
+
+
+def float32_class_mode() -> str:
+    """The mode float32_class() runs: the one in force, 'tf32' made 'tf32x3'."""
+    return "tf32x3" if current() == "tf32" else current()
 
 
 def is_float32(dtype: torch.dtype) -> bool:

@@ -209,7 +209,7 @@ class Session:
         """Check a request and cut it into jobs for the scheduler: (jobs, seed). `chunks`: the text's chunks made
         already (Pipeline.chunks' list, e.g. in another process: tilewave.text.ahead), used instead of `text`."""
         if chunks is not None:
-            speed, seed, pack = check_speed(speed), check_seed(seed), self.voice if voice is None else load_voice(voice)
+            pack, speed, seed = self._checked(voice, speed, seed)
             jobs = [self._job(c, pack, speed) for c in chunks]
             if not any(job.phonemes for job in jobs):
                 raise InputError("the chunks given have nothing to say")
@@ -223,13 +223,17 @@ class Session:
 
     def _prepare_head(self, text, voice, speed, seed, phonemes, first_limit):
         """(the jobs up to the first with speech, checked; an iterator of the others, phonemized as it is read; seed)."""
-        speed, seed = check_speed(speed), check_seed(seed)
-        pack = self.voice if voice is None else load_voice(voice)
+        pack, speed, seed = self._checked(voice, speed, seed)
         with profiling.of(self.profiler).stage("phonemize"):
             head, rest = self.pipeline.iter_chunks(text, phonemes, first_limit, self.normalize)
             jobs = [self._job(c, pack, speed) for c in head]
         self._check_budget(jobs)
         return jobs, (self._job(c, pack, speed) for c in rest), seed
+
+    def _checked(self, voice, speed, seed):
+        """(the voice pack, speed, seed) of a request, each checked (InputError with the value)."""
+        speed, seed = check_speed(speed), check_seed(seed)
+        return self.voice if voice is None else load_voice(voice), speed, seed
 
     def _check_budget(self, jobs: list[Job]) -> None:
         over = max((job.frames for job in jobs), default=0)

@@ -90,9 +90,10 @@ def _lstm_batched_kernel(xp_ptr, whh_ptr, out_ptr, c_ptr, len_ptr, sync_ptr, B, 
             b = b0 + tl.arange(0, BLOCK_B)
             b_mask = b < B
             bt = b.to(tl.int64) * T
+            h_rows = out_ptr + ((bt + t_prev) * (H * D) + d * H)[:, None]  # h_{t-1} of the block's items
+            h_mask = (b_mask & (s > 0))[:, None]
             if PRECISION != "tf32x3":
-                h = tl.load(out_ptr + ((bt + t_prev) * (H * D) + d * H)[:, None] + k[None, :],
-                            mask=(b_mask & (s > 0))[:, None] & k_mask[None, :], other=0.0, cache_modifier=".cg")
+                h = tl.load(h_rows + k[None, :], mask=h_mask & k_mask[None, :], other=0.0, cache_modifier=".cg")
             xp = tl.load(xp_ptr + ((bt + t) * (4 * H * D) + d * 4 * H)[:, None] + row_of_col[None, :],
                          mask=b_mask[:, None] & col_mask[None, :], other=0.0)
             # xp is added after the dot, not as its accumulator: as the accumulator it is converted to the dot's
@@ -101,9 +102,8 @@ def _lstm_batched_kernel(xp_ptr, whh_ptr, out_ptr, c_ptr, len_ptr, sync_ptr, B, 
             # barrier holds the 512 h values each thread has loaded for its FMAs live at once: ptxas gave that
             # form 32 registers and 2.5 KB of spills, and its exact step took 4-4.7x as long on the H200.
             if PRECISION == "tf32x3":
-                gates = _dot_tf32x3(out_ptr + ((bt + t_prev) * (H * D) + d * H)[:, None], (b_mask & (s > 0))[:, None],
-                                    w_d + row_of_col[None, :].to(tl.int64) * H, col_mask[None, :], H, BLOCK_K,
-                                    BLOCK_B, 4 * UNITS) + poison + xp
+                gates = _dot_tf32x3(h_rows, h_mask, w_d + row_of_col[None, :].to(tl.int64) * H, col_mask[None, :], H,
+                                    BLOCK_K, BLOCK_B, 4 * UNITS) + poison + xp
             else:
                 gates = tl.dot(h, w, input_precision=PRECISION) + poison + xp
             # [BB, 4U] -> [BB, U, 2, 2] with element [b, u, p, q] = gate 2p + q, then split q and p

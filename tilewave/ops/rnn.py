@@ -31,8 +31,8 @@ def lstm(x: torch.Tensor, directions: list[LSTMParams] | tuple[LSTMParams, ...],
             # kernel rounds differently, 3.4e-7), and without spills its exact step is as fast (H200, B = 1: 6.3 µs,
             # the one-sequence kernel 5.5-5.9; benchmarks/RESULTS.md). Float32-class in every mode: exact at 'ieee',
             # three TF32 MMAs otherwise ('tf32' too: the recurrences decide the durations, which no mode may change)
-            mode = "ieee" if precision.current() == "ieee" else "tf32x3"
-            return batched.lstm_batched(x.contiguous(), w_ih, w_hh, b_ih, b_hh, lengths=lengths, precision=mode)
+            return batched.lstm_batched(x.contiguous(), w_ih, w_hh, b_ih, b_hh, lengths=lengths,
+                                        precision=precision.float32_class_mode())
         return kernels("rnn").lstm(x.contiguous(), w_ih, w_hh, b_ih, b_hh, lengths=lengths)
     if lengths is None:
         return lstm_torch_flat(x, flat, len(directions) == 2)

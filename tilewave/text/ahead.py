@@ -50,7 +50,6 @@ class Ahead:
         """The chunks Pipeline(lang).chunks would give (InputError as it would raise it), or None."""
         if self._pid is None:
             return None
-        data = b""
         with os.fdopen(self._fd, "rb") as pipe:
             data = pipe.read()
         _, status = os.waitpid(self._pid, 0)
