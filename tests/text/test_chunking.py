@@ -166,7 +166,8 @@ def test_a_level_that_does_not_cut_a_piece_is_skipped_with_the_same_chunks(monke
             return lower(pieces)
 
         got = chunk_text(text, counted, limit, first_limit)
-        assert len(seen) == len(set(seen)), ([p for p in set(seen) if seen.count(p) > 1], text, limit, first_limit)
+        if first_limit is None:  # (with one, the first sentence's rest is phonemized again as one phrase)
+            assert len(seen) == len(set(seen)), ([p for p in set(seen) if seen.count(p) > 1], text, limit)
         with monkeypatch.context() as m:
             m.setattr(chunking, "_fit_one", _fit_one_at_every_level)
             assert got == chunk_text(text, lower, limit, first_limit), (text, limit, first_limit)
@@ -214,17 +215,18 @@ def test_every_chunk_of_a_long_text_knows_its_words(us):
 
 
 def _all_at_once(text, to_phonemes, first_limit):
-    """chunk_text as it was before it was lazy: every sentence of a paragraph phonemized in one call."""
+    """chunk_text without laziness: every sentence of a paragraph (after the first chunk) phonemized in one call."""
     from tilewave.text.chunking import _cut, _first, _fit, _pack
 
     chunks = []
     for paragraph in re.split(r"\n+", text):
         paragraph = " ".join(paragraph.split())
         if paragraph:
-            pieces = _fit(_cut(paragraph, 0), 0, to_phonemes, 510)
-            if first_limit is not None and not chunks and pieces:
-                chunks, pieces = _first(pieces, to_phonemes, first_limit)
-            chunks += _pack(pieces, 510)
+            sentences, made = _cut(paragraph, 0), []
+            if first_limit is not None and not chunks:
+                head, made, rest = _first(sentences[0], to_phonemes, 510, first_limit)
+                chunks, sentences = [head], ([rest] if rest else []) + sentences[1:]
+            chunks += _pack(made + (_fit(sentences, 0, to_phonemes, 510) if sentences else []), 510)
     return chunks
 
 
@@ -280,3 +282,31 @@ def test_a_first_sentence_opening_with_marks_alone_still_gives_a_first_chunk_of_
     said = lambda pieces: [p.replace("—", "").strip() for p in pieces]  # noqa: E731 - a dash says nothing
     chunks = [c for c in chunk_text("— — " + "word " * 40 + "end.", said, first_limit=20) if c.phonemes]
     assert chunks[0].text == " ".join(["word"] * 4) and len(chunks[0].phonemes) <= 20
+
+
+def test_the_rest_of_a_cut_first_sentence_is_said_as_one_phrase(us):
+    text = "The morning train left the station a few minutes late and everyone sighed. It rained."
+    chunks = chunk_text(text, us, first_limit=32)
+    assert chunks[0].text == "The morning train left the"
+    rest = "station a few minutes late and everyone sighed."
+    assert chunks[1].text == f"{rest} It rained." and chunks[1].phonemes == f"{us([rest])[0]} {us(['It rained.'])[0]}"
+
+
+def test_a_long_first_sentence_is_not_phonemized_whole_before_its_first_chunk():
+    # what a stream's first audio waits for: the sentence's leading words (about the limit's characters and one
+    # more), not the whole sentence nor all of its words
+    from tilewave.text.chunking import iter_chunk_text
+
+    words = [f"w{i}" for i in range(40)]
+    calls = []
+
+    def counted(pieces):
+        calls.append(list(pieces))
+        return lower(pieces)
+
+    lazy = iter_chunk_text(" ".join(words) + ". Then more.", counted, first_limit=12)
+    first = next(lazy)
+    assert first.text == "w0 w1 w2 w3" and calls == [words[:5]]
+    rest = list(lazy)
+    assert " ".join(c.text for c in [first, *rest]) == " ".join(words) + ". Then more."
+    assert calls[1] == [" ".join(words[4:]) + ".", "Then more."]  # the sentence's rest as one piece, then the next

@@ -78,18 +78,31 @@ def _fit_one(piece: str, said, level: int, to_phonemes, limit: int) -> list[Text
     cuts it. A level that leaves it whole is skipped: phonemizing the same text again would say the same (a long
     sentence without ':' or ',' was phonemized four times over on its way to its words; what a stream waits for
     before its first chunk at a 32-phoneme limit went 1.09 -> 0.71 ms, RESULTS.md C11)."""
-    said = said if isinstance(said, Phonemized) else Phonemized(said)
+    said = _said(said)
     ps = said.phonemes
     if len(ps) <= limit:
         return [TextChunk(piece, ps, said.words)]
+    cuts, level = _finer(piece, level)
+    if cuts != [piece]:
+        return _fit(cuts, level, to_phonemes, limit)
+    log.warning("a single word of %d phonemes is longer than a chunk (%d); cut inside it: %r",
+                len(ps), limit, piece[:40])
+    return [TextChunk(piece if i == 0 else "", ps[i:i + limit]) for i in range(0, len(ps), limit)]
+
+
+def _finer(piece: str, level: int) -> tuple[list[str], int]:
+    """(the piece's cuts, their level) at the first level finer than `level` that cuts it; ([piece], the word
+    level) when none does (one word)."""
     while level < len(_LEVELS):
         level += 1
         cuts = _cut(piece, level)
         if cuts != [piece]:
-            return _fit(cuts, level, to_phonemes, limit)
-    log.warning("a single word of %d phonemes is longer than a chunk (%d); cut inside it: %r",
-                len(ps), limit, piece[:40])
-    return [TextChunk(piece if i == 0 else "", ps[i:i + limit]) for i in range(0, len(ps), limit)]
+            return cuts, level
+    return [piece], level
+
+
+def _said(said) -> Phonemized:
+    return said if isinstance(said, Phonemized) else Phonemized(said)
 
 
 def _pack(pieces: list[TextChunk], limit: int) -> list[TextChunk]:
@@ -110,16 +123,17 @@ def _pack(pieces: list[TextChunk], limit: int) -> list[TextChunk]:
 def chunk_text(text: str, to_phonemes: Callable[[list[str]], list[str]],
                limit: int = MAX_PHONEMES, first_limit: int | None = None) -> list[TextChunk]:
     """Chunks of `text`; `to_phonemes` maps a batch of strings to their phoneme strings. With `first_limit`
-    the first chunk is the first sentence alone, cut at clauses to at most that many phonemes (a stream's
-    first audio then comes early); the rest is chunked as usual."""
+    the first chunk is the first sentence alone, cut at clauses (else between words) to at most that many
+    phonemes (a stream's first audio then comes early); the rest, a cut first sentence's rest as one phrase
+    first, is chunked as usual."""
     return list(iter_chunk_text(text, to_phonemes, limit, first_limit))
 
 
 def iter_chunk_text(text: str, to_phonemes: Callable[[list[str]], list[str]],
                     limit: int = MAX_PHONEMES, first_limit: int | None = None) -> Iterator[TextChunk]:
-    """chunk_text's chunks as they are made. With `first_limit` only the first sentence is phonemized before the
-    first chunk is yielded (a 2,000-character text's phonemes take tens of ms, the first chunk needs a few);
-    the chunks are chunk_text's either way: each piece is phonemized on its own text, whichever call it is in."""
+    """chunk_text's chunks as they are made. With `first_limit` only what the first chunk says is phonemized
+    before it is yielded (a 2,000-character text's phonemes take tens of ms, the first chunk needs a few);
+    each piece is phonemized on its own text, whichever call it is in."""
     first = first_limit is not None
     for paragraph in re.split(r"\n+", text):
         paragraph = " ".join(paragraph.split())
@@ -128,29 +142,75 @@ def iter_chunk_text(text: str, to_phonemes: Callable[[list[str]], list[str]],
         sentences = _cut(paragraph, 0)
         if first:
             first = False
-            head, rest = _first(_fit(sentences[:1], 0, to_phonemes, limit), to_phonemes, first_limit)
-            yield from head
-            yield from _pack(rest + (_fit(sentences[1:], 0, to_phonemes, limit) if sentences[1:] else []), limit)
+            head, made, rest = _first(sentences[0], to_phonemes, limit, first_limit)
+            yield head
+            later = ([rest] if rest else []) + sentences[1:]
+            yield from _pack(made + (_fit(later, 0, to_phonemes, limit) if later else []), limit)
         else:
             yield from _pack(_fit(sentences, 0, to_phonemes, limit), limit)
 
 
-def _first(pieces: list[TextChunk], to_phonemes, first_limit: int) -> tuple[list[TextChunk], list[TextChunk]]:
-    """([the first chunk], the pieces after it) with the first piece cut to `first_limit` phonemes: at clauses,
-    else between words: the head is the leading cuts up to the first clause's end, as many as fit (not the first
-    word alone)."""
-    head, rest = pieces[0], pieces[1:]
-    inside_a_word = bool(rest) and not rest[0].text  # the piece is a slice of one overlong word: keep it
-    if len(head.phonemes) > first_limit and not inside_a_word:
-        cuts = _fit_one(head.text, Phonemized(head.phonemes, head.words), 0, to_phonemes, first_limit)
-        n, size = 1, len(cuts[0].phonemes)  # size: as _pack joins them (a space between pieces that say something)
-        while (n < len(cuts) and cuts[n].text and not (cuts[n - 1].phonemes and _CLAUSE_END.search(cuts[n - 1].text))
-               and size + bool(size and cuts[n].phonemes) + len(cuts[n].phonemes) <= first_limit):
-            size += bool(size and cuts[n].phonemes) + len(cuts[n].phonemes)
-            n += 1
-        packed = _pack(cuts[:n], first_limit)  # [] when the leading cuts say nothing (only marks)
-        head, rest = (packed[0] if packed else cuts[0]), cuts[n:] + rest
-    return [head], rest
+# A first sentence of more characters than this many times the first limit is taken to pass the limit and is cut
+# without being phonemized whole first (English text says 0.8-1.0 phoneme symbols a character, spaces and marks
+# counted; one that says fewer only gets a shorter first chunk). A stream's first chunk waits for those phonemes.
+_SURELY_PAST = 1.5
+
+
+def _first(sentence: str, to_phonemes, limit: int, first_limit: int) -> tuple[TextChunk, list[TextChunk], str]:
+    """(the first chunk, chunks already made of what follows it in the sentence, the sentence's text after those).
+    The first chunk is the sentence if it says at most `first_limit` phonemes, else its leading cuts at the first
+    level that cuts it (each fitted to `first_limit`) up to the first clause's end, as many as fit (not the first
+    word alone). Only the leading cuts are phonemized before it is made; the rest of the sentence is chunked as
+    text again, said as one phrase (not as the cuts the first chunk was chosen from)."""
+    cuts, level = _finer(sentence, 0)
+    if cuts == [sentence] or len(sentence) <= _SURELY_PAST * first_limit:
+        said = _said(to_phonemes([sentence])[0])
+        if len(said.phonemes) <= first_limit:
+            return TextChunk(sentence, said.phonemes, said.words), [], ""
+        if cuts == [sentence]:  # one word past the first limit: cut inside it, as a word past any limit is
+            pieces = _fit_one(sentence, said, level, to_phonemes, first_limit)
+            return pieces[0], pieces[1:], ""
+    said_cuts: dict[int, Phonemized] = {}
+    head: list[TextChunk] = []
+    size, after = 0, []  # size: as _pack joins them (a space between pieces that say something); after: the
+    for fitted in _fit_leading(cuts, level, to_phonemes, first_limit, said_cuts):  # pieces of a cut left out
+        for j, piece in enumerate(fitted):
+            if head and not (piece.text and not (head[-1].phonemes and _CLAUSE_END.search(head[-1].text))
+                             and size + bool(size and piece.phonemes) + len(piece.phonemes) <= first_limit):
+                after = fitted[j:]
+                break
+            head.append(piece)
+            size += bool(size and piece.phonemes) + len(piece.phonemes)
+        if after:
+            break
+    packed = _pack(head, first_limit)  # [] when the leading cuts say nothing (only marks)
+    made = []
+    for piece in after:  # the other slices of a word cut inside (phonemes only) go as they are
+        if piece.text:
+            break
+        made.append(piece)
+    rest = sentence[len(" ".join(p.text for p in head if p.text)):].strip()
+    last = len(cuts) - 1
+    if rest and rest == cuts[last] and last in said_cuts:  # the rest is a cut phonemized already: not twice
+        made, rest = made + _fit_one(rest, said_cuts[last], 0, to_phonemes, limit), ""
+    return (packed[0] if packed else head[0]), made, rest
+
+
+def _fit_leading(pieces: list[str], level: int, to_phonemes, limit: int, said: dict) -> Iterator[list[TextChunk]]:
+    """_fit_one's chunks of each piece in order, phonemized a few pieces a call: first the leading pieces of about
+    `limit` characters and the one after them (about what a first chunk of `limit` phonemes says, and the piece
+    that decides where it stops), then twice as many a call. `said` gets each piece's phonemes by its index."""
+    n, chars = 0, -1
+    while n < len(pieces) and chars <= limit:
+        chars += len(pieces[n]) + 1
+        n += 1
+    i = 0
+    while i < len(pieces):
+        part = pieces[i:i + n]
+        for j, (piece, got) in enumerate(zip(part, to_phonemes(part))):
+            said[i + j] = got = _said(got)
+            yield _fit_one(piece, got, level, to_phonemes, limit)
+        i, n = i + len(part), 2 * n
 
 
 def chunk_phonemes(phonemes: str, limit: int = MAX_PHONEMES, first_limit: int | None = None) -> list[TextChunk]:
