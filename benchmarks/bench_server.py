@@ -173,8 +173,13 @@ def main() -> int:
     data = {name: {"rounds": [], "errors": []} for name in sessions}
     with contextlib.ExitStack() as stack:
         # a server on a GPU warms up (compiles, records graphs) before it says ready: minutes on a fresh machine
-        urls = {name: stack.enter_context(serve(create_app(s), timeout=args.timeout))
-                for name, s in sessions.items()}
+        urls, ready_s = {}, {}
+        for name, s in sessions.items():
+            t0 = time.perf_counter()
+            urls[name] = stack.enter_context(serve(create_app(s), timeout=args.timeout))
+            ready_s[name] = time.perf_counter() - t0
+        print("servers ready (start and warm-up) in " + ", ".join(f"{n} {t:.1f} s" for n, t in ready_s.items()),
+              flush=True)
         texts = lambda r: [text_for(c, r, args.text_words) for c in range(args.clients)]  # noqa: E731
         seeds = lambda r: [c * 1000 + r for c in range(args.clients)]  # noqa: E731
         for w in range(args.warmup):  # first batches allocate (CPU) or compile kernels (GPU): not counted
@@ -212,7 +217,7 @@ def main() -> int:
             print(f"error ({name}): {message}", file=sys.stderr)
     if args.json:
         Path(args.json).write_text(json.dumps({"machine": facts, "device": str(device), "args": vars(args),
-                                               "modes": stats}, indent=1) + "\n")
+                                               "modes": stats, "ready_s": ready_s}, indent=1) + "\n")
     return 1 if any(s["errors"] for s in stats.values()) else 0
 
 
