@@ -88,12 +88,6 @@ GPU_FILL_SHARE = 4
 # warm_up_serving's batches: sizes that take each of the batched LSTM's row blocks (1, 2, 4, 8) and a multiple of
 # 16 (Triton specialises an integer argument on that), of sentences that differ in length
 WARM_UP_BATCHES = (1, 2, 4, 8, 16)
-# and before them single requests of these many words, each alone: on a GPU a single item replays graphs of its
-# length buckets, and each bucket's kernels take their tile and specialisation by length, so a server warmed on the
-# batches' short sentences alone still compiled ~67 kernels (12.8 s on a fresh H200) in its first requests of 48
-# words (RESULTS.md S16c); these reach token buckets up to 512 and frames up to ~25 s, a stream's short first chunk
-# among them
-WARM_UP_SINGLES = (8, 20, 48, 100)
 _WARM_UP_WORDS = ("the quick brown fox jumps over the lazy dog while seven small birds sing softly in the tall "
                   "green trees").split()
 
@@ -369,19 +363,14 @@ class Session:
         finally:
             scheduler.profile = self.profiler = profiler
 
-    def warm_up_serving(self, batches: Sequence[int] = WARM_UP_BATCHES,
-                        singles: Sequence[int] = WARM_UP_SINGLES) -> None:
-        """What a server runs before it says it is ready: a request of each many words in `singles` alone, then
-        batches of each size in `batches`, of sentences of different lengths, outside the profile. On a GPU the
-        first launch of each kernel binary compiles it (Triton; cached on disk after) and single items' graphs are
-        captured at their first length: without this the first clients of a fresh server waited for those (one
-        batch 22 s on the H200, RESULTS.md S13a)."""
+    def warm_up_serving(self, batches: Sequence[int] = WARM_UP_BATCHES) -> None:
+        """What a server runs before it says it is ready: batches of each size in `batches`, of sentences of
+        different lengths, outside the profile. On a GPU the first launch of each kernel binary compiles it
+        (Triton; cached on disk after) and single items' graphs are captured at their first length: without this
+        the first clients of a fresh server waited for those (one batch 22 s on the H200, RESULTS.md S13a)."""
         scheduler, profiler = self.scheduler, self.profiler
         scheduler.profile = self.profiler = None
         try:
-            for words in singles:
-                text = " ".join(_WARM_UP_WORDS[i % len(_WARM_UP_WORDS)] for i in range(words)) + "."
-                list(scheduler.submit(*self.prepare(text, seed=0), block=True))
             for size in batches:
                 texts = [" ".join(_WARM_UP_WORDS[:3 + i]) + "." for i in range(size)]
                 # queued in one hold of the lock, so the worker's next batch takes them together
