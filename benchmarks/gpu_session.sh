@@ -412,7 +412,8 @@ s16d)  # the first chunk made from a long first sentence's leading words only (c
     timeout 120 python3 benchmarks/bench_first_audio.py --device cuda --dtype $1 --first-limit $2 --reps 9 \
       $([ $1 = bfloat16 ] && echo --no-http) 2>&1 | grep -v Warning | tail -6
   done ;;
-s16e|s16f|s16g)  # s16g: as s16f with a warm-up batch of 4 long sentences added (session.WARM_UP_LONG_BATCH); s16e: the server's warm-up with single requests of 8, 20, 48 and 100 words first (WARM_UP_SINGLES, tried
+s16e|s16f|s16g)  # s16g: as s16f with a warm-up batch of 4 long sentences added (WARM_UP_LONG_BATCH, tried and
+  # reverted); s16e: the server's warm-up with single requests of 8, 20, 48 and 100 words first (WARM_UP_SINGLES, tried
   # and reverted) on a fresh machine (Triton's disk cache empty): how long it takes, what pass 1 compiles; s16f: the
   # same load test on the code as it is, the warm-ups' batches and compiles told apart from the load's
   install

@@ -88,9 +88,6 @@ GPU_FILL_SHARE = 4
 # warm_up_serving's batches: sizes that take each of the batched LSTM's row blocks (1, 2, 4, 8) and a multiple of
 # 16 (Triton specialises an integer argument on that), of sentences that differ in length
 WARM_UP_BATCHES = (1, 2, 4, 8, 16)
-# and then one batch of this many long sentences (40-55 words): a padded batch's convs take other tiles on a long
-# grid, which a fresh H200 server compiled under load after the short batches' warm-up (1.4 s, RESULTS.md S16f)
-WARM_UP_LONG_BATCH = 4
 _WARM_UP_WORDS = ("the quick brown fox jumps over the lazy dog while seven small birds sing softly in the tall "
                   "green trees").split()
 
@@ -366,20 +363,16 @@ class Session:
         finally:
             scheduler.profile = self.profiler = profiler
 
-    def warm_up_serving(self, batches: Sequence[int] = WARM_UP_BATCHES, long: int = WARM_UP_LONG_BATCH) -> None:
+    def warm_up_serving(self, batches: Sequence[int] = WARM_UP_BATCHES) -> None:
         """What a server runs before it says it is ready: batches of each size in `batches`, of sentences of
-        different lengths, then a batch of `long` long ones, outside the profile. On a GPU the first launch of each
-        kernel binary compiles it (Triton; cached on disk after) and single items' graphs are captured at their
-        first length: without this the first clients of a fresh server waited for those (one batch 22 s on the
-        H200, RESULTS.md S13a)."""
+        different lengths, outside the profile. On a GPU the first launch of each kernel binary compiles it
+        (Triton; cached on disk after) and single items' graphs are captured at their first length: without this
+        the first clients of a fresh server waited for those (one batch 22 s on the H200, RESULTS.md S13a)."""
         scheduler, profiler = self.scheduler, self.profiler
         scheduler.profile = self.profiler = None
-        words = lambda n: " ".join(_WARM_UP_WORDS[i % len(_WARM_UP_WORDS)] for i in range(n)) + "."  # noqa: E731
-        sets = [[words(3 + i) for i in range(size)] for size in batches]
-        if long:
-            sets.append([words(40 + 5 * i) for i in range(long)])
         try:
-            for texts in sets:
+            for size in batches:
+                texts = [" ".join(_WARM_UP_WORDS[:3 + i]) + "." for i in range(size)]
                 # queued in one hold of the lock, so the worker's next batch takes them together
                 for request in scheduler.submit_many([self.prepare(t, seed=0) for t in texts], block=True):
                     list(request)
