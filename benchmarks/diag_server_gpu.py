@@ -4,11 +4,12 @@
 
 The load test (bench_server.py, its own arguments passed through) runs `--passes` times in one process. Recorded
 meanwhile: every Triton JIT compile (JITFunction._do_compile: kernel, specialisation key, seconds, thread), every
-batch the schedulers run (Scheduler._run: size, longest chunk's frames, seconds; summed per mode and size), and, for a batch still running
-after --sample-after seconds, its worker thread's Python stack every 0.25 s. Printed per pass: the batches slower
-than --slow seconds with the compiles that ran inside them, the compiles' count and seconds per kernel, and the
-innermost tilewave / triton / torch frames of the sampled stacks (where a stalled batch waits). A compile in a
-later pass means a specialisation the first did not make: what the server's warm-up must cover.
+batch the schedulers run (Scheduler._run: size, longest chunk's frames, seconds, whether a server's warm-up ran
+it), and, for a batch still running after --sample-after seconds, its worker thread's Python stack every 0.25 s.
+Printed per pass: the compiles in the servers' warm-ups and after them, the batches slower than --slow seconds with
+the compiles that ran inside them, the batches after the warm-ups summed per mode and size, the compiles' count
+and seconds per kernel, and the innermost tilewave / triton / torch frames of the sampled stacks (where a stalled
+batch waits). A compile after the warm-ups means a specialisation they did not make: what they must cover.
 """
 from __future__ import annotations
 

@@ -70,7 +70,8 @@ def _cut(text: str, level: int) -> list[str]:
 
 def _fit(pieces: list[str], level: int, to_phonemes, limit: int) -> list[TextChunk]:
     """Phonemize pieces; cut again, finer, those whose phonemes pass the limit."""
-    return [c for piece, said in zip(pieces, to_phonemes(pieces)) for c in _fit_one(piece, said, level, to_phonemes, limit)]
+    return [c for piece, said in zip(pieces, to_phonemes(pieces))
+            for c in _fit_one(piece, said, level, to_phonemes, limit)]
 
 
 def _fit_one(piece: str, said, level: int, to_phonemes, limit: int) -> list[TextChunk]:
