@@ -48,6 +48,27 @@ def test_a_british_voice_is_understood(model):
     assert word_error_rate(SENTENCES[1], heard) <= WER_BOUND, heard
 
 
+# A paragraph of our own whose first sentence (101 characters) is longer than a 32-phoneme first chunk
+LONG_TEXT = ("The old lighthouse keeper climbed the winding stairs every evening to light the lamp for the ships. "
+             "Nobody in the village remembered a night when the light had failed. In winter the storms came in "
+             "from the west, and the waves broke over the rocks below. Still he climbed, one step at a time, with "
+             "a lantern in his hand.")
+
+
+def test_a_long_text_streamed_with_a_short_first_chunk_is_understood(model):
+    # a stream's chunks, the first cut from the first sentence at 32 phonemes and that sentence's rest said as one
+    # phrase after it, joined as a client joins them (pipeline.Joiner): heard as the text
+    from tilewave.engine.pipeline import Joiner
+
+    with Session(device="cpu", voice="af_heart", model=model) as session:
+        chunks = list(session.stream(LONG_TEXT, seed=0, first_limit=32))
+    assert len(chunks) >= 2 and len(chunks[0].phonemes) <= 32 and chunks[0].text.startswith("The old lighthouse")
+    joiner = Joiner()
+    audio = np.concatenate([joiner.push(c.audio) for c in chunks] + [joiner.finish()])
+    heard = transcribe(audio, SAMPLE_RATE)
+    assert word_error_rate(LONG_TEXT, heard) <= WER_BOUND, heard
+
+
 def test_the_score_fails_what_is_not_the_sentence(model, heard):
     noise = np.random.default_rng(0).standard_normal(3 * SAMPLE_RATE).astype(np.float32) * 0.1
     assert word_error_rate(SENTENCES[0], transcribe(noise, SAMPLE_RATE)) >= 0.9

@@ -257,8 +257,10 @@ def test_lazy_chunks_are_the_chunks_of_phonemizing_each_paragraph_at_once(us, te
 
 
 @pytest.mark.parametrize("text, limit, head", [
-    # no clause mark: as many leading words as fit, not the first word alone (which it was)
-    ("The morning train left the station a few minutes late and everyone sighed.", 32, "The morning train left the"),
+    # no clause mark: as many leading words as fit, not the first word alone (which it was), nor ending on "the"
+    ("The morning train left the station a few minutes late and everyone sighed.", 32, "The morning train left"),
+    ("The old lighthouse keeper climbed the winding stairs every evening to light the lamp.", 64,
+     "The old lighthouse keeper climbed the winding stairs every evening"),
     # a clause mark: the head ends there, though more words would fit
     ("The river was calm, and the boats drifted slowly by the old mill.", 32, "The river was calm,"),
     # a first clause too long itself: its leading words
@@ -287,8 +289,8 @@ def test_a_first_sentence_opening_with_marks_alone_still_gives_a_first_chunk_of_
 def test_the_rest_of_a_cut_first_sentence_is_said_as_one_phrase(us):
     text = "The morning train left the station a few minutes late and everyone sighed. It rained."
     chunks = chunk_text(text, us, first_limit=32)
-    assert chunks[0].text == "The morning train left the"
-    rest = "station a few minutes late and everyone sighed."
+    assert chunks[0].text == "The morning train left"
+    rest = "the station a few minutes late and everyone sighed."
     assert chunks[1].text == f"{rest} It rained." and chunks[1].phonemes == f"{us([rest])[0]} {us(['It rained.'])[0]}"
 
 

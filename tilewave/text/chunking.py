@@ -155,14 +155,19 @@ def iter_chunk_text(text: str, to_phonemes: Callable[[list[str]], list[str]],
 # without being phonemized whole first (English text says 0.8-1.0 phoneme symbols a character, spaces and marks
 # counted; one that says fewer only gets a shorter first chunk). A stream's first chunk waits for those phonemes.
 _SURELY_PAST = 1.5
+# Words a first chunk cut between words does not end on: it is said as a whole utterance, and a trailing article,
+# preposition or conjunction got a falling end ("... climbed the." was heard, tests/asr); the rest begins with it
+_WEAK_ENDINGS = frozenset("""a an the to of in on at for with by from into onto over under about as than and or
+but nor so if that which who whose this these those his her its their our my your is are was were be been""".split())
 
 
 def _first(sentence: str, to_phonemes, limit: int, first_limit: int) -> tuple[TextChunk, list[TextChunk], str]:
     """(the first chunk, chunks already made of what follows it in the sentence, the sentence's text after those).
     The first chunk is the sentence if it says at most `first_limit` phonemes, else its leading cuts at the first
     level that cuts it (each fitted to `first_limit`) up to the first clause's end, as many as fit (not the first
-    word alone). Only the leading cuts are phonemized before it is made; the rest of the sentence is chunked as
-    text again, said as one phrase (not as the cuts the first chunk was chosen from)."""
+    word alone), less the weak words it would end on. Only the leading cuts are phonemized before it is made;
+    the rest of the sentence is chunked as text again, said as one phrase (not as the cuts the first chunk was
+    chosen from)."""
     cuts, level = _finer(sentence, 0)
     if cuts == [sentence] or len(sentence) <= _SURELY_PAST * first_limit:
         said = _said(to_phonemes([sentence])[0])
@@ -184,6 +189,8 @@ def _first(sentence: str, to_phonemes, limit: int, first_limit: int) -> tuple[Te
             size += bool(size and piece.phonemes) + len(piece.phonemes)
         if after:
             break
+    while len(head) > 1 and head[-1].text.lower() in _WEAK_ENDINGS:  # "... climbed the" | "winding stairs"
+        head.pop()
     packed = _pack(head, first_limit)  # [] when the leading cuts say nothing (only marks)
     made = []
     for piece in after:  # the other slices of a word cut inside (phonemes only) go as they are
