@@ -40,12 +40,13 @@
 #   s16d / s16e / s16f  : first audio with the first chunk made from a long sentence's leading words only / the
 #                         server's warm-up with single requests first (reverted) / the load test on a fresh
 #                         machine, compiles in the warm-ups and after them apart; s16g: with a long warm-up batch
+#   s16h                : the landed code's batch/graph/stream CUDA suites and first audio
 #   s10e                : singles with the frame graphs up to 2,048 decoder frames (25.6 s) beside the 1,024 of
 #                         the code, same call (the limit set in the process: model.GRAPH_MAX_FRAMES)
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d | s14e | s15a | s15b | s15c | s15d | s16a | s16b | s16c | s16d | s16e | s16f | s16g | launches}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d | s14e | s15a | s15b | s15c | s15d | s16a | s16b | s16c | s16d | s16e | s16f | s16g | s16h | launches}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -420,6 +421,15 @@ s16e|s16f|s16g)  # s16g: as s16f with a warm-up batch of 4 long sentences added 
   timeout 400 python3 benchmarks/diag_server_gpu.py --passes 2 --device cuda --clients 16 --requests 4 \
     --text-words 48 --timeout 300 --json "$OUT/server.json" 2>&1 | grep -v Warning | tee "$OUT/diag_server.txt" \
     | grep -v "^      " | grep -v "^    sampled" | tail -70 ;;
+s16h)  # the session's landed code: the batch, graph and stream CUDA suites, first audio as s16d (the first chunk
+  # no longer ending on a weak word)
+  install
+  timeout 200 python3 -m pytest -q -x -p no:cacheprovider tests/models/test_kokoro_batch.py \
+    tests/models/test_kokoro_graphs.py tests/engine/test_stream.py 2>&1 | tail -2
+  for c in "bfloat16 32" "bfloat16 32" "float32 64"; do set -- $c
+    timeout 120 python3 benchmarks/bench_first_audio.py --device cuda --dtype $1 --first-limit $2 --reps 9 \
+      $([ $1 = bfloat16 ] && echo --no-http) 2>&1 | grep -v Warning | tail -6
+  done ;;
 launches)  # the launches re-recorded alone (tilewave/harness/launches.json, what the build gate compiles)
   install
   timeout 150 python3 -m tilewave.harness.launches > "$OUT/launches.txt" 2>&1; tail -1 "$OUT/launches.txt"
