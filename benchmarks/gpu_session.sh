@@ -37,16 +37,16 @@
 #   s16a / s16b / s16c  : session 16: launches re-recorded, first audio, the server's load test twice with its
 #                         batches per mode and size / a padded batch's stages and kernels at B = 2, 5, 15 / small
 #                         batches as graphed singles: CUDA tests, the load test, first audio
-#   s16d / s16e / s16f  : first audio with the first chunk made from a long sentence's leading words only / the
-#                         server's warm-up with single requests first (reverted) / the load test on a fresh
-#                         machine, compiles in the warm-ups and after them apart; s16g: with a long warm-up batch
+#   s16d / s16f         : first audio with the first chunk made from a long sentence's leading words only / the
+#                         load test on a fresh machine, compiles in the warm-ups and after them apart (S16e, S16g:
+#                         the same with warm-ups since reverted)
 #   s16h                : the landed code's batch/graph/stream CUDA suites and first audio
 #   s10e                : singles with the frame graphs up to 2,048 decoder frames (25.6 s) beside the 1,024 of
 #                         the code, same call (the limit set in the process: model.GRAPH_MAX_FRAMES)
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d | s14e | s15a | s15b | s15c | s15d | s16a | s16b | s16c | s16d | s16e | s16f | s16g | s16h | launches}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d | s14e | s15a | s15b | s15c | s15d | s16a | s16b | s16c | s16d | s16f | s16h | launches}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -413,10 +413,9 @@ s16d)  # the first chunk made from a long first sentence's leading words only (c
     timeout 120 python3 benchmarks/bench_first_audio.py --device cuda --dtype $1 --first-limit $2 --reps 9 \
       $([ $1 = bfloat16 ] && echo --no-http) 2>&1 | grep -v Warning | tail -6
   done ;;
-s16e|s16f|s16g)  # s16g: as s16f with a warm-up batch of 4 long sentences added (WARM_UP_LONG_BATCH, tried and
-  # reverted); s16e: the server's warm-up with single requests of 8, 20, 48 and 100 words first (WARM_UP_SINGLES, tried
-  # and reverted) on a fresh machine (Triton's disk cache empty): how long it takes, what pass 1 compiles; s16f: the
-  # same load test on the code as it is, the warm-ups' batches and compiles told apart from the load's
+s16f)  # the load test on a fresh machine (Triton's disk cache empty), the warm-ups' batches and compiles told apart
+  # from the load's; S16e and S16g ran the same with warm-ups since reverted (single requests of 8-100 words first /
+  # a batch of 4 long sentences after the short ones)
   install
   timeout 400 python3 benchmarks/diag_server_gpu.py --passes 2 --device cuda --clients 16 --requests 4 \
     --text-words 48 --timeout 300 --json "$OUT/server.json" 2>&1 | grep -v Warning | tee "$OUT/diag_server.txt" \

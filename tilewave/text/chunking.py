@@ -176,10 +176,9 @@ def _first(sentence: str, to_phonemes, limit: int, first_limit: int) -> tuple[Te
         if cuts == [sentence]:  # one word past the first limit: cut inside it, as a word past any limit is
             pieces = _fit_one(sentence, said, level, to_phonemes, first_limit)
             return pieces[0], pieces[1:], ""
-    said_cuts: dict[int, Phonemized] = {}
     head: list[TextChunk] = []
     size, after = 0, []  # size: as _pack joins them (a space between pieces that say something); after: the
-    for fitted in _fit_leading(cuts, level, to_phonemes, first_limit, said_cuts):  # pieces of a cut left out
+    for fitted in _fit_leading(cuts, level, to_phonemes, first_limit):  # pieces of a cut left out
         for j, piece in enumerate(fitted):
             if head and not (piece.text and not (head[-1].phonemes and _CLAUSE_END.search(head[-1].text))
                              and size + bool(size and piece.phonemes) + len(piece.phonemes) <= first_limit):
@@ -198,16 +197,13 @@ def _first(sentence: str, to_phonemes, limit: int, first_limit: int) -> tuple[Te
             break
         made.append(piece)
     rest = sentence[len(" ".join(p.text for p in head if p.text)):].strip()
-    last = len(cuts) - 1
-    if rest and rest == cuts[last] and last in said_cuts:  # the rest is a cut phonemized already: not twice
-        made, rest = made + _fit_one(rest, said_cuts[last], 0, to_phonemes, limit), ""
     return (packed[0] if packed else head[0]), made, rest
 
 
-def _fit_leading(pieces: list[str], level: int, to_phonemes, limit: int, said: dict) -> Iterator[list[TextChunk]]:
+def _fit_leading(pieces: list[str], level: int, to_phonemes, limit: int) -> Iterator[list[TextChunk]]:
     """_fit_one's chunks of each piece in order, phonemized a few pieces a call: first the leading pieces of about
     `limit` characters and the one after them (about what a first chunk of `limit` phonemes says, and the piece
-    that decides where it stops), then twice as many a call. `said` gets each piece's phonemes by its index."""
+    that decides where it stops), then twice as many a call."""
     n, chars = 0, -1
     while n < len(pieces) and chars <= limit:
         chars += len(pieces[n]) + 1
@@ -215,9 +211,8 @@ def _fit_leading(pieces: list[str], level: int, to_phonemes, limit: int, said: d
     i = 0
     while i < len(pieces):
         part = pieces[i:i + n]
-        for j, (piece, got) in enumerate(zip(part, to_phonemes(part))):
-            said[i + j] = got = _said(got)
-            yield _fit_one(piece, got, level, to_phonemes, limit)
+        for piece, said in zip(part, to_phonemes(part)):
+            yield _fit_one(piece, said, level, to_phonemes, limit)
         i, n = i + len(part), 2 * n
 
 
