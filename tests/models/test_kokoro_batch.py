@@ -4,6 +4,7 @@ import torch
 
 from tests.models.kokoro_reference import random_token_ids, voice_style
 from tilewave.errors import InputError
+from tilewave.models.kokoro.model import PAD_MULTIPLE
 from tilewave.spec.tolerance import scaled_max_error, tolerance
 
 # (phonemes, voice, speed, seed): very different lengths, voices, speeds and seeds; the longest first
@@ -87,6 +88,11 @@ def test_the_masked_batch_a_gpu_runs_gives_each_item_its_solo_durations_and_curv
     items = ITEMS + [(96, "jm_kumo", 0.9, 15)]
     ids, ref_s, speeds = _batch(items)
     feats = kokoro_cpu._features(ids, ref_s, speeds, None)
+    # both padded axes rounded up past the longest item (which then has padding of its own to keep clean)
+    longest = max(int(kokoro_cpu.features(x[None], ref_s[i:i + 1], speeds[i])["durations"].sum())
+                  for i, x in enumerate(ids))
+    assert feats["d_en"].shape[1] == -(-max(n + 2 for n, *_ in items) // PAD_MULTIPLE) * PAD_MULTIPLE
+    assert feats["asr"].shape[-1] == -(-longest // PAD_MULTIPLE) * PAD_MULTIPLE
     outs = kokoro_cpu.forward_batch(ids, ref_s, speeds, [torch.Generator().manual_seed(s) for *_, s in items],
                                     padded=True)
     for i, (n, _, _, seed) in enumerate(items):

@@ -57,6 +57,13 @@ GRAPH_MAX_FRAMES = 2048
 # padded to GRAPH_BUCKET decoder frames (duration frames are two decoder frames each)
 TOKEN_BUCKET = 32
 GRAPH_KINDS = 3  # graphs of a length: its token stages, its frame stages, its generator
+# A padded batch's token and frame axes are rounded up to a multiple of this. Triton compiles an integer argument
+# again for each of its classes (a multiple of 16 or not; the tap conv's output length is kept specialised: its
+# stores vectorise), so a padded batch's lengths, taken at random, met convs in a class the server's warm-up had
+# not compiled: 3 compiles, 1.2-1.4 s, after a server said it was ready (RESULTS S16f, S16g). Rounded, every
+# padded batch's convs fall in one class per layer (the graphs' buckets are multiples already). A batch of one
+# keeps its own length (exactly the unpadded ops).
+PAD_MULTIPLE = 16
 # With graphs, a padded batch (eager: ~1,500-1,800 launches, host-bound when small) of fewer items than this runs
 # as its items' graphed forwards one after another. H200, tf32x3, RESULTS S16a/S16b: 2 mixed sentences padded 58.5
 # ms against 26.1 one by one from graphs; in the server's load test batches of 2 / 3 / 4-5 took 65 / 42 / 29-35 ms
@@ -265,10 +272,10 @@ class KokoroModel(nn.Module):
             return self._features_graphed(input_ids[0], ref_s, speeds[0], durations, dtype)
         stage = _stages(profile)
         n_tok = [int(t.shape[0]) for t in input_ids]
-        ids = torch.zeros(len(n_tok), max(n_tok), dtype=torch.long, device=self.device)
+        ids = torch.zeros(len(n_tok), _axis(n_tok), dtype=torch.long, device=self.device)
         for b, t in enumerate(input_ids):
             ids[b, :n_tok[b]] = t.to(self.device)
-        tok_lengths = self._lengths(n_tok)
+        tok_lengths = self._lengths(n_tok, ids.shape[1])
         ref_s = ref_s.to(self.device, torch.float32)
         s_pro, s_dec = ref_s[:, self.cfg.style_dim:], ref_s[:, :self.cfg.style_dim]
         items_alone = self._items_alone()
@@ -279,12 +286,13 @@ class KokoroModel(nn.Module):
             if durations is not None:
                 dur = [t.to(self.device, torch.long) for t in durations]
         n_frames = [int(t.sum()) for t in dur]
-        frame_lengths = self._lengths(n_frames)
+        frames = _axis(n_frames)
+        frame_lengths = self._lengths(n_frames, frames)
         with stage("f0_energy"):
-            en = _align(d.transpose(1, 2), dur, n_frames)
+            en = _align(d.transpose(1, 2), dur, frames)
             f0, n = self.predictor.f0_energy(en, s_pro, frame_lengths, items_alone)
         with stage("text_encoder"):
-            asr = _align(self.text_encoder(ids, tok_lengths), dur, n_frames)
+            asr = _align(self.text_encoder(ids, tok_lengths), dur, frames)
         with stage("decoder"):
             x = self._decoder_in(dtype).features(asr, f0, n, s_dec, frame_lengths)
         return {"bert": bert, "d_en": d_en, "d": d, "duration_logits": logits, "durations": dur, "en": en,
@@ -329,9 +337,9 @@ class KokoroModel(nn.Module):
         out = {"bert": bert[:, :n], "d_en": d_en[:, :n], "d": d[:, :n], "duration_logits": logits[:, :n],
                "durations": [dur], "frames": [frames]}
         if 2 * frames > GRAPH_MAX_FRAMES:  # a long item: its frame stages eager (its generator is, too)
-            en = _align(out["d"].transpose(1, 2), [dur], [frames])
+            en = _align(out["d"].transpose(1, 2), [dur], frames)
             f0, n_curve = self.predictor.f0_energy(en, s_pro)
-            asr = _align(t_en[:, :, :n], [dur], [frames])
+            asr = _align(t_en[:, :, :n], [dur], frames)
             return dict(out, en=en, F0=f0, N=n_curve, asr=asr,
                         decoder=self._decoder_in(dtype).features(asr, f0, n_curve, s_dec))
         fb = -(-2 * frames // GRAPH_BUCKET) * GRAPH_BUCKET // 2
@@ -365,7 +373,7 @@ class KokoroModel(nn.Module):
         run's products take the CPU GEMMs' small-M paths, which round differently from a padded batch's, and these
         features feed the F0 curve, whose phase the harmonic source integrates to thousands of radians — a
         rounding-level change there moves the waveform visibly. Else one masked pass over the padded batch."""
-        if len(set(n_tok)) == 1:
+        if all(n == ids.shape[1] for n in n_tok):
             bert = self.bert(ids)
             return bert, self.bert_encoder(bert)
         if not items_alone:
@@ -387,16 +395,19 @@ class KokoroModel(nn.Module):
         gen = self._decoder_in(dtype).generator
         s_dec = ref_s.to(self.device, torch.float32)[:, :self.cfg.style_dim]
         n_frames = f["frames"]
-        frame_lengths = self._lengths(n_frames)
+        frames = f["decoder"].shape[-1] // 2  # the padded batch's axis (decoder frames are two a frame)
+        frame_lengths = self._lengths(n_frames, frames)
         with stage("generator"):
             hars = [gen.source(f["F0"][b:b + 1, :2 * n], generators[b]) for b, n in enumerate(n_frames)]
-            har = _pad_cat(hars)
+            # the source's STFT frames padded as far past the longest as the decoder's frames are
+            har = _pad_cat(hars, max(h.shape[-1] for h in hars) + 2 * (frames - max(n_frames))
+                           * (gen.samples_per_frame // self.cfg.gen_istft_hop_size))
             if self._graphed() and len(n_frames) == 1 and f["decoder"].shape[-1] <= GRAPH_MAX_FRAMES:
                 spec, spec_lengths = self._spectrum_graphed(gen, f["decoder"], s_dec, har), None
             else:
                 spec, spec_lengths = gen.spectrum(f["decoder"], s_dec, har,
                                                   None if frame_lengths is None else 2 * frame_lengths,
-                                                  self._lengths([h.shape[-1] for h in hars]))
+                                                  self._lengths([h.shape[-1] for h in hars], har.shape[-1]))
         with stage("istft"):
             n_fft, hop = self.cfg.gen_istft_n_fft, self.cfg.gen_istft_hop_size
             if spec_lengths is None:
@@ -448,8 +459,9 @@ class KokoroModel(nn.Module):
             self._decoders.setdefault(key, decoder.eval().requires_grad_(False))
         return self._decoders[key]
 
-    def _lengths(self, n: list[int]) -> torch.Tensor | None:
-        return None if len(set(n)) == 1 else torch.tensor(n, dtype=torch.long, device=self.device)
+    def _lengths(self, n: list[int], axis: int) -> torch.Tensor | None:
+        """The items' lengths on the device, or None when every item fills the axis (nothing to mask)."""
+        return None if all(v == axis for v in n) else torch.tensor(n, dtype=torch.long, device=self.device)
 
 
 @contextlib.contextmanager
@@ -473,13 +485,18 @@ def _shapes(model: nn.Module) -> dict[str, torch.Size]:
     return {k: v.shape for k, v in model.state_dict().items()}
 
 
-def _align(x: torch.Tensor, durations: list[torch.Tensor], n_frames: list[int]) -> torch.Tensor:
-    """Token features x [B, C, T] -> frame features [B, C, max frames]: item b's token t repeated
+def _axis(n: list[int]) -> int:
+    """A padded axis for items of lengths n: the longest, rounded up to PAD_MULTIPLE when there are several."""
+    return n[0] if len(n) == 1 else -(-max(n) // PAD_MULTIPLE) * PAD_MULTIPLE
+
+
+def _align(x: torch.Tensor, durations: list[torch.Tensor], frames: int) -> torch.Tensor:
+    """Token features x [B, C, T] -> frame features [B, C, frames]: item b's token t repeated
     durations[b][t] times, zeros past its frames."""
     padded = torch.zeros(x.shape[0], x.shape[-1], dtype=torch.long, device=x.device)
     for b, dur in enumerate(durations):
         padded[b, :dur.shape[0]] = dur
-    return _gather_frames(x, *_frame_tokens(padded, max(n_frames)))
+    return _gather_frames(x, *_frame_tokens(padded, frames))
 
 
 def _frame_tokens(durations: torch.Tensor, n_frames: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -497,9 +514,9 @@ def _gather_frames(x: torch.Tensor, token: torch.Tensor, keep: torch.Tensor) -> 
     return out.masked_fill_(~keep[:, None, :], 0.0)
 
 
-def _pad_cat(xs: list[torch.Tensor]) -> torch.Tensor:
-    """[1, C, T_b] each -> [B, C, max T_b], zeros past each T_b."""
-    out = xs[0].new_zeros(len(xs), xs[0].shape[1], max(x.shape[-1] for x in xs))
+def _pad_cat(xs: list[torch.Tensor], length: int) -> torch.Tensor:
+    """[1, C, T_b] each -> [B, C, length], zeros past each T_b."""
+    out = xs[0].new_zeros(len(xs), xs[0].shape[1], length)
     for b, x in enumerate(xs):
         out[b, :, :x.shape[-1]] = x[0]
     return out
