@@ -41,12 +41,16 @@
 #                         load test on a fresh machine, compiles in the warm-ups and after them apart (S16e, S16g:
 #                         the same with warm-ups since reverted)
 #   s16h                : the landed code's batch/graph/stream CUDA suites and first audio
+#   s17a / s17l         : session 17: the LSTM's 'ieee' step a row at a time: its cases and tests, its forms beside
+#                         cuDNN, Kokoro singles exact and tf32x3 beside the official / the forms alone
+#   s17b / s17c         : rows in every mode: the CUDA suites, the forms at 1-5 items, first audio, Kokoro singles /
+#                         the load test on an empty Triton cache (padded axes rounded to 16), launches re-recorded
 #   s10e                : singles with the frame graphs up to 2,048 decoder frames (25.6 s) beside the 1,024 of
 #                         the code, same call (the limit set in the process: model.GRAPH_MAX_FRAMES)
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d | s14e | s15a | s15b | s15c | s15d | s16a | s16b | s16c | s16d | s16f | s16h | launches}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d | s14e | s15a | s15b | s15c | s15d | s16a | s16b | s16c | s16d | s16f | s16h | s17a | s17l | s17b | s17c | launches}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -420,6 +424,39 @@ s16f)  # the load test on a fresh machine (Triton's disk cache empty), the warm-
   timeout 400 python3 benchmarks/diag_server_gpu.py --passes 2 --device cuda --clients 16 --requests 4 \
     --text-words 48 --timeout 300 --json "$OUT/server.json" 2>&1 | grep -v Warning | tee "$OUT/diag_server.txt" \
     | grep -v "^      " | grep -v "^    sampled" | tail -70 ;;
+s17a)  # the LSTM's 'ieee' step a row at a time: its cases and tests on CUDA, its forms beside cuDNN, Kokoro singles
+  install
+  timeout 150 python3 -m tilewave test --device cuda -f lstm_batched 2>&1 | tail -3
+  timeout 100 python3 -m pytest -q -x -p no:cacheprovider tests/kernels/test_lstm_batched.py 2>&1 | tail -1
+  timeout 150 python3 benchmarks/diag_lstm_gpu.py --json "$OUT/lstm.json" 2>&1 | grep -v Warning | tail -8
+  timeout 180 python3 benchmarks/bench_kokoro.py --precisions tf32x3 --json "$OUT/kokoro.json" 2>&1 \
+    | grep -v Warning | grep -v "^  stage" | tail -14 ;;
+s17l)  # the LSTM's forms beside cuDNN alone (diag_lstm_gpu.py)
+  install
+  timeout 200 python3 benchmarks/diag_lstm_gpu.py --json "$OUT/lstm.json" 2>&1 | grep -v Warning | tail -8 ;;
+s17b)  # the rows policy in every mode (ROWS_MAX_B): the batch/graph/stream CUDA suites, the step's forms at 1-5 items,
+  # first audio, Kokoro singles (exact, tf32x3 and the official; bfloat16)
+  install
+  timeout 200 python3 -m pytest -q -x -p no:cacheprovider tests/models/test_kokoro_batch.py \
+    tests/models/test_kokoro_graphs.py tests/engine/test_stream.py tests/kernels/test_lstm_batched.py 2>&1 | tail -2
+  timeout 100 python3 benchmarks/diag_lstm_gpu.py --batches 1,2,3,4,5,8 --reps 30 --json "$OUT/lstm.json" 2>&1 \
+    | grep "^T=" | cut -c1-400
+  for c in "bfloat16 32" "float32 64"; do set -- $c
+    timeout 90 python3 benchmarks/bench_first_audio.py --device cuda --dtype $1 --first-limit $2 --reps 9 \
+      $([ $1 = bfloat16 ] && echo --no-http) 2>&1 | grep -v Warning | tail -4
+  done
+  timeout 170 python3 benchmarks/bench_kokoro.py --precisions tf32x3 --json "$OUT/kokoro.json" 2>&1 \
+    | grep -v Warning | grep "graphs\|official" | cut -c1-200
+  timeout 80 python3 -m tilewave bench --model kokoro --device cuda --dtype bfloat16 2>&1 | grep -v Warning \
+    | grep "tilewave\|official" | cut -c1-220 ;;
+s17c)  # the load test with the padded batches' axes rounded up to 16, on an empty Triton cache (as a fresh machine's);
+  # the launches re-recorded
+  install
+  TRITON_CACHE_DIR=$(mktemp -d) timeout 330 python3 benchmarks/diag_server_gpu.py --passes 2 --device cuda \
+    --clients 16 --requests 4 --text-words 48 --timeout 300 --json "$OUT/server.json" 2>&1 | grep -v Warning \
+    | tee "$OUT/diag_server.txt" | grep -v "^      " | grep -v "^    sampled" | tail -40
+  timeout 140 python3 -m tilewave.harness.launches > "$OUT/launches.txt" 2>&1; tail -1 "$OUT/launches.txt"
+  cp tilewave/harness/launches.json "$OUT/" ;;
 s16h)  # the session's landed code: the batch, graph and stream CUDA suites, first audio as s16d (the first chunk
   # no longer ending on a weak word)
   install

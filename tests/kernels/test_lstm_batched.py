@@ -39,9 +39,11 @@ def test_each_item_starts_its_backward_direction_at_its_own_last_step():
     assert torch.equal(both[1, 4:].cpu(), torch.zeros(5, 2 * H))
 
 
-def test_each_row_of_a_batch_is_bit_identical_to_its_item_alone():
+@pytest.mark.parametrize("block_b", [16, 1], ids=["16-row dots", "rows one at a time"])
+def test_each_row_of_a_batch_is_bit_identical_to_its_item_alone_in_one_form(block_b):
     # Inputs whose projection W_ih x + b is exact in float32 (small integers times powers of two), so the
-    # input GEMM's summation order cannot differ between the calls and only the kernel is compared.
+    # input GEMM's summation order cannot differ between the calls and only the kernel is compared. The plan
+    # steps a few items a row at a time and more as dots (ROWS_MAX_B): in either form a row's arithmetic is its own.
     g = torch.Generator().manual_seed(5)
     I, H = 8, 16
     exact = lambda *s: torch.randint(-4, 5, s, generator=g).float() / 16  # noqa: E731
@@ -49,10 +51,18 @@ def test_each_row_of_a_batch_is_bit_identical_to_its_item_alone():
     x = torch.randint(-3, 4, (3, 7, I), generator=g).float()
     lengths = torch.tensor([7, 3, 5])
     dev = lambda t: t.to(KERNEL_DEVICE)  # noqa: E731
-    both = KB.lstm_batched(dev(x), *map(dev, w), lengths=dev(lengths)).cpu()
+    plan = KB.plan_lstm_batched(3, H, 2, torch.device(KERNEL_DEVICE))[:3] + (block_b,)
+    both = KB.lstm_batched(dev(x), *map(dev, w), lengths=dev(lengths), plan=plan).cpu()
     for b, n in enumerate(lengths.tolist()):
-        alone = KB.lstm_batched(dev(x[b:b + 1, :n]), *map(dev, w)).cpu()
+        alone = KB.lstm_batched(dev(x[b:b + 1, :n]), *map(dev, w), plan=plan).cpu()
         assert torch.equal(both[b, :n], alone[0]), f"row {b}"
+
+
+def test_the_plan_steps_a_few_items_a_row_at_a_time_and_more_as_dots():
+    cpu = torch.device("cpu")
+    for precision, most in KB.ROWS_MAX_B.items():
+        assert KB.plan_lstm_batched(most, 256, 2, cpu, precision)[3] == 1
+        assert KB.plan_lstm_batched(most + 1, 256, 2, cpu, precision)[3] == KB.MIN_DOT
 
 
 def test_bad_precision_and_backward_only_are_refused():
@@ -75,13 +85,15 @@ def test_the_ops_batched_cpu_path_is_torchs_packed_lstm():
     assert torch.equal(got[1, 1:], torch.zeros(7, 2 * H))
 
 
-def test_a_split_plan_maps_gate_columns_to_units():
-    # the GPU's split (programs of 4 units each) on one step, which the interpreter can run without a barrier
+@pytest.mark.parametrize("block_b", [16, 1], ids=["a 16-row dot", "rows one at a time"])
+def test_a_split_plan_maps_gate_columns_to_units(block_b):
+    # the GPU's split (programs of 4 units each) on one step, which the interpreter can run without a barrier;
+    # in both of the step's forms (module doc: ROWS_MAX_B)
     g = torch.Generator().manual_seed(9)
     I, H = 8, 24
     w = [torch.empty(2, *s).uniform_(-0.3, 0.3, generator=g) for s in ((4 * H, I), (4 * H, H), (4 * H,), (4 * H,))]
     x = torch.randn(3, 1, I, generator=g)
     dev = lambda t: t.to(KERNEL_DEVICE)  # noqa: E731
-    got = KB.lstm_batched(dev(x), *map(dev, w), plan=(6, 4, 32, 16))
+    got = KB.lstm_batched(dev(x), *map(dev, w), plan=(6, 4, 32, block_b))
     want = K.lstm_oracle(x.double(), *(t.double() for t in w))
     assert scaled_max_error(got, want) <= tolerance("float32", "recurrence")

@@ -32,6 +32,11 @@ state); the programs of one direction meet after each step at rnn.py's atomic-co
 D·NSPLIT programs must be co-resident (the launcher checks the SM count). Under TRITON_INTERPRET programs
 run one at a time, so there NSPLIT = 1 (one program owns every unit of its direction).
 tl.dot needs M, N, K >= 16 on the GPU: BLOCK_B >= 16, 4·UNITS >= 16, H padded to a power of two >= 16.
+Rows (BLOCK_B = 1, ROWS_MAX_B): for a few items each item's row is a multiply-reduce of h against the held slice
+(tl.sum over K in exact float32 FMAs, whatever the mode asked: never less exact than its dot) instead of a dot over
+a 16-row tile that is 15/16 padding at batch 1. H200, 383 steps, 640 -> 2x256 (RESULTS S17l): at batch 1 the row
+step takes 1.67 µs, the 'ieee' dot 6.33, 'tf32x3' 3.84, one TF32 MMA 2.38, cuDNN 10.55; the rows cost ~1 µs a
+further item (batch 8: 8.62 against the dots' 7.29 / 4.91 / 3.20), so past a few items the dot wins.
 """
 from __future__ import annotations
 
@@ -53,6 +58,9 @@ MIN_DOT = 16              # tl.dot's smallest M / N / K on the GPU
 # unrolled 247-250 registers (4 units) / 136 (8), no spills (in a loop 150 / 128, and its step 1.33x as long on
 # the H200: RESULTS.md S14c/S14e); BLOCK_B = 64 ieee spilled 3.8 KB. Larger B loops blocks.
 MAX_BLOCK_B = 16
+# the most items the plan steps a row at a time (module doc), per mode: where rows (~0.7 + 1.0·B µs a step) beat
+# the mode's dot at batch 1 (6.3 / 3.8 / 2.4 µs)
+ROWS_MAX_B = {"ieee": 4, "tf32x3": 2, "tf32": 1}
 NUM_WARPS, NUM_STAGES = 4, 1  # one stage: the step loop carries a barrier, nothing to prefetch across it
 MAX_HIDDEN = 256          # the width whose sm_90 compile is checked (Kokoro's); wider runs on kernels.rnn.lstm
 # the float32-product modes (tilewave.precision.MODES) this kernel compiles without spills
@@ -104,6 +112,8 @@ def _lstm_batched_kernel(xp_ptr, whh_ptr, out_ptr, c_ptr, len_ptr, sync_ptr, B, 
             if PRECISION == "tf32x3":
                 gates = _dot_tf32x3(h_rows, h_mask, w_d + row_of_col[None, :].to(tl.int64) * H, col_mask[None, :], H,
                                     BLOCK_K, BLOCK_B, 4 * UNITS) + poison + xp
+            elif BLOCK_B < 16:  # a row at a time (launched with 'ieee'): a multiply-reduce, no 16-row dot tile
+                gates = tl.sum(h[:, :, None] * w[None, :, :], axis=1) + poison + xp
             else:
                 gates = tl.dot(h, w, input_precision=PRECISION) + poison + xp
             # [BB, 4U] -> [BB, U, 2, 2] with element [b, u, p, q] = gate 2p + q, then split q and p
@@ -154,12 +164,13 @@ def _tf32_high(x):
     return (x.to(tl.uint32, bitcast=True) & 0xFFFFE000).to(tl.float32, bitcast=True)
 
 
-def plan_lstm_batched(B: int, H: int, D: int, device: torch.device) -> tuple[int, int, int, int]:
+def plan_lstm_batched(B: int, H: int, D: int, device: torch.device, precision: str = "ieee"
+                      ) -> tuple[int, int, int, int]:
     """(NSPLIT, UNITS, BLOCK_K, BLOCK_B): W_hh split over as many co-resident programs as the SMs allow (the
     fewer units per program, the shorter each thread's exact dot: 4 units measured 1.5-1.6x faster than 8 on
-    the H200), items in blocks of BLOCK_B."""
+    the H200), items in blocks of BLOCK_B, or a row at a time (BLOCK_B = 1) up to ROWS_MAX_B items."""
     block_k = max(MIN_DOT, triton.next_power_of_2(H))
-    block_b = min(MAX_BLOCK_B, max(MIN_DOT, triton.next_power_of_2(B)))
+    block_b = 1 if B <= ROWS_MAX_B[precision] else min(MAX_BLOCK_B, max(MIN_DOT, triton.next_power_of_2(B)))
     if _interpreting():
         return 1, block_k, block_k, block_b
     n_sm = torch.cuda.get_device_properties(device).multi_processor_count
@@ -178,7 +189,8 @@ def lstm_batched(x: torch.Tensor, w_ih: torch.Tensor, w_hh: torch.Tensor, b_ih: 
                  path=None, out: torch.Tensor | None = None, plan: tuple[int, int, int, int] | None = None
                  ) -> torch.Tensor:
     """Whole-sequence LSTM for a batch (see the module doc); weights stacked per direction [D, ...].
-    precision: how h W_hhᵀ meets the tensor cores ('ieee' exact FMAs, 'tf32x3' three TF32 MMAs, 'tf32' one).
+    precision: how h W_hhᵀ meets the tensor cores ('ieee' exact FMAs, 'tf32x3' three TF32 MMAs, 'tf32' one); a
+    plan stepping rows (BLOCK_B = 1) runs exact FMAs in every mode.
     reverse and path exist for the shared test inputs of kernels/rnn.py: only reverse=False is taken.
     plan: (NSPLIT, UNITS, BLOCK_K, BLOCK_B) instead of plan_lstm_batched's (tests: a split plan at T = 1 runs in
     the interpreter, whose programs run one at a time and could not meet at a barrier)."""
@@ -196,7 +208,7 @@ def lstm_batched(x: torch.Tensor, w_ih: torch.Tensor, w_hh: torch.Tensor, b_ih: 
     if B == 0 or T == 0 or H == 0:
         return out
     xp = torch.addmm((b_ih + b_hh).reshape(D * H4), x.reshape(B * T, I), w_ih.reshape(D * H4, I).t())
-    nsplit, units, block_k, block_b = plan or plan_lstm_batched(B, H, D, x.device)
+    nsplit, units, block_k, block_b = plan or plan_lstm_batched(B, H, D, x.device, precision)
     if nsplit > 1 and T > 1 and _interpreting():
         raise ValueError(f"lstm_batched: a plan of {nsplit} programs per direction would wait forever at the first "
                          "barrier in the interpreter; use NSPLIT = 1 or T = 1")
@@ -205,7 +217,8 @@ def lstm_batched(x: torch.Tensor, w_ih: torch.Tensor, w_hh: torch.Tensor, b_ih: 
     sync = torch.zeros(D, dtype=torch.int32, device=x.device)
     _lstm_batched_kernel[(D * nsplit,)](
         xp, w_hh.contiguous(), out, c, lens, sync, B, T, H, HAS_LEN=lengths is not None, NSPLIT=nsplit,
-        UNITS=units, BLOCK_K=block_k, BLOCK_B=block_b, PRECISION=precision, num_warps=NUM_WARPS,
+        UNITS=units, BLOCK_K=block_k, BLOCK_B=block_b, PRECISION="ieee" if block_b < MIN_DOT else precision,
+        num_warps=NUM_WARPS,
         num_stages=NUM_STAGES)
     return out
 
@@ -218,17 +231,17 @@ def _variants():
     # Kokoro's BiLSTMs, H = 256: 64 programs of 4 units per direction (128 of an H200's 132 SMs), or 32 of 8
     # units where fewer than 128 SMs are there (an A100's 108, an H100 PCIe's 114)
     for units in (4, 8):
-        for precision in PRECISIONS:
+        for precision, block_b in [(p, MAX_BLOCK_B) for p in PRECISIONS] + [("ieee", 1)]:
             for has_len in (False, True):
                 sig = {"xp_ptr": "*fp32", "whh_ptr": "*fp32", "out_ptr": "*fp32", "c_ptr": "*fp32",
                        # without lengths the launcher passes x, which the kernel never reads
                        "len_ptr": "*i64" if has_len else "*fp32", "sync_ptr": "*i32", "B": "i32", "T": "i32",
                        "H": "i32"}
                 out.append(AotVariant(
-                    f"_lstm_batched_kernel[H<=256,units={units},bb={MAX_BLOCK_B},{precision},len={has_len}]",
+                    f"_lstm_batched_kernel[H<=256,units={units},bb={block_b},{precision},len={has_len}]",
                     _lstm_batched_kernel, sig,
                     {"HAS_LEN": has_len, "NSPLIT": 256 // units, "UNITS": units, "BLOCK_K": 256,
-                     "BLOCK_B": MAX_BLOCK_B, "PRECISION": precision}, num_warps=NUM_WARPS, num_stages=NUM_STAGES,
+                     "BLOCK_B": block_b, "PRECISION": precision}, num_warps=NUM_WARPS, num_stages=NUM_STAGES,
                     expect_mma=precision != "ieee", aligned_ints=("H",)))
     return out
 

@@ -26,11 +26,11 @@ def lstm(x: torch.Tensor, directions: list[LSTMParams] | tuple[LSTMParams, ...],
         w_ih, w_hh, b_ih, b_hh = (torch.stack(ts) for ts in zip(*directions))
         batched = kernels("lstm_batched")
         if w_hh.shape[2] <= batched.MAX_HIDDEN:
-            # every step's recurrent product for all items as one product (tl.dot), for one item too: its rows are
-            # bit-identical to a solo call's, so a GPU batch's recurrences are its items' solo ones (the one-sequence
-            # kernel rounds differently, 3.4e-7), and without spills its exact step is as fast (H200, B = 1: 6.3 µs,
-            # the one-sequence kernel 5.5-5.9; benchmarks/RESULTS.md). Float32-class in every mode: exact at 'ieee',
-            # three TF32 MMAs otherwise ('tf32' too: the recurrences decide the durations, which no mode may change)
+            # every step's recurrent product for a few items a row at a time in exact FMAs, for more as one product
+            # (tl.dot) per block of items (the kernel's ROWS_MAX_B: at batch 1 a row step takes 1.7 µs on the H200,
+            # the one-sequence kernel's 5.5-5.9; benchmarks/RESULTS.md). Float32-class in every mode: exact at
+            # 'ieee' and in rows, three TF32 MMAs otherwise ('tf32' too: the recurrences decide the durations, which
+            # no mode may change)
             return batched.lstm_batched(x.contiguous(), w_ih, w_hh, b_ih, b_hh, lengths=lengths,
                                         precision=precision.float32_class_mode())
         return kernels("rnn").lstm(x.contiguous(), w_ih, w_hh, b_ih, b_hh, lengths=lengths)
