@@ -450,8 +450,11 @@ s17b)  # the rows policy in every mode (ROWS_MAX_B): the batch/graph/stream CUDA
   timeout 80 python3 -m tilewave bench --model kokoro --device cuda --dtype bfloat16 2>&1 | grep -v Warning \
     | grep "tilewave\|official" | cut -c1-220 ;;
 s17c)  # the load test with the padded batches' axes rounded up to 16, on an empty Triton cache (as a fresh machine's);
-  # the launches re-recorded
+  # the launches re-recorded; first the CUDA suites' failure of s17b, with its report
   install
+  timeout 150 python3 -m pytest -q -x -rf -p no:cacheprovider tests/models/test_kokoro_batch.py \
+    tests/models/test_kokoro_graphs.py tests/engine/test_stream.py tests/kernels/test_lstm_batched.py 2>&1 \
+    | grep -v "^  warnings\|Warning" | grep -B2 -A3 "Error\|assert\|FAILED\|passed\|failed" | cut -c1-300 | tail -40
   TRITON_CACHE_DIR=$(mktemp -d) timeout 330 python3 benchmarks/diag_server_gpu.py --passes 2 --device cuda \
     --clients 16 --requests 4 --text-words 48 --timeout 300 --json "$OUT/server.json" 2>&1 | grep -v Warning \
     | tee "$OUT/diag_server.txt" | grep -v "^      " | grep -v "^    sampled" | tail -40

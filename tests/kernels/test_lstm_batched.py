@@ -59,10 +59,10 @@ def test_each_row_of_a_batch_is_bit_identical_to_its_item_alone_in_one_form(bloc
 
 
 def test_the_plan_steps_a_few_items_a_row_at_a_time_and_more_as_dots():
-    cpu = torch.device("cpu")
+    dev = torch.device(KERNEL_DEVICE)
     for precision, most in KB.ROWS_MAX_B.items():
-        assert KB.plan_lstm_batched(most, 256, 2, cpu, precision)[3] == 1
-        assert KB.plan_lstm_batched(most + 1, 256, 2, cpu, precision)[3] == KB.MIN_DOT
+        assert KB.plan_lstm_batched(most, 256, 2, dev, precision)[3] == 1
+        assert KB.plan_lstm_batched(most + 1, 256, 2, dev, precision)[3] == KB.MIN_DOT
 
 
 def test_bad_precision_and_backward_only_are_refused():

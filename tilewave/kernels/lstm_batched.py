@@ -36,7 +36,7 @@ Rows (BLOCK_B = 1, ROWS_MAX_B): for a few items each item's row is a multiply-re
 (tl.sum over K in exact float32 FMAs, whatever the mode asked: never less exact than its dot) instead of a dot over
 a 16-row tile that is 15/16 padding at batch 1. H200, 383 steps, 640 -> 2x256 (RESULTS S17l): at batch 1 the row
 step takes 1.67 µs, the 'ieee' dot 6.33, 'tf32x3' 3.84, one TF32 MMA 2.38, cuDNN 10.55; the rows cost ~1 µs a
-further item (batch 8: 8.62 against the dots' 7.29 / 4.91 / 3.20), so past a few items the dot wins.
+further item (batch 8: 8.58 against the dots' 7.25 / 4.87 / 3.15, S17b), so past a few items the dot wins.
 """
 from __future__ import annotations
 
@@ -58,9 +58,10 @@ MIN_DOT = 16              # tl.dot's smallest M / N / K on the GPU
 # unrolled 247-250 registers (4 units) / 136 (8), no spills (in a loop 150 / 128, and its step 1.33x as long on
 # the H200: RESULTS.md S14c/S14e); BLOCK_B = 64 ieee spilled 3.8 KB. Larger B loops blocks.
 MAX_BLOCK_B = 16
-# the most items the plan steps a row at a time (module doc), per mode: where rows (~0.7 + 1.0·B µs a step) beat
-# the mode's dot at batch 1 (6.3 / 3.8 / 2.4 µs)
-ROWS_MAX_B = {"ieee": 4, "tf32x3": 2, "tf32": 1}
+# the most items the plan steps a row at a time (module doc), per mode: up to where rows (~0.7 + 1.0·B µs a step)
+# beat the mode's dot (H200, 383 steps, S17b, µs a step: rows 1.67 / 2.93 / 3.88 / 4.74 / 5.75 at B = 1-5, the
+# 'ieee' dot 6.32-6.78, 'tf32x3' 3.83 / 4.15 / 4.29 / 4.34, 'tf32' 2.37 / 2.45)
+ROWS_MAX_B = {"ieee": 5, "tf32x3": 3, "tf32": 1}
 NUM_WARPS, NUM_STAGES = 4, 1  # one stage: the step loop carries a barrier, nothing to prefetch across it
 MAX_HIDDEN = 256          # the width whose sm_90 compile is checked (Kokoro's); wider runs on kernels.rnn.lstm
 # the float32-product modes (tilewave.precision.MODES) this kernel compiles without spills
