@@ -45,12 +45,14 @@
 #                         cuDNN, Kokoro singles exact and tf32x3 beside the official / the forms alone
 #   s17b / s17c         : rows in every mode: the CUDA suites, the forms at 1-5 items, first audio, Kokoro singles /
 #                         the load test on an empty Triton cache (padded axes rounded to 16), launches re-recorded
+#   s17d                : the landed rows policy: LSTM tests and cases, a graphed bfloat16 forward's kernels, 'tf32'
+#                         singles, the fidelity table
 #   s10e                : singles with the frame graphs up to 2,048 decoder frames (25.6 s) beside the 1,024 of
 #                         the code, same call (the limit set in the process: model.GRAPH_MAX_FRAMES)
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d | s14e | s15a | s15b | s15c | s15d | s16a | s16b | s16c | s16d | s16f | s16h | s17a | s17l | s17b | s17c | launches}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d | s14e | s15a | s15b | s15c | s15d | s16a | s16b | s16c | s16d | s16f | s16h | s17a | s17l | s17b | s17c | s17d | launches}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -460,6 +462,19 @@ s17c)  # the load test with the padded batches' axes rounded up to 16, on an emp
     | tee "$OUT/diag_server.txt" | grep -v "^      " | grep -v "^    sampled" | tail -40
   timeout 140 python3 -m tilewave.harness.launches > "$OUT/launches.txt" 2>&1; tail -1 "$OUT/launches.txt"
   cp tilewave/harness/launches.json "$OUT/" ;;
+s17d)  # the landed rows policy: the LSTM's tests and cases on CUDA, a graphed bfloat16 forward's kernels (77 and 383
+  # phonemes), the 'tf32' mode's singles beside the official, the fidelity table
+  install
+  timeout 100 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_lstm_batched.py 2>&1 | tail -1
+  timeout 120 python3 -m tilewave test --device cuda -f lstm_batched 2>&1 | tail -1
+  for n in 77 383; do
+    timeout 100 python3 benchmarks/diag_graphs_gpu.py --phonemes $n --precision tf32x3 --dtype bfloat16 --reps 10 \
+      --kernels 25 --json "$OUT/graphs_$n.json" 2>&1 | grep -v Warning | tee "$OUT/graphs_$n.txt" | tail -34 | cut -c1-160
+  done
+  timeout 90 python3 -m tilewave bench --model kokoro --device cuda --precision tf32 2>&1 | grep -v Warning \
+    | grep "tilewave\|official" | cut -c1-220
+  timeout 120 python3 benchmarks/fidelity_kokoro.py --device cuda --inputs benchmarks/fidelity_inputs.json \
+    --json "$OUT/fidelity.json" 2>&1 | grep -v Warning | tail -9 ;;
 s16h)  # the session's landed code: the batch, graph and stream CUDA suites, first audio as s16d (the first chunk
   # no longer ending on a weak word)
   install
