@@ -116,9 +116,8 @@ def test_on_a_gpu_each_item_of_a_padded_batch_says_what_its_solo_run_says(kokoro
     # On a GPU a batch runs ALBERT as one masked pass and the F0/energy curves on the padded frames (cuBLAS's
     # GEMMs may round a padded batch differently from a solo run), its LSTMs as one dot per step where a solo run
     # steps its row alone (both float32-class, rounding apart); the harmonic source's phase integral turns
-    # rounding-level F0 differences into waveform
-    # differences of up to ~1e-2 (H200, 2026-12-02): so the same durations, the same F0 to float32 rounding, the
-    # same spectrum within the float32 spectral bound.
+    # rounding-level F0 differences into waveform differences of up to ~1e-2 (H200, 2026-12-02): so the same
+    # durations, the same F0 to float32 rounding, the same spectrum within the float32 spectral bound.
     from tilewave.models.kokoro import KokoroModel
     from tilewave.spec.tolerance import log_spectral_distance
 

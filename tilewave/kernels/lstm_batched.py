@@ -219,8 +219,7 @@ def lstm_batched(x: torch.Tensor, w_ih: torch.Tensor, w_hh: torch.Tensor, b_ih: 
     _lstm_batched_kernel[(D * nsplit,)](
         xp, w_hh.contiguous(), out, c, lens, sync, B, T, H, HAS_LEN=lengths is not None, NSPLIT=nsplit,
         UNITS=units, BLOCK_K=block_k, BLOCK_B=block_b, PRECISION="ieee" if block_b < MIN_DOT else precision,
-        num_warps=NUM_WARPS,
-        num_stages=NUM_STAGES)
+        num_warps=NUM_WARPS, num_stages=NUM_STAGES)
     return out
 
 
