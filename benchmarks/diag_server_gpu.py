@@ -67,7 +67,8 @@ def install() -> None:
 
     def timed_run(self, batch):
         record = {"t0": time.perf_counter(), "size": len(batch), "frames": max(r.jobs[i].frames for r, i in batch),
-                  "thread": threading.current_thread().name, "max_batch": self.max_batch, "warm_up": bool(_warming)}
+                  "thread": threading.current_thread().name, "max_batch": self.max_batch, "warm_up": bool(_warming),
+                  "threads": threading.active_count()}
         _running[threading.get_ident()] = (record["t0"], record)
         try:
             return run(self, batch)
@@ -78,6 +79,18 @@ def install() -> None:
                 batches.append(record)
 
     scheduler.Scheduler._run = timed_run
+    forward = scheduler.Scheduler._forward
+
+    def timed_forward(self, batch):  # the model call alone, inside _run (the rest: generator states, results)
+        t0 = time.perf_counter()
+        try:
+            return forward(self, batch)
+        finally:
+            entry = _running.get(threading.get_ident())
+            if entry is not None:
+                entry[1]["forward_s"] = entry[1].get("forward_s", 0.0) + time.perf_counter() - t0
+
+    scheduler.Scheduler._forward = timed_forward
 
 
 def sampler(after: float, stop: threading.Event) -> None:
@@ -119,7 +132,7 @@ def report(pass_no: int, since: float, slow: float) -> None:
     # by scheduler (max_batch 1 is bench_server's one-at-a-time) and batch size: where each mode's device time goes
     # (a batch of one replays the single-item CUDA graphs, a larger one runs eager)
     print("batches after the warm-ups by mode and size (count, median ms, median ms per item, median frames, "
-          "seconds in all):")
+          "seconds in all, median ms in the model call, median Python threads alive):")
     sizes = collections.defaultdict(list)
     for b in mine:
         if not b["warm_up"]:
@@ -127,8 +140,11 @@ def report(pass_no: int, since: float, slow: float) -> None:
     for (mode, size), bs in sorted(sizes.items()):
         ms = sorted(b["s"] * 1e3 for b in bs)
         frames = sorted(b["frames"] for b in bs)
+        model_ms = sorted(b.get("forward_s", 0.0) * 1e3 for b in bs)
+        threads = sorted(b["threads"] for b in bs)
         print(f"  {mode:14s} {size:3d}  {len(bs):4d}  {ms[len(ms) // 2]:8.1f}  {ms[len(ms) // 2] / size:7.1f}  "
-              f"{frames[len(frames) // 2]:6d}  {sum(ms) / 1e3:6.2f}")
+              f"{frames[len(frames) // 2]:6d}  {sum(ms) / 1e3:6.2f}  {model_ms[len(ms) // 2]:8.1f}  "
+              f"{threads[len(threads) // 2]:3d}")
     per = collections.defaultdict(lambda: [0, 0.0])
     for c in made:
         per[c["kernel"]][0] += 1
