@@ -47,12 +47,15 @@
 #                         the load test on an empty Triton cache (padded axes rounded to 16), launches re-recorded
 #   s17d                : the landed rows policy: LSTM tests and cases, a graphed bfloat16 forward's kernels, 'tf32'
 #                         singles, the fidelity table
+#   s18a / s18b         : session 18: AdaIN with its activation in one pass: its cases and tests on CUDA, its forms
+#                         beside the two-pass design and PyTorch, launches re-recorded, Kokoro's CUDA suites / Kokoro
+#                         singles in every mode beside the official, a graphed bfloat16 forward's kernels, fidelity
 #   s10e                : singles with the frame graphs up to 2,048 decoder frames (25.6 s) beside the 1,024 of
 #                         the code, same call (the limit set in the process: model.GRAPH_MAX_FRAMES)
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d | s14e | s15a | s15b | s15c | s15d | s16a | s16b | s16c | s16d | s16f | s16h | s17a | s17l | s17b | s17c | s17d | launches}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d | s14e | s15a | s15b | s15c | s15d | s16a | s16b | s16c | s16d | s16f | s16h | s17a | s17l | s17b | s17c | s17d | s18a | s18b | launches}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -473,6 +476,32 @@ s17d)  # the landed rows policy: the LSTM's tests and cases on CUDA, a graphed b
   done
   timeout 90 python3 -m tilewave bench --model kokoro --device cuda --precision tf32 2>&1 | grep -v Warning \
     | grep "tilewave\|official" | cut -c1-220
+  timeout 120 python3 benchmarks/fidelity_kokoro.py --device cuda --inputs benchmarks/fidelity_inputs.json \
+    --json "$OUT/fidelity.json" 2>&1 | grep -v Warning | tail -9 ;;
+s18a)  # session 18: AdaIN with the activation that follows it in one pass (kernels.norm; split over (row, chunk)
+  # programs for few long rows): its cases and tests on CUDA, its forms beside the two-pass design and PyTorch, the
+  # launches re-recorded, Kokoro's parity, batch, graph, dtype and stream suites on CUDA
+  install
+  timeout 150 python3 -m tilewave test --device cuda -f adain1d 2>&1 | tail -2
+  timeout 100 python3 -m pytest -q -x -p no:cacheprovider tests/kernels/test_norm.py 2>&1 | tail -2
+  timeout 120 python3 benchmarks/diag_adain_gpu.py --json "$OUT/adain.json" 2>&1 | grep -v Warning | tail -8
+  timeout 150 python3 -m tilewave.harness.launches > "$OUT/launches.txt" 2>&1; tail -1 "$OUT/launches.txt"
+  cp tilewave/harness/launches.json "$OUT/"
+  timeout 240 python3 -m pytest -q -x -rf -p no:cacheprovider tests/models/test_kokoro_parity.py \
+    tests/models/test_kokoro_batch.py tests/models/test_kokoro_graphs.py tests/models/test_kokoro_dtype.py \
+    tests/engine/test_stream.py 2>&1 | grep -v "^  warnings\|Warning" | grep -B2 -A3 "Error\|assert\|FAILED\|passed\|failed" \
+    | cut -c1-300 | tail -30 ;;
+s18b)  # Kokoro singles with the fused AdaIN: exact, tf32x3 and bfloat16 beside the official, tf32, a graphed
+  # bfloat16 forward's kernels at 77 and 383 phonemes, the fidelity table
+  install
+  timeout 170 python3 benchmarks/bench_kokoro.py --precisions tf32x3 --json "$OUT/kokoro.json" 2>&1 \
+    | grep -v Warning | grep "graphs\|official" | cut -c1-200
+  timeout 90 python3 -m tilewave bench --model kokoro --device cuda --precision tf32 2>&1 | grep -v Warning \
+    | grep "tilewave\|official" | cut -c1-220
+  for n in 77 383; do
+    timeout 100 python3 benchmarks/diag_graphs_gpu.py --phonemes $n --precision tf32x3 --dtype bfloat16 --reps 10 \
+      --kernels 16 --json "$OUT/graphs_$n.json" 2>&1 | grep -v Warning | tee "$OUT/graphs_$n.txt" | tail -22 | cut -c1-160
+  done
   timeout 120 python3 benchmarks/fidelity_kokoro.py --device cuda --inputs benchmarks/fidelity_inputs.json \
     --json "$OUT/fidelity.json" 2>&1 | grep -v Warning | tail -9 ;;
 s16h)  # the session's landed code: the batch, graph and stream CUDA suites, first audio as s16d (the first chunk

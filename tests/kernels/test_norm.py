@@ -3,7 +3,8 @@ import pytest
 import torch
 
 from tests.conftest import KERNEL_DEVICE
-from tilewave.spec.tolerance import scaled_max_error, tolerance
+from tilewave.reference.norm import adain_activation
+from tilewave.spec.tolerance import dtype_name, scaled_max_error, tolerance
 from tilewave.kernels import norm as K
 from tilewave.ops import norm as ops
 from tilewave.ops.dispatch import placements, reset_placements
@@ -44,6 +45,60 @@ def test_adain1d_with_lengths_gives_each_item_its_solo_result_bit_for_bit_and_ze
         assert torch.equal(out[b, :, n:], torch.zeros_like(out[b, :, n:])), f"item {b}: nonzero past its length"
     ref = K.adain1d_oracle(*_oracle_inputs(x, gamma, beta), lengths=lengths.cpu())
     assert scaled_max_error(out, ref) <= TOL
+
+
+@pytest.mark.parametrize("act", ["none", "snake", "leaky_relu"])
+def test_adain1d_rows_and_split_forms_give_the_same_bits_solo_and_batched(act):
+    # the split form (two launches over (row, chunk)) and the row form gather the same chunk moments and combine
+    # them alike: a row's bits do not depend on the form, so a padded batch may take either while its items' solo
+    # runs take the other
+    gen = torch.Generator().manual_seed(5)
+    B, C, L = 3, 4, 17000  # three chunks
+    x = (torch.randn(B, C, L, generator=gen) * 2 + torch.randn(B, C, 1, generator=gen) * 3).to(KERNEL_DEVICE)
+    gamma, beta = (torch.randn(B, C, generator=gen).to(KERNEL_DEVICE) for _ in range(2))
+    kw = dict(act=act, alpha=(0.5 + torch.rand(C, generator=gen)).to(KERNEL_DEVICE), slope=0.2)
+    rows, split = (K.adain1d(x, gamma, beta, split=f, **kw) for f in (False, True))
+    assert torch.isfinite(rows).all() and torch.equal(rows, split)
+    lengths = torch.tensor([L, 8193, 5000], device=KERNEL_DEVICE)  # 3, 2 and 1 chunks
+    batched = K.adain1d(x, gamma, beta, lengths=lengths, split=True, **kw)
+    for b, n in enumerate(lengths.tolist()):
+        solo = K.adain1d(x[b:b + 1, :, :n].contiguous(), gamma[b:b + 1], beta[b:b + 1], split=False, **kw)
+        assert torch.equal(batched[b:b + 1, :, :n], solo), f"item {b}: the split batch is not its solo row form"
+        assert not batched[b, :, n:].any()
+
+
+@pytest.mark.parametrize("act", ["snake", "leaky_relu"])
+def test_adain1d_with_its_activation_fused_matches_the_two_ops_and_float64(act):
+    # the fused pass skips the 16-bit rounding between AdaIN and the activation: within one rounding of the
+    # two-op path, and within the reduction tolerance of float64
+    gen = torch.Generator().manual_seed(8)
+    B, C, L = 2, 6, 9000
+    x = (torch.randn(B, C, L, generator=gen) * 2 + torch.randn(B, C, 1, generator=gen) * 3).to(KERNEL_DEVICE)
+    gamma, beta = (torch.randn(B, C, generator=gen).to(KERNEL_DEVICE) for _ in range(2))
+    alpha = (0.5 + torch.rand(C, generator=gen)).to(KERNEL_DEVICE)
+    for dtype in (torch.float32, torch.bfloat16):
+        xd = x.to(dtype)
+        fused = K.adain1d(xd, gamma, beta, act=act, alpha=alpha, slope=0.2)
+        two = adain_activation(K.adain1d(xd, gamma, beta), act, alpha, 0.2)
+        bound = tolerance(dtype_name(dtype), "reduction")
+        assert fused.dtype == dtype and torch.isfinite(fused).all()
+        assert scaled_max_error(fused, two) <= bound
+        ref = K.adain1d_oracle(*_oracle_inputs(xd, gamma, beta), act=act, alpha=alpha.cpu().double(), slope=0.2)
+        assert scaled_max_error(fused, ref) <= bound, dtype
+
+
+def test_adain1d_rejects_a_bad_activation_and_rows_past_its_chunks():
+    x = torch.randn(1, 2, 10, device=KERNEL_DEVICE)
+    g = torch.ones(1, 2, device=KERNEL_DEVICE)
+    with pytest.raises(ValueError, match="act must be one of"):
+        K.adain1d(x, g, g, act="relu")
+    with pytest.raises(ValueError, match="needs alpha"):
+        K.adain1d(x, g, g, act="snake")
+    with pytest.raises(ValueError, match="one value per channel"):
+        K.adain1d(x, g, g, act="snake", alpha=torch.ones(3, device=KERNEL_DEVICE))
+    long = torch.empty(1, 1, K.ADAIN_MAX_CHUNKS * K.ADAIN_BLOCK + 1, device=KERNEL_DEVICE)
+    with pytest.raises(ValueError, match="falls back"):
+        K.adain1d(long, g[:, :1], g[:, :1])
 
 
 def test_adain1d_long_row_with_large_offset_matches_float64():

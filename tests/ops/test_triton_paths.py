@@ -115,9 +115,11 @@ def _conv1d_fused_transposed_inputs(g):
 
 
 # norm ------------------------------------------------------------------------------------------------------------
-def _adain_inputs(g, lengths=None):
+def _adain_inputs(g, lengths=None, act="none"):
     x = _randn(g, 2, 16, 50, scale=3.0) + 1.0
     kw = {} if lengths is None else {"lengths": torch.tensor(lengths)}
+    if act != "none":  # the activation that follows AdaIN in Kokoro, fused into the kernel's pass
+        kw.update(act=act, alpha=_rand(g, 16, lo=0.5, hi=1.5), slope=0.2)
     return (x, _rand(g, 2, 16, lo=0.5, hi=1.5), _randn(g, 2, 16)), kw
 
 
@@ -237,6 +239,8 @@ CASES = {
     "conv.conv1d_fused[transposed,leaky_relu]": _case(conv.conv1d_fused, _conv1d_fused_transposed_inputs),
     "norm.adain1d": _case(norm.adain1d, _adain_inputs),
     "norm.adain1d[lengths]": _case(norm.adain1d, lambda g: _adain_inputs(g, [50, 31])),
+    "norm.adain1d[snake]": _case(norm.adain1d, lambda g: _adain_inputs(g, act="snake")),
+    "norm.adain1d[lengths,leaky_relu]": _case(norm.adain1d, lambda g: _adain_inputs(g, [50, 31], "leaky_relu")),
     "norm.layer_norm": _case(norm.layer_norm, _layer_norm_inputs),
     "norm.ada_layer_norm": _case(norm.ada_layer_norm, _ada_layer_norm_inputs),
     "resample.act1d": _case(resample.act1d, _act1d_inputs),

@@ -1,22 +1,27 @@
 """Normalisation over time (instance/AdaIN) and over channels (layer norm, adaptive layer norm).
 
-adain1d         y[r, t] = γ_r·(x[r, t] − μ_r)·rsqrt(max(var_r, 0) + eps) + β_r
-                x [B, C, L] seen as rows r = (b, c) of length L; γ, β [B, C]; biased variance over t.
+adain1d         y[r, t] = act(γ_r·(x[r, t] − μ_r)·rsqrt(max(var_r, 0) + eps) + β_r)
+                x [B, C, L] seen as rows r = (b, c) of length L; γ, β [B, C]; biased variance over t; act none,
+                leaky_relu(slope) or snake(α_c) in the same pass (Kokoro's AdaIN is always followed by one).
 layer_norm      y[r, :] = (x[r, :] − μ_r)·rsqrt(var_r + eps)·w + b over the last axis C; w, b [C] optional.
 ada_layer_norm  x [B, T, C], γ, β [B, C] per sample: y[b, t, :] = γ_b·LN(x[b, t, :]) + β_b (LN without affine).
                 The caller folds a model's (1 + γ) into γ.
 
 Statistics are float32 whatever the storage dtype. adain1d rows are long (8,000-50,000 frames at the
 vocoder rates) and some channels are nearly constant, where E[x²] − E[x]² in float32 is pure rounding
-noise that goes negative (rsqrt → NaN for the whole utterance). The kernel therefore (1) subtracts the
+noise that goes negative (rsqrt → NaN for the whole utterance). The kernels therefore (1) subtract the
 row's first sample before summing, so a near-constant row sums small, exactly representable differences,
-and (2) accumulates chunk by chunk with Chan's pairwise update of (count, mean, M2), each chunk's M2
-computed around its own mean: no cancellation anywhere, one read of x for the statistics and one for
-the output. The variance is still clamped at 0 as the contract demands.
+and (2) take the moments chunk by chunk (ADAIN_BLOCK frames), each chunk's M2 around its own mean, and
+combine the chunks' (count, mean, M2) as one [ADAIN_MAX_CHUNKS] vector (mean = Σ nᵢμᵢ / n, M2 = Σ Mᵢ +
+nᵢ(μᵢ − μ)²): no cancellation anywhere. The variance is still clamped at 0 as the contract demands.
 
-Launch invariants: inputs contiguous; adain1d: one program per row, looping over L in BLOCK chunks
-(the row is read twice; the second read mostly hits L2). layer_norm: ROWS rows of C ≤ MAX_C channels
-per program, the whole row in registers (one read, one write).
+Launch invariants: inputs contiguous; adain1d: one program per row looping over its chunks (the row read
+twice, the second mostly from L2), or for few long rows (Kokoro's generator: 128 rows of up to 150,000
+frames, where a program a row reached 36% of the H200's bandwidth, RESULTS.md) one program per (row, chunk)
+in two launches, the chunks' moments through a small float32 buffer. Both forms gather the same chunk
+moments and combine them in the same vector arithmetic, so a row's result does not depend on the form, the
+batch or the padding. layer_norm: ROWS rows of C ≤ MAX_C channels per program, the whole row in registers
+(one read, one write).
 """
 from __future__ import annotations
 
@@ -28,11 +33,14 @@ import triton
 import triton.language as tl
 
 from tilewave.spec import AotVariant, BenchShape, Case, Kernel, register
-from tilewave.kernels._common import block_size, randn
-from tilewave.reference.norm import ada_layer_norm_torch, adain1d_torch, per_item
+from tilewave.kernels._common import block_size, check_channel_params, randn, sin
+from tilewave.reference.norm import ada_layer_norm_torch, adain1d_torch, adain_activation, per_item
 
-ADAIN_BLOCK = 8192   # 32 elements (eight 16-byte loads in fp32) per thread at 8 warps: enough bytes in
-                     # flight per chunk for one program to stream a 48,000-frame row near its share of HBM
+ADAIN_BLOCK = 8192   # frames per statistics chunk and per program's pass: 32 elements (eight 16-byte loads in
+                     # fp32) per thread at 8 warps, enough bytes in flight to stream a long row near HBM's share
+ADAIN_MAX_CHUNKS = 128  # chunks per row (1,048,576 frames): their moments combine as one vector of this size
+ADAIN_SPLIT_MAX_ROWS = 512  # a row longer than one chunk is split over (row, chunk) programs up to this many rows
+ADAIN_ACTS = ("none", "leaky_relu", "snake")
 MAX_C = 16384        # layer_norm keeps one whole row in registers
 LN_TILE = 4096       # elements per layer_norm program (ROWS x BLOCK_C)
 _DTYPES = ("fp32", "fp16", "bf16")
@@ -42,55 +50,121 @@ _DTYPES = ("fp32", "fp16", "bf16")
 # kernels
 # ---------------------------------------------------------------------------------------------------
 @triton.jit
-def _adain_row(x_row, y_row, g_ptr, b_ptr, n, eps, BLOCK: tl.constexpr):
-    """Normalise x_row[:n] into y_row[:n] with (g, b) at g_ptr / b_ptr."""
+def _row_frames(len_ptr, row, C, L, HAS_LENGTHS: tl.constexpr):
+    # frames of row r = (b, c) that are its item's: lengths[b] clamped to [0, L], or all L
+    if HAS_LENGTHS:
+        return tl.minimum(tl.maximum(tl.load(len_ptr + row // C), 0), L).to(tl.int32)
+    return L
+
+
+@triton.jit
+def _chunk_moments(x_row, shift, start, n, BLOCK: tl.constexpr):
+    # (count, mean, M2) of d = x − shift over frames start .. start + BLOCK of the row's first n, M2 around the
+    # chunk's own mean: no cancellation in float32
+    offs = start + tl.arange(0, BLOCK)
+    mask = offs < n
+    d = tl.where(mask, tl.load(x_row + offs, mask=mask, other=0.0).to(tl.float32) - shift, 0.0)
+    count = tl.minimum(n - start, BLOCK).to(tl.float32)
+    mean = tl.sum(d, axis=0) / count
+    dc = tl.where(mask, d - mean, 0.0)
+    return count, mean, tl.sum(dc * dc, axis=0)
+
+
+@triton.jit
+def _row_affine(counts, means, m2s, n, g_ptr, b_ptr, eps):
+    # the row's (mean of d, scale, beta) from its chunks' moments, [MAX_CHUNKS] vectors that are 0 past the
+    # last chunk (exact no-ops in both sums): one arithmetic whichever kernel gathered them
+    total = n.to(tl.float32)
+    mean = tl.sum(counts * means, axis=0) / total
+    dm = means - mean
+    m2 = tl.sum(m2s + counts * (dm * dm), axis=0)
+    scale = tl.load(g_ptr).to(tl.float32) * tl.rsqrt(tl.maximum(m2 / total, 0.0) + eps)
+    return mean, scale, tl.load(b_ptr).to(tl.float32)
+
+
+@triton.jit
+def _adain_store(x_row, y_row, start, n, L, shift, mean, scale, beta, alpha, slope, ACT: tl.constexpr,
+                 FAST_SIN: tl.constexpr, BLOCK: tl.constexpr):
+    # frames start .. start + BLOCK: normalised, activated and stored below n, zeros from n to L (masked lanes
+    # would be (0 − shift)·scale: out of range for float16 stores)
+    offs = start + tl.arange(0, BLOCK)
+    mask = offs < n
+    y = ((tl.load(x_row + offs, mask=mask, other=0.0).to(tl.float32) - shift) - mean) * scale + beta
+    if ACT == "leaky_relu":
+        y = tl.where(y > 0, y, y * slope)
+    elif ACT == "snake":
+        s = sin(alpha * y, FAST_SIN)
+        y = y + s * s / (alpha + 1e-9)
+    tl.store(y_row + offs, tl.where(mask, y, 0.0).to(y_row.dtype.element_ty), mask=offs < L)
+
+
+@triton.jit
+def _row_alpha(a_ptr, row, C, ACT: tl.constexpr):
+    if ACT == "snake":
+        return tl.load(a_ptr + row % C).to(tl.float32)
+    return 0.0
+
+
+@triton.jit
+def _adain1d_rows_kernel(x_ptr, g_ptr, b_ptr, y_ptr, len_ptr, a_ptr, L, C, eps, slope,
+                         HAS_LENGTHS: tl.constexpr, ACT: tl.constexpr, FAST_SIN: tl.constexpr,
+                         BLOCK: tl.constexpr, MAX_CHUNKS: tl.constexpr):
+    # one program per row: its chunks' moments in turn (one read), then its output (a second read, mostly L2)
+    row = tl.program_id(0).to(tl.int64)
+    n = _row_frames(len_ptr, row, C, L, HAS_LENGTHS)
+    x_row = x_ptr + row * L
     shift = tl.load(x_row).to(tl.float32)
-    count = shift * 0.0
-    mean = shift * 0.0
-    m2 = shift * 0.0
+    lane = tl.arange(0, MAX_CHUNKS)
+    counts = tl.zeros((MAX_CHUNKS,), dtype=tl.float32)
+    means = tl.zeros((MAX_CHUNKS,), dtype=tl.float32)
+    m2s = tl.zeros((MAX_CHUNKS,), dtype=tl.float32)
     for start in range(0, n, BLOCK):
-        offs = start + tl.arange(0, BLOCK)
-        mask = offs < n
-        d = tl.where(mask, tl.load(x_row + offs, mask=mask, other=0.0).to(tl.float32) - shift, 0.0)
-        n_chunk = tl.minimum(n - start, BLOCK).to(tl.float32)
-        mean_chunk = tl.sum(d, axis=0) / n_chunk
-        dc = tl.where(mask, d - mean_chunk, 0.0)
-        m2_chunk = tl.sum(dc * dc, axis=0)
-        total = count + n_chunk
-        delta = mean_chunk - mean
-        mean = mean + delta * (n_chunk / total)
-        m2 = m2 + m2_chunk + delta * delta * (count * (n_chunk / total))
-        count = total
-    var = tl.maximum(m2 / count, 0.0)
-    scale = tl.load(g_ptr).to(tl.float32) * tl.rsqrt(var + eps)
-    beta = tl.load(b_ptr).to(tl.float32)
-    for start in range(0, n, BLOCK):
-        offs = start + tl.arange(0, BLOCK)
-        mask = offs < n
-        x = tl.load(x_row + offs, mask=mask, other=0.0).to(tl.float32)
-        # masked lanes would be (0 - shift) * scale: out of range for float16 stores
-        y = tl.where(mask, ((x - shift) - mean) * scale + beta, 0.0)
-        tl.store(y_row + offs, y.to(y_row.dtype.element_ty), mask=mask)
+        count, mean, m2 = _chunk_moments(x_row, shift, start, n, BLOCK)
+        here = lane == start // BLOCK
+        counts = tl.where(here, count, counts)
+        means = tl.where(here, mean, means)
+        m2s = tl.where(here, m2, m2s)
+    mean, scale, beta = _row_affine(counts, means, m2s, n, g_ptr + row, b_ptr + row, eps)
+    alpha = _row_alpha(a_ptr, row, C, ACT)
+    for start in range(0, L, BLOCK):
+        _adain_store(x_row, y_ptr + row * L, start, n, L, shift, mean, scale, beta, alpha, slope, ACT, FAST_SIN,
+                     BLOCK)
 
 
 @triton.jit
-def _adain1d_kernel(x_ptr, g_ptr, b_ptr, y_ptr, L, eps, BLOCK: tl.constexpr):
+def _adain1d_chunk_moments_kernel(x_ptr, len_ptr, m_ptr, L, C, HAS_LENGTHS: tl.constexpr, BLOCK: tl.constexpr,
+                                  MAX_CHUNKS: tl.constexpr):
+    # program (row, chunk): the chunk's (count, mean, M2) into m[row, :, chunk] ([rows, 3, MAX_CHUNKS]); chunks
+    # at or past the row's frames write nothing
     row = tl.program_id(0).to(tl.int64)
-    _adain_row(x_ptr + row * L, y_ptr + row * L, g_ptr + row, b_ptr + row, L, eps, BLOCK)
+    start = tl.program_id(1) * BLOCK
+    n = _row_frames(len_ptr, row, C, L, HAS_LENGTHS)
+    if start < n:
+        x_row = x_ptr + row * L
+        count, mean, m2 = _chunk_moments(x_row, tl.load(x_row).to(tl.float32), start, n, BLOCK)
+        m_row = m_ptr + row * 3 * MAX_CHUNKS + tl.program_id(1)
+        tl.store(m_row, count)
+        tl.store(m_row + MAX_CHUNKS, mean)
+        tl.store(m_row + 2 * MAX_CHUNKS, m2)
 
 
 @triton.jit
-def _adain1d_lengths_kernel(x_ptr, g_ptr, b_ptr, y_ptr, len_ptr, L, C, eps, BLOCK: tl.constexpr):
-    # rows of a padded batch [B, C, L]: row r = (b, c) normalises its first lengths[b] frames exactly as the
-    # unmasked kernel normalises a row of that length (same chunks, same order: bit-identical to a solo
-    # run), and writes zeros past them
+def _adain1d_chunk_store_kernel(x_ptr, g_ptr, b_ptr, y_ptr, len_ptr, a_ptr, m_ptr, L, C, eps, slope,
+                                HAS_LENGTHS: tl.constexpr, ACT: tl.constexpr, FAST_SIN: tl.constexpr,
+                                BLOCK: tl.constexpr, MAX_CHUNKS: tl.constexpr):
+    # program (row, chunk): the row's moments from _adain1d_chunk_moments_kernel's, then the chunk's output
     row = tl.program_id(0).to(tl.int64)
-    n = tl.minimum(tl.maximum(tl.load(len_ptr + row // C), 0), L).to(tl.int32)
-    y_row = y_ptr + row * L
-    _adain_row(x_ptr + row * L, y_row, g_ptr + row, b_ptr + row, n, eps, BLOCK)
-    for start in range(n, L, BLOCK):
-        offs = start + tl.arange(0, BLOCK)
-        tl.store(y_row + offs, tl.zeros((BLOCK,), dtype=y_ptr.dtype.element_ty), mask=offs < L)
+    n = _row_frames(len_ptr, row, C, L, HAS_LENGTHS)
+    x_row = x_ptr + row * L
+    lane = tl.arange(0, MAX_CHUNKS)
+    have = lane * BLOCK < n
+    m_row = m_ptr + row * 3 * MAX_CHUNKS + lane
+    counts = tl.load(m_row, mask=have, other=0.0)
+    means = tl.load(m_row + MAX_CHUNKS, mask=have, other=0.0)
+    m2s = tl.load(m_row + 2 * MAX_CHUNKS, mask=have, other=0.0)
+    mean, scale, beta = _row_affine(counts, means, m2s, n, g_ptr + row, b_ptr + row, eps)
+    _adain_store(x_row, y_ptr + row * L, tl.program_id(1) * BLOCK, n, L, tl.load(x_row).to(tl.float32), mean,
+                 scale, beta, _row_alpha(a_ptr, row, C, ACT), slope, ACT, FAST_SIN, BLOCK)
 
 
 @triton.jit
@@ -127,9 +201,14 @@ def _require_contiguous(name: str, **tensors: torch.Tensor | None) -> None:
 
 
 def adain1d(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float = 1e-5,
-            out: torch.Tensor | None = None, lengths: torch.Tensor | None = None) -> torch.Tensor:
+            out: torch.Tensor | None = None, lengths: torch.Tensor | None = None, act: str = "none",
+            alpha: torch.Tensor | None = None, slope: float = 0.0, split: bool | None = None) -> torch.Tensor:
     """lengths [B] (x [B, C, L]): item b's statistics over its first lengths[b] frames, zeros past them; one
-    launch, no host read of the lengths, each row bit-identical to the unmasked kernel on that many frames."""
+    launch, no host read of the lengths, each row bit-identical to a solo run on that many frames.
+    act: the activation applied to the output in the same pass ('leaky_relu' with `slope`, 'snake' with
+    `alpha` [C]), so that it needs no pass of its own. split: a row longer than one chunk over (row, chunk)
+    programs, two launches (None: when there are at most ADAIN_SPLIT_MAX_ROWS rows; both forms give the same
+    bits)."""
     _require_contiguous("adain1d", x=x, gamma=gamma, beta=beta)
     L = x.shape[-1]
     if lengths is not None and (x.dim() != 3 or lengths.shape != (x.shape[0],)):
@@ -139,15 +218,33 @@ def adain1d(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float
     if gamma.numel() != rows or beta.numel() != rows:
         raise ValueError(f"adain1d: gamma and beta need one value per (batch, channel) row ({rows} for x "
                          f"{tuple(x.shape)}), got {tuple(gamma.shape)} and {tuple(beta.shape)}")
+    if act not in ADAIN_ACTS:
+        raise ValueError(f"adain1d: act must be one of {ADAIN_ACTS}, got {act!r}")
+    C = x.shape[-2] if x.dim() >= 2 else 1
+    if act == "snake":
+        if alpha is None:
+            raise ValueError("adain1d: act='snake' needs alpha, one value per channel")
+        check_channel_params("adain1d", C, alpha, None)
+        alpha = alpha.contiguous()
+    chunks = triton.cdiv(L, ADAIN_BLOCK)
+    if chunks > ADAIN_MAX_CHUNKS:
+        raise ValueError(f"adain1d: rows of at most {ADAIN_MAX_CHUNKS * ADAIN_BLOCK} frames, got L={L}; "
+                         "use the PyTorch path (tilewave.ops.norm falls back)")
     out = torch.empty_like(x) if out is None else out
-    if rows and L:
-        # one block size for every L: short rows waste masked lanes of one chunk, which costs nothing
-        # measurable in a memory-bound kernel and keeps a single compiled variant per dtype
-        if lengths is None:
-            _adain1d_kernel[(rows,)](x, gamma, beta, out, L, float(eps), BLOCK=ADAIN_BLOCK, num_warps=8)
-        else:
-            _adain1d_lengths_kernel[(rows,)](x, gamma, beta, out, lengths.to(device=x.device, dtype=torch.int64),
-                                             L, x.shape[1], float(eps), BLOCK=ADAIN_BLOCK, num_warps=8)
+    if not (rows and L):
+        return out
+    split = chunks > 1 and rows <= ADAIN_SPLIT_MAX_ROWS if split is None else split and chunks > 1
+    len_t = x if lengths is None else lengths.to(device=x.device, dtype=torch.int64)
+    a = x if alpha is None else alpha
+    flags = dict(HAS_LENGTHS=lengths is not None, BLOCK=ADAIN_BLOCK, MAX_CHUNKS=ADAIN_MAX_CHUNKS, num_warps=8)
+    if split:
+        moments = torch.empty(rows, 3, ADAIN_MAX_CHUNKS, dtype=torch.float32, device=x.device)
+        _adain1d_chunk_moments_kernel[(rows, chunks)](x, len_t, moments, L, C, **flags)
+        _adain1d_chunk_store_kernel[(rows, chunks)](x, gamma, beta, out, len_t, a, moments, L, C, float(eps),
+                                                    float(slope), ACT=act, FAST_SIN=x.is_cuda, **flags)
+    else:
+        _adain1d_rows_kernel[(rows,)](x, gamma, beta, out, len_t, a, L, C, float(eps), float(slope), ACT=act,
+                                      FAST_SIN=x.is_cuda, **flags)
     return out
 
 
@@ -189,7 +286,10 @@ def ada_layer_norm(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps
 # ---------------------------------------------------------------------------------------------------
 # float64 oracles (the PyTorch peers, also the CPU path of tilewave.ops.norm: tilewave/reference/norm.py)
 # ---------------------------------------------------------------------------------------------------
-def adain1d_oracle(x, gamma, beta, eps=1e-5, lengths=None):
+def adain1d_oracle(x, gamma, beta, eps=1e-5, lengths=None, act="none", alpha=None, slope=0.0, split=None):
+    # split: the kernel's form, which does not change its result
+    if act != "none":
+        return adain_activation(adain1d_oracle(x, gamma, beta, eps, lengths), act, alpha, slope)
     if lengths is not None:
         return per_item(adain1d_oracle, x, gamma, beta, eps, lengths)
     mu = x.mean(-1, keepdim=True)
@@ -230,7 +330,38 @@ def _adain_inputs(p, dtype, device, gen):
         n = torch.randint(2, L, (B,), generator=gen)
         n[0], n[-1] = L, 1
         inputs["lengths"] = n.to(device)
+    act = p.get("act", "none")
+    if act != "none":
+        inputs.update(act=act, slope=0.2 if act == "leaky_relu" else 0.0,
+                      alpha=randn((C,), torch.float32, device, gen, scale=0.3, shift=1.0) if act == "snake" else None)
+    if "split" in p:
+        inputs["split"] = p["split"]
     return inputs
+
+
+def _adain_variants():
+    # the row form and the split pair per dtype, with and without lengths; the activations where Kokoro runs
+    # them (leaky ReLU and snake in float32 and bfloat16), none (the plain op) in every dtype
+    common = {"g_ptr": "*{dt}", "b_ptr": "*{dt}", "y_ptr": "*{dt}", "len_ptr": "*i64", "a_ptr": "*fp32",
+              "L": "i32", "C": "i32", "eps": "fp32", "slope": "fp32"}
+    out = []
+    for dt in _DTYPES:
+        for lens in (False, True):
+            sig = {k: v.format(dt=dt) for k, v in common.items()}
+            sig["len_ptr"] = "*i64" if lens else f"*{dt}"
+            tag = f"{dt}{',lengths' if lens else ''}"
+            const = {"HAS_LENGTHS": lens, "BLOCK": ADAIN_BLOCK, "MAX_CHUNKS": ADAIN_MAX_CHUNKS}
+            out.append(AotVariant(f"_adain1d_chunk_moments_kernel[{tag}]", _adain1d_chunk_moments_kernel,
+                                  {"x_ptr": f"*{dt}", "len_ptr": sig["len_ptr"], "m_ptr": "*fp32", "L": "i32",
+                                   "C": "i32"}, const, num_warps=8))
+            for act in ADAIN_ACTS if dt != "fp16" else ("none",):
+                s = dict(sig, x_ptr=f"*{dt}", a_ptr="*fp32" if act == "snake" else f"*{dt}")
+                flags = dict(const, ACT=act, FAST_SIN=True)
+                out.append(AotVariant(f"_adain1d_rows_kernel[{tag},{act}]", _adain1d_rows_kernel, s, flags,
+                                      num_warps=8))
+                out.append(AotVariant(f"_adain1d_chunk_store_kernel[{tag},{act}]", _adain1d_chunk_store_kernel,
+                                      dict(s, m_ptr="*fp32"), flags, num_warps=8))
+    return out
 
 
 def _adain_bytes(p, itemsize):
@@ -243,31 +374,33 @@ register(Kernel(
     name="adain1d", family="norm", used_by=("kokoro",),
     doc="per row r over time: gamma_r (x - mu_r) rsqrt(max(var_r, 0) + eps) + beta_r, biased variance",
     make_inputs=_adain_inputs, alloc_out=lambda i: torch.empty_like(i["x"]), launch=adain1d,
-    oracle=adain1d_oracle, peer=adain1d_torch, tol_kind="reduction",
+    oracle=adain1d_oracle, peer=lambda split=None, **inputs: adain1d_torch(**inputs), tol_kind="reduction",
     cases=[Case({"shape": (2, 3, 77)}),
            Case({"shape": (1, 5, 2500)}),
            Case({"shape": (1, 4, 7900), "near_constant": True}),
+           Case({"shape": (2, 4, 20000), "split": True}),
+           Case({"shape": (2, 4, 20000), "split": False, "act": "snake"}),
+           Case({"shape": (3, 6, 300), "act": "leaky_relu"}),
            Case({"shape": (2, 1024, 801)}, devices=("cuda",)),
            Case({"shape": (1, 64, 48001), "near_constant": True}, devices=("cuda",)),
-           Case({"shape": (1, 128, 48000)}, devices=("cuda",)),
+           Case({"shape": (1, 128, 48000), "act": "snake"}, devices=("cuda",)),
            Case({"shape": (3, 4, 300), "lengths": True}),
+           Case({"shape": (3, 4, 17000), "lengths": True, "act": "snake", "split": True}),
            Case({"shape": (4, 512, 20000), "lengths": True}, devices=("cuda",))],
-    # Kokoro decoder / generator AdaIN blocks at 10 s of speech, and one >= 256 MB input.
-    bench=[BenchShape(label, {"shape": shape}, flops=lambda p: 7 * math.prod(p["shape"]), bytes=_adain_bytes)
-           for label, shape in (("Kokoro decoder AdaIN [1, 1024, 800]", (1, 1024, 800)),
-                                ("Kokoro decoder AdaIN x2 [1, 512, 1600]", (1, 512, 1600)),
-                                ("Kokoro generator AdaIN 1 [1, 256, 8000]", (1, 256, 8000)),
-                                ("Kokoro generator AdaIN 2 [1, 128, 48000]", (1, 128, 48000)),
-                                ("large [8, 512, 16384]", (8, 512, 16384)))],
-    variants=lambda: [AotVariant(f"_adain1d_kernel[{dt}]", _adain1d_kernel,
-                                 {"x_ptr": f"*{dt}", "g_ptr": f"*{dt}", "b_ptr": f"*{dt}", "y_ptr": f"*{dt}",
-                                  "L": "i32", "eps": "fp32"}, {"BLOCK": ADAIN_BLOCK}, num_warps=8)
-                      for dt in _DTYPES]
-                     + [AotVariant(f"_adain1d_lengths_kernel[{dt}]", _adain1d_lengths_kernel,
-                                   {"x_ptr": f"*{dt}", "g_ptr": f"*{dt}", "b_ptr": f"*{dt}", "y_ptr": f"*{dt}",
-                                    "len_ptr": "*i64", "L": "i32", "C": "i32", "eps": "fp32"},
-                                   {"BLOCK": ADAIN_BLOCK}, num_warps=8)
-                        for dt in _DTYPES],
+    # Kokoro's decoder and generator AdaINs at 10 s of speech and its generator's at 23.4 s (383 phonemes),
+    # each with the activation that follows it in the model, and one >= 256 MB input.
+    bench=[BenchShape(label, {"shape": shape, "act": a}, flops=lambda p: 7 * math.prod(p["shape"]),
+                      bytes=_adain_bytes)
+           for label, shape, a in (("Kokoro decoder AdaIN [1, 1024, 800]", (1, 1024, 800), "leaky_relu"),
+                                   ("Kokoro decoder AdaIN x2 [1, 512, 1600]", (1, 512, 1600), "leaky_relu"),
+                                   ("Kokoro generator AdaIN 1 [1, 256, 8000]", (1, 256, 8000), "snake"),
+                                   ("Kokoro generator AdaIN 2 [1, 128, 48000]", (1, 128, 48000), "snake"),
+                                   ("Kokoro generator AdaIN 1, 383 phonemes [1, 256, 18720]", (1, 256, 18720),
+                                    "snake"),
+                                   ("Kokoro generator AdaIN 2, 383 phonemes [1, 128, 112320]", (1, 128, 112320),
+                                    "snake"),
+                                   ("large [8, 512, 16384]", (8, 512, 16384), "none"))],
+    variants=lambda: _adain_variants(),
 ))
 
 

@@ -9,21 +9,33 @@ from tilewave.reference.norm import ada_layer_norm_torch, adain1d_torch
 
 
 def adain1d(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float = 1e-5,
-            lengths: torch.Tensor | None = None) -> torch.Tensor:
-    """x [B, C, L]; gamma, beta [B, C]: gamma * (x - mean_t) / sqrt(max(var_t, 0) + eps) + beta (biased var).
+            lengths: torch.Tensor | None = None, act: str = "none", alpha: torch.Tensor | None = None,
+            slope: float = 0.0) -> torch.Tensor:
+    """x [B, C, L]; gamma, beta [B, C]: act(gamma * (x - mean_t) / sqrt(max(var_t, 0) + eps) + beta) (biased var).
 
     lengths [B] (optional): item b's statistics cover its frames t < lengths[b] only, and its output is 0
     past them (a batch of utterances padded to one length: each item normalised as if alone).
+    act: 'none', 'leaky_relu' (with slope) or 'snake' (with alpha [C]), the activation that follows: the kernel
+    applies it in the same pass, the PyTorch path as the op of its own that it was.
     Statistics and affine are float32 whatever x's dtype (a 16-bit sum over 1,000 frames would lose the
     variance); the output has x's dtype.
     """
     # With lengths, each item bit-identical to its solo run: Kokoro's harmonic source integrates F0 over thousands
     # of radians of phase, so a rounding-level change upstream (masked sums that round differently) becomes a
-    # visible change in the waveform. The kernel normalises each row's own frames in the unmasked kernel's chunks
-    # and order (one launch, the lengths read on the device); PyTorch's instance_norm runs item by item.
-    if use_triton("adain1d", x, gamma, beta, lengths):
-        return kernels("norm").adain1d(x.contiguous(), gamma.contiguous(), beta.contiguous(), eps, lengths=lengths)
-    return adain1d_torch(x, gamma, beta, eps, lengths=lengths)
+    # visible change in the waveform. The kernel normalises each row's own frames in the same chunks and the same
+    # arithmetic whatever the padding (one launch or two, the lengths read on the device); PyTorch's
+    # instance_norm runs item by item.
+    if use_triton("adain1d", x, gamma, beta, lengths, alpha, supported=lambda: _frames_fit(x)):
+        return kernels("norm").adain1d(x.contiguous(), gamma.contiguous(), beta.contiguous(), eps, lengths=lengths,
+                                       act=act, alpha=alpha, slope=slope)
+    return adain1d_torch(x, gamma, beta, eps, lengths=lengths, act=act, alpha=alpha, slope=slope)
+
+
+def _frames_fit(x: torch.Tensor) -> tuple[bool, str]:
+    """adain1d's kernels combine at most ADAIN_MAX_CHUNKS chunks of a row."""
+    k = kernels("norm")
+    most = k.ADAIN_MAX_CHUNKS * k.ADAIN_BLOCK
+    return x.shape[-1] <= most, f"L={x.shape[-1]} > {most} frames"
 
 
 def _row_fits(x: torch.Tensor) -> tuple[bool, str]:

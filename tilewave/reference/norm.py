@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from tilewave.reference.activation import snake_torch
+
 
 def per_item(fn, x, gamma, beta, eps, lengths):
     """fn on each item's own frames, zeros past them (the lengths contract of adain1d)."""
@@ -14,7 +16,18 @@ def per_item(fn, x, gamma, beta, eps, lengths):
     return out
 
 
-def adain1d_torch(x, gamma, beta, eps=1e-5, lengths=None):
+def adain_activation(y, act="none", alpha=None, slope=0.0):
+    """The activation adain1d applies to its output (act(0) = 0, so zeros past lengths stay zeros)."""
+    if act == "leaky_relu":
+        return F.leaky_relu(y, slope)
+    if act == "snake":
+        return snake_torch(y, alpha)
+    return y
+
+
+def adain1d_torch(x, gamma, beta, eps=1e-5, lengths=None, act="none", alpha=None, slope=0.0):
+    if act != "none":  # as two ops, each rounding to x's dtype: the model's CPU path as it was before the fusion
+        return adain_activation(adain1d_torch(x, gamma, beta, eps, lengths), act, alpha, slope)
     if lengths is not None:
         return per_item(adain1d_torch, x, gamma, beta, eps, lengths)
     # 16-bit x: statistics and affine in float32, stored in its dtype, as the kernel does (float32 or float64 x:

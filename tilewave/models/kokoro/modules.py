@@ -200,10 +200,13 @@ class AdaIN1d(nn.Module):
         self.norm = InstanceNormAffine(channels)
         self.fc = nn.Linear(style_dim, 2 * channels)
 
-    def forward(self, x, s, lengths=None):  # (1 + gamma) * (w * IN(x) + b) + beta; 0 past lengths
+    def forward(self, x, s, lengths=None, act="none", alpha=None, slope=0.0):
+        """act((1 + gamma) * (w * IN(x) + b) + beta), 0 past lengths; act: the activation after it, applied in
+        the kernel's pass ('leaky_relu' with slope, 'snake' with alpha [C]; ops.norm.adain1d)."""
         gamma, beta = style_affine(self.fc, s)
         g = 1 + gamma
-        return norm.adain1d(x, g * self.norm.weight, g * self.norm.bias + beta, lengths=lengths)
+        return norm.adain1d(x, g * self.norm.weight, g * self.norm.bias + beta, lengths=lengths, act=act,
+                            alpha=alpha, slope=slope)
 
 
 class AdaLayerNorm(nn.Module):
@@ -232,11 +235,11 @@ class AdainResBlk1d(nn.Module):
 
     def forward(self, x, s, lengths=None):
         """x [B, C, T] -> [B, C', T or 2T]; lengths scale with T (see out_lengths)."""
-        r = act.leaky_relu(self.norm1(x, s, lengths), 0.2)
+        r = self.norm1(x, s, lengths, act="leaky_relu", slope=0.2)
         if self.pool is not None:
             r = self.pool(r, lengths)
         lengths = self.out_lengths(lengths)
-        r = self.conv2(act.leaky_relu(self.norm2(self.conv1(r, lengths), s, lengths), 0.2), lengths)
+        r = self.conv2(self.norm2(self.conv1(r, lengths), s, lengths, act="leaky_relu", slope=0.2), lengths)
         sc = act.upsample_nearest1d(x, 2) if self.upsample else x
         if self.conv1x1 is not None:
             sc = self.conv1x1(sc, lengths)
@@ -263,8 +266,8 @@ class AdaINResBlock1(nn.Module):
     def forward(self, x, s, lengths=None):
         # snake(0) = 0 and AdaIN writes 0 past lengths: the conv inputs are already zero-padded
         for c1, c2, n1, n2, a1, a2 in zip(self.convs1, self.convs2, self.adain1, self.adain2, self.alpha1, self.alpha2):
-            xt = c1(act.snake(n1(x, s, lengths), a1.view(-1)))
-            x = c2(act.snake(n2(xt, s, lengths), a2.view(-1))).add_(x)  # in place: the conv's fresh output
+            xt = c1(n1(x, s, lengths, act="snake", alpha=a1.view(-1)))
+            x = c2(n2(xt, s, lengths, act="snake", alpha=a2.view(-1))).add_(x)  # in place: the conv's fresh output
         return x
 
 
