@@ -50,12 +50,16 @@
 #   s18a / s18b         : session 18: AdaIN with its activation in one pass: its cases and tests on CUDA, its forms
 #                         beside the two-pass design and PyTorch, launches re-recorded, Kokoro's CUDA suites / Kokoro
 #                         singles in every mode beside the official, a graphed bfloat16 forward's kernels, fidelity
+#   s18c                : the launches re-recorded (AdaIN's split rule), the load test twice with each batch's model
+#                         call timed apart (the batching server's slow singles, S17c)
+#   s18d                : the fused AdaIN against the two-pass design in the same call (graphed singles, 77 and 383
+#                         phonemes, bfloat16 and exact float32; the model's AdaIN1d.forward patched for the latter)
 #   s10e                : singles with the frame graphs up to 2,048 decoder frames (25.6 s) beside the 1,024 of
 #                         the code, same call (the limit set in the process: model.GRAPH_MAX_FRAMES)
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d | s14e | s15a | s15b | s15c | s15d | s16a | s16b | s16c | s16d | s16f | s16h | s17a | s17l | s17b | s17c | s17d | s18a | s18b | launches}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d | s14e | s15a | s15b | s15c | s15d | s16a | s16b | s16c | s16d | s16f | s16h | s17a | s17l | s17b | s17c | s17d | s18a | s18b | s18c | s18d | launches}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -504,6 +508,41 @@ s18b)  # Kokoro singles with the fused AdaIN: exact, tf32x3 and bfloat16 beside 
   done
   timeout 120 python3 benchmarks/fidelity_kokoro.py --device cuda --inputs benchmarks/fidelity_inputs.json \
     --json "$OUT/fidelity.json" 2>&1 | grep -v Warning | tail -9 ;;
+s18c)  # the launches re-recorded (AdaIN's split rule, ADAIN_SPLIT_MAX_ROWS), then the load test twice in one process
+  # with each batch's model call timed apart from the scheduler's run (S17c: the batching server's singles 38.8 ms
+  # against 23.3 one at a time)
+  install
+  timeout 150 python3 -m tilewave.harness.launches > "$OUT/launches.txt" 2>&1; tail -1 "$OUT/launches.txt"
+  cp tilewave/harness/launches.json "$OUT/"
+  timeout 400 python3 benchmarks/diag_server_gpu.py --passes 2 --device cuda --clients 16 --requests 4 \
+    --text-words 48 --timeout 300 --json "$OUT/server.json" 2>&1 | grep -v Warning | tee "$OUT/diag_server.txt" \
+    | grep -v "^      " | grep -v "^    sampled" | tail -45 ;;
+s18d)  # the AdaIN fusion end to end: graphed singles with Kokoro's AdaIN1d as landed (the activation in AdaIN's
+  # pass, long rows split) and patched back to the design before it (a program per row, then the activation's own
+  # kernel), in turn, in one call
+  install
+  for c in "383 tf32x3 bfloat16" "77 tf32x3 bfloat16" "383 ieee float32"; do set -- $c
+    for form in fused two-pass fused two-pass; do
+      timeout 80 python3 - $1 $2 $3 $form <<'PY' 2>&1 | grep "as it runs\|graph generator" | head -2 | sed "s/^/$1 $2 $3 $form: /"
+import runpy, sys
+n, prec, dtype, form = sys.argv[1:5]
+if form == "two-pass":
+    from tilewave.kernels import activation as KA, norm as KN
+    from tilewave.models.kokoro import modules as M
+
+    def forward(self, x, s, lengths=None, act="none", alpha=None, slope=0.0):
+        gamma, beta = M.style_affine(self.fc, s)
+        g = 1 + gamma
+        y = KN.adain1d(x.contiguous(), (g * self.norm.weight).contiguous(), (g * self.norm.bias + beta).contiguous(),
+                       lengths=lengths, split=False)
+        return KA.snake(y, alpha) if act == "snake" else KA.leaky_relu(y, slope) if act == "leaky_relu" else y
+
+    M.AdaIN1d.forward = forward
+sys.argv = ["diag_graphs_gpu.py", "--phonemes", n, "--precision", prec, "--dtype", dtype, "--reps", "15"]
+runpy.run_path("benchmarks/diag_graphs_gpu.py", run_name="__main__")
+PY
+    done
+  done ;;
 s16h)  # the session's landed code: the batch, graph and stream CUDA suites, first audio as s16d (the first chunk
   # no longer ending on a weak word)
   install

@@ -39,7 +39,10 @@ from tilewave.reference.norm import ada_layer_norm_torch, adain1d_torch, adain_a
 ADAIN_BLOCK = 8192   # frames per statistics chunk and per program's pass: 32 elements (eight 16-byte loads in
                      # fp32) per thread at 8 warps, enough bytes in flight to stream a long row near HBM's share
 ADAIN_MAX_CHUNKS = 128  # chunks per row (1,048,576 frames): their moments combine as one vector of this size
-ADAIN_SPLIT_MAX_ROWS = 512  # a row longer than one chunk is split over (row, chunk) programs up to this many rows
+# Rows longer than one chunk are split over (row, chunk) programs when there are at most this many: fewer rows
+# than the H200's 132 SMs leave SMs idle in the row form (S18a: 128 x 112,320 bfloat16 31.9 us split, 39.7 per
+# row), 256 rows of 3 chunks do not (16.1 per row, 18.5 split)
+ADAIN_SPLIT_MAX_ROWS = 128
 ADAIN_ACTS = ("none", "leaky_relu", "snake")
 MAX_C = 16384        # layer_norm keeps one whole row in registers
 LN_TILE = 4096       # elements per layer_norm program (ROWS x BLOCK_C)
@@ -340,8 +343,7 @@ def _adain_inputs(p, dtype, device, gen):
 
 
 def _adain_variants():
-    # the row form and the split pair per dtype, with and without lengths; the activations where Kokoro runs
-    # them (leaky ReLU and snake in float32 and bfloat16), none (the plain op) in every dtype
+    # the row form and the split pair per dtype, with and without lengths, with each activation
     common = {"g_ptr": "*{dt}", "b_ptr": "*{dt}", "y_ptr": "*{dt}", "len_ptr": "*i64", "a_ptr": "*fp32",
               "L": "i32", "C": "i32", "eps": "fp32", "slope": "fp32"}
     out = []
@@ -354,7 +356,7 @@ def _adain_variants():
             out.append(AotVariant(f"_adain1d_chunk_moments_kernel[{tag}]", _adain1d_chunk_moments_kernel,
                                   {"x_ptr": f"*{dt}", "len_ptr": sig["len_ptr"], "m_ptr": "*fp32", "L": "i32",
                                    "C": "i32"}, const, num_warps=8))
-            for act in ADAIN_ACTS if dt != "fp16" else ("none",):
+            for act in ADAIN_ACTS:
                 s = dict(sig, x_ptr=f"*{dt}", a_ptr="*fp32" if act == "snake" else f"*{dt}")
                 flags = dict(const, ACT=act, FAST_SIN=True)
                 out.append(AotVariant(f"_adain1d_rows_kernel[{tag},{act}]", _adain1d_rows_kernel, s, flags,
