@@ -54,12 +54,15 @@
 #                         call timed apart (the batching server's slow singles, S17c)
 #   s18d                : the fused AdaIN against the two-pass design in the same call (graphed singles, 77 and 383
 #                         phonemes, bfloat16 and exact float32; the model's AdaIN1d.forward patched for the latter)
+#   s19a / s19b         : session 19: a stage's AdaIN style affines stacked (one gemv an item): the CUDA suites,
+#                         graphed singles stacked against per-module affines in one call, a graphed forward's
+#                         kernels / Kokoro singles and batches (1-64) beside the official, the load test
 #   s10e                : singles with the frame graphs up to 2,048 decoder frames (25.6 s) beside the 1,024 of
 #                         the code, same call (the limit set in the process: model.GRAPH_MAX_FRAMES)
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d | s14e | s15a | s15b | s15c | s15d | s16a | s16b | s16c | s16d | s16f | s16h | s17a | s17l | s17b | s17c | s17d | s18a | s18b | s18c | s18d | launches}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d | s14e | s15a | s15b | s15c | s15d | s16a | s16b | s16c | s16d | s16f | s16h | s17a | s17l | s17b | s17c | s17d | s18a | s18b | s18c | s18d | s19a | s19b | launches}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -543,6 +546,36 @@ runpy.run_path("benchmarks/diag_graphs_gpu.py", run_name="__main__")
 PY
     done
   done ;;
+s19a)  # the stacked style affines: their CUDA test and Kokoro's batch, graph, dtype and stream suites, graphed singles
+  # with the affines stacked (as landed) and per module (AFFINES_STACKED_ON emptied) in turn, a graphed forward's kernels
+  install
+  timeout 240 python3 -m pytest -q -x -rf -p no:cacheprovider tests/models/test_kokoro_affines.py \
+    tests/models/test_kokoro_batch.py tests/models/test_kokoro_graphs.py tests/models/test_kokoro_dtype.py \
+    tests/engine/test_stream.py 2>&1 | tail -4
+  for c in "77 tf32x3 bfloat16" "383 tf32x3 bfloat16" "383 ieee float32"; do set -- $c
+    for form in stacked per-module stacked per-module; do
+      timeout 80 python3 - $1 $2 $3 $form <<'PY' 2>&1 | grep "as it runs\|graph generator" | head -2 | sed "s/^/$1 $2 $3 $form: /"
+import runpy, sys
+n, prec, dtype, form = sys.argv[1:5]
+if form == "per-module":
+    from tilewave.models.kokoro import modules as M
+    M.AFFINES_STACKED_ON = ()
+sys.argv = ["diag_graphs_gpu.py", "--phonemes", n, "--precision", prec, "--dtype", dtype, "--reps", "15"]
+runpy.run_path("benchmarks/diag_graphs_gpu.py", run_name="__main__")
+PY
+    done
+  done
+  timeout 100 python3 benchmarks/diag_graphs_gpu.py --phonemes 77 --precision tf32x3 --dtype bfloat16 --reps 10 \
+    --kernels 16 --json "$OUT/graphs_77.json" 2>&1 | grep -v Warning | tee "$OUT/graphs_77.txt" | tail -22 | cut -c1-160 ;;
+s19b)  # Kokoro singles in every float32 mode and bfloat16 beside the official, 1-64 mixed sentences batched beside
+  # one by one and the official, with the stacked affines
+  install
+  timeout 170 python3 benchmarks/bench_kokoro.py --precisions tf32x3 --json "$OUT/kokoro.json" 2>&1 \
+    | grep -v Warning | grep "graphs\|official" | cut -c1-200
+  timeout 90 python3 -m tilewave bench --model kokoro --device cuda --dtype bfloat16 2>&1 | grep -v Warning \
+    | grep "tilewave\|official" | cut -c1-220
+  timeout 300 python3 benchmarks/bench_kokoro.py --batch 1,8,32,64 --device cuda --precision tf32x3 \
+    --json "$OUT/kokoro_batch.json" 2>&1 | grep -v Warning | tail -14 | cut -c1-200 ;;
 s16h)  # the session's landed code: the batch, graph and stream CUDA suites, first audio as s16d (the first chunk
   # no longer ending on a weak word)
   install

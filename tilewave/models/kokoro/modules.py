@@ -13,8 +13,11 @@ KokoroModel._albert.)
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import math
+import weakref
 
 import torch
 from torch import nn
@@ -41,6 +44,87 @@ def style_affine(fc: nn.Linear, s: torch.Tensor) -> tuple[torch.Tensor, torch.Te
     (it integrates F0 into thousands of radians of phase), so each item repeats its solo arithmetic."""
     rows = fc(s) if s.shape[0] == 1 else torch.cat([fc(s[b:b + 1]) for b in range(s.shape[0])])
     return rows.chunk(2, dim=1)
+
+
+# Devices where a stage's AdaIN1d affines are computed together (style_affines): on a GPU each AdaIN1d's own (fc's
+# gemv, then 1 + gamma, its products with the norm's weight and bias, + beta) was five kernels, ~350 of a graphed
+# forward's ~1,450 launches (benchmarks/RESULTS.md, S18b); stacked they are one gemv an item and four element-wise
+# kernels a stage. Not on the CPU, whose GEMMs pick their path by shape: there each module keeps the official
+# model's own product, which the parity tests compare to the bit.
+AFFINES_STACKED_ON = ("cuda",)
+_affines: contextvars.ContextVar = contextvars.ContextVar("tilewave_kokoro_affines", default=None)
+_stacks: "weakref.WeakKeyDictionary[nn.Module, _AffineStack]" = weakref.WeakKeyDictionary()
+
+
+class _AffineStack:
+    """The AdaIN1d modules under some parts of a model, their fc weights stacked (every gamma row, then every
+    beta row) with the norms' weights and biases, built once and kept while none of those parameters changes."""
+
+    def __init__(self, parts) -> None:
+        self.modules = [m for part in parts for m in part.modules() if isinstance(m, AdaIN1d)]
+        self.params = [p for m in self.modules for p in (m.fc.weight, m.fc.bias, m.norm.weight, m.norm.bias)]
+        self.key = self._key()
+        sizes = [m.norm.weight.shape[0] for m in self.modules]
+        self.starts = [sum(sizes[:i]) for i in range(len(sizes))]
+        self.sizes, self.rows = sizes, sum(sizes)
+        # outside inference mode (a session's calls run in it): kept across calls, like the weights themselves
+        with torch.inference_mode(False), torch.no_grad():
+            w = [m.fc.weight for m in self.modules]
+            b = [m.fc.bias for m in self.modules]
+            self.weight = torch.cat([x[:c] for x, c in zip(w, sizes)] + [x[c:] for x, c in zip(w, sizes)])
+            self.bias = torch.cat([x[:c] for x, c in zip(b, sizes)] + [x[c:] for x, c in zip(b, sizes)])
+            self.norm_weight = torch.cat([m.norm.weight for m in self.modules])
+            self.norm_bias = torch.cat([m.norm.bias for m in self.modules])
+            # per row: its module's first row and width, and its place in the module
+            dev = self.weight.device
+            self.first = torch.cat([torch.full((n,), r0) for r0, n in zip(self.starts, sizes)]).to(dev)
+            self.width = torch.cat([torch.full((n,), n) for n in sizes]).to(dev)
+            self.place = torch.cat([torch.arange(n) for n in sizes]).to(dev)
+
+    def _key(self):
+        return tuple((p.data_ptr(), p._version) for p in self.params)
+
+    def module_major(self, t: torch.Tensor) -> torch.Tensor:
+        """[B, rows] -> the same values flat with each module's [B, C_m] block contiguous (B > 1): item b's row r
+        goes to B * first[r] + b * width[r] + place[r]. On the device, nothing kept per batch size."""
+        B = t.shape[0]
+        dest = (self.first * B + self.place) + torch.arange(B, device=t.device)[:, None] * self.width
+        out = t.new_empty(t.numel())
+        out[dest.reshape(-1)] = t.reshape(-1)
+        return out
+
+
+@contextlib.contextmanager
+def style_affines(s: torch.Tensor, *parts: nn.Module):
+    """Inside: every AdaIN1d under `parts` called with this very `s` [B, 128] takes its (scale, shift) from one
+    product over all of their fc's (on AFFINES_STACKED_ON devices; elsewhere, and for any other s, each computes
+    its own). Each item's row is its own [1, 128] product, as style_affine's, so a batch's items keep their solo
+    arithmetic; the element-wise steps are AdaIN1d's own, element by element."""
+    if s.device.type not in AFFINES_STACKED_ON:
+        yield
+        return
+    stack = _stacks.get(parts[0])
+    if stack is None or stack.key != stack._key():
+        stack = _stacks[parts[0]] = _AffineStack(parts)
+    rows = torch.nn.functional.linear(s, stack.weight, stack.bias) if s.shape[0] == 1 else torch.cat(
+        [torch.nn.functional.linear(s[b:b + 1], stack.weight, stack.bias) for b in range(s.shape[0])])
+    gamma, beta = rows[:, :stack.rows], rows[:, stack.rows:]
+    g = 1 + gamma
+    scale, shift = g * stack.norm_weight, g * stack.norm_bias + beta
+    B = s.shape[0]
+    if B > 1:
+        scale, shift = stack.module_major(scale), stack.module_major(shift)
+    table = {}
+    for m, r0, n in zip(stack.modules, stack.starts, stack.sizes):
+        if B == 1:
+            table[m] = (scale[:, r0:r0 + n], shift[:, r0:r0 + n])
+        else:
+            table[m] = (scale[B * r0:B * (r0 + n)].view(B, n), shift[B * r0:B * (r0 + n)].view(B, n))
+    token = _affines.set((s, table))
+    try:
+        yield
+    finally:
+        _affines.reset(token)
 
 
 class Conv1d(nn.Module):
@@ -203,10 +287,14 @@ class AdaIN1d(nn.Module):
     def forward(self, x, s, lengths=None, act="none", alpha=None, slope=0.0):
         """act((1 + gamma) * (w * IN(x) + b) + beta), 0 past lengths; act: the activation after it, applied in
         the kernel's pass ('leaky_relu' with slope, 'snake' with alpha [C]; ops.norm.adain1d)."""
-        gamma, beta = style_affine(self.fc, s)
-        g = 1 + gamma
-        return norm.adain1d(x, g * self.norm.weight, g * self.norm.bias + beta, lengths=lengths, act=act,
-                            alpha=alpha, slope=slope)
+        stacked = _affines.get()
+        if stacked is not None and stacked[0] is s and self in stacked[1]:
+            scale, shift = stacked[1][self]
+        else:
+            gamma, beta = style_affine(self.fc, s)
+            g = 1 + gamma
+            scale, shift = g * self.norm.weight, g * self.norm.bias + beta
+        return norm.adain1d(x, scale, shift, lengths=lengths, act=act, alpha=alpha, slope=slope)
 
 
 class AdaLayerNorm(nn.Module):
@@ -349,8 +437,9 @@ class ProsodyPredictor(nn.Module):
                 y, out = block(y, s, out), block.out_lengths(out)
             return proj(y, out).squeeze(1)
 
-        f0, n = graphs.concurrently(x.device, lambda: branch(self.F0, self.F0_proj),
-                                    lambda: branch(self.N, self.N_proj))
+        with style_affines(s, self.F0, self.N):
+            f0, n = graphs.concurrently(x.device, lambda: branch(self.F0, self.F0_proj),
+                                        lambda: branch(self.N, self.N_proj))
         return f0, n
 
 
@@ -431,6 +520,10 @@ class Generator(nn.Module):
         lengths: item frames on F' (None: all full); har_lengths: on the source's STFT frames. Returns the
         output and its per-item frame counts (None when lengths is None). x and the (float32) source meet the
         convs in their storage dtype; conv_post runs in its own (see __init__)."""
+        with style_affines(s, self.noise_res, self.resblocks):
+            return self._spectrum(x, s, har, lengths, har_lengths)
+
+    def _spectrum(self, x, s, har, lengths, har_lengths):
         n = len(self.cfg.resblock_kernel_sizes)
         dtype = self.ups[0].weight.dtype
         x, har = x.to(dtype), har.to(dtype)
@@ -480,8 +573,9 @@ class Decoder(nn.Module):
         curve_lengths = None if lengths is None else 2 * lengths
         f0 = self.F0_conv(f0_curve.unsqueeze(1), curve_lengths)
         n = self.N_conv(n_curve.unsqueeze(1), curve_lengths)
-        x = self.encode(torch.cat([asr, f0, n], dim=1), s, lengths)
-        asr_res = self.asr_res[0](asr, lengths)
-        for block in self.decode:
-            x = block(torch.cat([x, asr_res, f0, n], dim=1), s, lengths)
+        with style_affines(s, self.encode, self.decode):
+            x = self.encode(torch.cat([asr, f0, n], dim=1), s, lengths)
+            asr_res = self.asr_res[0](asr, lengths)
+            for block in self.decode:
+                x = block(torch.cat([x, asr_res, f0, n], dim=1), s, lengths)
         return x
