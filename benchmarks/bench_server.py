@@ -46,6 +46,7 @@ import torch  # noqa: E402
 
 from tests.server.serving import serve  # noqa: E402
 from tilewave.engine import SAMPLE_RATE, Session  # noqa: E402
+from tilewave.engine import scheduler  # noqa: E402
 from tilewave.engine.pipeline import resolve_device  # noqa: E402
 from tilewave.engine.session import load_model  # noqa: E402
 from tilewave.server.app import create_app  # noqa: E402
@@ -157,8 +158,13 @@ def main() -> int:
     ap.add_argument("--weights", default=None)
     ap.add_argument("--warmup", type=int, default=1, help="uncounted rounds per mode first")
     ap.add_argument("--timeout", type=float, default=600.0, help="the whole run's limit, seconds")
+    ap.add_argument("--switch-interval", type=float, default=None,
+                    help="the schedulers' thread switch interval, seconds (engine.scheduler.SWITCH_INTERVAL_S; "
+                    "default: the engine's)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
+    if args.switch_interval is not None:  # before the sessions make their schedulers, which apply it
+        scheduler.SWITCH_INTERVAL_S = args.switch_interval
     deadline = time.monotonic() + args.timeout
     # the last resort: whatever hangs (a stuck stream, a server that does not stop), the process ends
     watchdog = threading.Timer(args.timeout + 30, lambda: (print(f"bench_server: past {args.timeout:.0f} s, "
@@ -203,7 +209,8 @@ def main() -> int:
     facts = machine()
     where = facts.get("gpu") if device.type == "cuda" else f"CPU {facts['cpu']}, {facts['cores']} cores"
     print(f"machine: {facts['cpu']}, {facts['cores']} cores{', ' + facts['gpu'] if 'gpu' in facts else ''}; "
-          f"torch {facts['torch']}, triton {facts['triton']}; device {device}; {facts['date']}")
+          f"torch {facts['torch']}, triton {facts['triton']}; device {device}; {facts['date']}; "
+          f"switch interval {sys.getswitchinterval() * 1e3:g} ms")
     print("\n| mode | clients × requests | words / request | requests/s | audio s / wall s | first audio p50 / p99 "
           "| total p50 / p99 | mean batch | errors | 503 retried | when | where |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -217,7 +224,8 @@ def main() -> int:
             print(f"error ({name}): {message}", file=sys.stderr)
     if args.json:
         Path(args.json).write_text(json.dumps({"machine": facts, "device": str(device), "args": vars(args),
-                                               "modes": stats, "ready_s": ready_s}, indent=1) + "\n")
+                                               "modes": stats, "ready_s": ready_s,
+                                               "switch_interval_s": sys.getswitchinterval()}, indent=1) + "\n")
     return 1 if any(s["errors"] for s in stats.values()) else 0
 
 

@@ -57,12 +57,15 @@
 #   s19a / s19b         : session 19: a stage's AdaIN style affines stacked (one gemv an item): the CUDA suites,
 #                         graphed singles stacked against per-module affines in one call, a graphed forward's
 #                         kernels / Kokoro singles and batches (1-64) beside the official, the load test
+#   s21a                : session 21: the GIL: a graphed single beside a Python thread at several switch intervals
+#                         (diag_gil.py), the load test at the interpreter's 5 ms and at the engine's 0.5 ms
+#   s21b                : the load test at 0.1 ms and at 5 ms again (the host's drift between processes)
 #   s10e                : singles with the frame graphs up to 2,048 decoder frames (25.6 s) beside the 1,024 of
 #                         the code, same call (the limit set in the process: model.GRAPH_MAX_FRAMES)
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d | s14e | s15a | s15b | s15c | s15d | s16a | s16b | s16c | s16d | s16f | s16h | s17a | s17l | s17b | s17c | s17d | s18a | s18b | s18c | s18d | s19a | s19b | launches}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d | s14e | s15a | s15b | s15c | s15d | s16a | s16b | s16c | s16d | s16f | s16h | s17a | s17l | s17b | s17c | s17d | s18a | s18b | s18c | s18d | s19a | s19b | s21a | s21b | launches}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -584,6 +587,25 @@ s16h)  # the session's landed code: the batch, graph and stream CUDA suites, fir
   for c in "bfloat16 32" "bfloat16 32" "float32 64"; do set -- $c
     timeout 120 python3 benchmarks/bench_first_audio.py --device cuda --dtype $1 --first-limit $2 --reps 9 \
       $([ $1 = bfloat16 ] && echo --no-http) 2>&1 | grep -v Warning | tail -6
+  done ;;
+s21a)  # the GIL (engine/scheduler.py SWITCH_INTERVAL_S): a graphed single beside a thread spinning in Python or
+  # phonemizing, at 5 / 0.5 / 0.1 ms; then the load test (two passes, model calls timed apart) at 5 ms and at 0.5 ms
+  install
+  for c in "float32 tf32x3" "bfloat16 tf32x3"; do set -- $c
+    timeout 120 python3 benchmarks/diag_gil.py --device cuda --phonemes 77 --dtype $1 --precision $2 --reps 15 \
+      --json "$OUT/gil_$1.json" 2>&1 | grep -v Warning | tail -9
+  done
+  for iv in 0.005 0.0005; do
+    timeout 230 python3 benchmarks/diag_server_gpu.py --passes 2 --device cuda --clients 16 --requests 4 \
+      --text-words 48 --timeout 200 --switch-interval $iv --json "$OUT/server_$iv.json" 2>&1 | grep -v Warning \
+      | tee "$OUT/diag_server_$iv.txt" | grep -v "^      " | grep -v "^    sampled" | tail -30
+  done ;;
+s21b)  # the load test at 0.1 ms, then at 5 ms again (each its own process: the host's drift between them)
+  install
+  for iv in 0.0001 0.005; do
+    timeout 230 python3 benchmarks/diag_server_gpu.py --passes 2 --device cuda --clients 16 --requests 4 \
+      --text-words 48 --timeout 200 --switch-interval $iv --json "$OUT/server_$iv.json" 2>&1 | grep -v Warning \
+      | tee "$OUT/diag_server_$iv.txt" | grep -v "^      " | grep -v "^    sampled" | tail -30
   done ;;
 launches)  # the launches re-recorded alone (tilewave/harness/launches.json, what the build gate compiles)
   install

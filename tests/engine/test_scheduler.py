@@ -263,3 +263,27 @@ def test_a_budget_that_fits_one_item_runs_batch_by_batch_under_it(monkeypatch):
         Session(device="cpu", model=FakeKokoro(), memory_budget="90MB")
     with pytest.raises(InputError, match="not a size"):
         Session(device="cpu", model=FakeKokoro(), memory_budget="lots")
+
+
+@pytest.mark.parametrize("before", [0.005, 0.02, 0.0001])
+def test_a_scheduler_shortens_the_switch_interval_and_never_lengthens_it(monkeypatch, before):
+    # the worker takes the GIL back after every op; a long interval makes it wait on other threads' Python
+    import sys
+
+    from tilewave.engine import scheduler as sched
+
+    kept = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(before)
+        monkeypatch.setattr(sched, "SWITCH_INTERVAL_S", 0.0005)
+        scheduler = Scheduler(FakeKokoro())
+        expected = min(before, 0.0005)
+        assert sys.getswitchinterval() == pytest.approx(expected, rel=1e-6)
+        assert list(scheduler.submit([job(1, 4)]))  # and it still serves
+        scheduler.close()
+        monkeypatch.setattr(sched, "SWITCH_INTERVAL_S", None)  # None: left as it is
+        sys.setswitchinterval(before)
+        Scheduler(FakeKokoro()).close()
+        assert sys.getswitchinterval() == pytest.approx(before, rel=1e-6)
+    finally:
+        sys.setswitchinterval(kept)

@@ -23,6 +23,7 @@ import contextlib
 import logging
 import math
 import queue
+import sys
 import threading
 import weakref
 from collections import deque
@@ -47,6 +48,12 @@ DEFAULT_MAX_BATCH = 64
 # Padded frames per batch when no memory budget is given: ~100 s of speech, two full 510-phoneme chunks at once
 # (~2.5 GB at session.BYTES_PER_FRAME).
 DEFAULT_FRAME_BUDGET = 4_096
+# The interpreter's thread switch interval once a scheduler runs (seconds; None leaves it alone). PyTorch releases
+# the GIL inside every op, so the worker takes it back after each launch; while another thread runs Python (a
+# request's phonemes, HTTP, encoding), that waits until the holder is made to drop it: up to the interval, 5 ms by
+# default, per op. On this project's CPU (RESULTS.md, C13) a Kokoro forward took 0.75 s alone and 9.8 s beside a
+# thread running Python at 5 ms; at 0.5 ms, 2.6 s. Shorter only: a process that set a shorter one keeps it.
+SWITCH_INTERVAL_S: float | None = 0.0005
 
 
 class QueueFull(InputError):
@@ -137,6 +144,13 @@ class BatchStats:
     peak_bytes: int | None  # the session's peak memory so far, above what it held at start (None: not measurable)
 
 
+def _shorten_switch_interval() -> None:
+    """The process's switch interval at most SWITCH_INTERVAL_S (see there): the worker's ops wait that long for
+    the GIL at most when other threads run Python."""
+    if SWITCH_INTERVAL_S is not None and sys.getswitchinterval() > SWITCH_INTERVAL_S:
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
+
+
 class Scheduler:
     """Requests in, batches through one worker thread, chunks out. `context()` is entered around every
     batch on the worker thread (the session's precision scope and inference mode live in thread-local or
@@ -156,6 +170,7 @@ class Scheduler:
         self._closed = False
         self._peak: PeakMemory | None = None  # made by the worker's first batch, after the model is loaded
         self.batches: list[BatchStats] = []
+        _shorten_switch_interval()
         self._worker = threading.Thread(target=self._work, name="tilewave-scheduler", daemon=True)
         self._worker.start()
         atexit.register(_finish_at_exit, weakref.ref(self))
