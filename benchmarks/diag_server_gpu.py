@@ -10,12 +10,17 @@ Printed per pass: the compiles in the servers' warm-ups and after them, the batc
 the compiles that ran inside them, the batches after the warm-ups summed per mode and size, the compiles' count
 and seconds per kernel, and the innermost tilewave / triton / torch frames of the sampled stacks (where a stalled
 batch waits). A compile after the warm-ups means a specialisation they did not make: what they must cover.
+With --parts, a batch of one item (a graphed single) is also timed part by part, with a synchronize around each
+(each graph replay, the harmonic source, the iSTFT; the rest of the model call is host code and read-backs), and
+the graphs recorded inside it counted: medians per mode, to tell where the batching server's singles lose to the
+same singles served one at a time (S17c-S19c: a model call 2.3-2.9x as long).
 """
 from __future__ import annotations
 
 import argparse
 import collections
 import runpy
+import statistics
 import sys
 import threading
 import time
@@ -31,6 +36,50 @@ samples: list[tuple] = []   # (batch t0, frames summary)
 _running: dict[int, tuple[float, dict]] = {}  # worker thread ident -> (start, batch record)
 _warming: list = []  # the sessions inside warm_up_serving now
 _lock = threading.Lock()
+
+
+def _single() -> dict | None:
+    """The record of the batch of one running on this thread, if any (--parts)."""
+    entry = _running.get(threading.get_ident())
+    return entry[1] if entry is not None and entry[1]["size"] == 1 and not entry[1]["warm_up"] else None
+
+
+def install_parts() -> None:
+    import torch
+
+    from tilewave.models.kokoro import modules
+    from tilewave.ops import graphs, spectral
+
+    sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
+
+    def timed(name, fn):
+        def wrapper(*args, **kwargs):
+            record = _single()
+            if record is None:
+                return fn(*args, **kwargs)
+            sync()
+            t0 = time.perf_counter()
+            out = fn(*args, **kwargs)
+            sync()
+            parts = record.setdefault("parts", {})
+            label = name if isinstance(name, str) else name(args)
+            parts[label] = parts.get(label, 0.0) + time.perf_counter() - t0
+            return out
+        return wrapper
+
+    graphs.GraphCache.run = timed(lambda a: f"graph {a[1][0] if isinstance(a[1], tuple) else a[1]}",
+                                  graphs.GraphCache.run)
+    capture = graphs.GraphCache._capture
+
+    def counted_capture(self, *args, **kwargs):
+        record = _single()
+        if record is not None:
+            record["captures"] = record.get("captures", 0) + 1
+        return capture(self, *args, **kwargs)
+
+    graphs.GraphCache._capture = counted_capture
+    modules.Generator.source = timed("harmonic source", modules.Generator.source)
+    spectral.istft_exp_sin = timed("istft", spectral.istft_exp_sin)
 
 
 def install() -> None:
@@ -138,6 +187,12 @@ def report(pass_no: int, since: float, slow: float) -> None:
         if not b["warm_up"]:
             sizes[("one-at-a-time" if b["max_batch"] == 1 else "tilewave", b["size"])].append(b)
     for (mode, size), bs in sorted(sizes.items()):
+        if size == 1 and any("parts" in b for b in bs):  # --parts: the singles' parts, medians, ms
+            names = sorted({n for b in bs for n in b.get("parts", {})})
+            cells = [f"{n} {statistics.median(b.get('parts', {}).get(n, 0.0) for b in bs) * 1e3:.1f}" for n in names]
+            rest = statistics.median(b.get("forward_s", 0.0) - sum(b.get("parts", {}).values()) for b in bs)
+            print(f"  {mode} singles' parts (median ms, a sync around each): {', '.join(cells)}; the rest of the "
+                  f"model call {rest * 1e3:.1f}; graphs recorded in them {sum(b.get('captures', 0) for b in bs)}")
         ms = sorted(b["s"] * 1e3 for b in bs)
         frames = sorted(b["frames"] for b in bs)
         model_ms = sorted(b.get("forward_s", 0.0) * 1e3 for b in bs)
@@ -161,8 +216,11 @@ def main() -> int:
     ap.add_argument("--passes", type=int, default=2)
     ap.add_argument("--slow", type=float, default=1.0, help="report batches slower than this, seconds")
     ap.add_argument("--sample-after", type=float, default=1.5, help="sample the stack of a batch running this long")
+    ap.add_argument("--parts", action="store_true", help="time a single's parts (graphs, source, iSTFT) apart")
     args, rest = ap.parse_known_args()
     install()
+    if args.parts:
+        install_parts()
     stop = threading.Event()
     threading.Thread(target=sampler, args=(args.sample_after, stop), daemon=True).start()
     status = 0
