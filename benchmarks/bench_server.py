@@ -12,7 +12,9 @@ twice under uvicorn on 127.0.0.1 (free ports, tests/server/serving.py), each ove
                  another in arrival order, each chunk alone: a server that queues requests and serves them
                  serially (nothing of the product is changed; the attribute is set on the running scheduler).
 
-The load: C client threads, each with its own connection, send R streamed requests each (POST
+The load: C client threads (in a child process, benchmarks/load_clients.py, so that they take no GIL from the
+server's threads; --clients-in-process runs them in this one, as before S21d), each with its own connection, send R
+streamed requests each (POST
 /v1/audio/speech, stream_format "audio", response_format "pcm", a fixed seed) of English text: N words cut from
 the sentences below, a different cut per client and request, the same in both modes. Request r of every client
 is one round: the C requests start together (a barrier) and the round ends when all have ended. Rounds
@@ -41,9 +43,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import httpx2 as httpx  # noqa: E402
 import torch  # noqa: E402
 
+from benchmarks import load_clients  # noqa: E402
 from tests.server.serving import serve  # noqa: E402
 from tilewave.engine import SAMPLE_RATE, Session  # noqa: E402
 from tilewave.engine import scheduler  # noqa: E402
@@ -70,56 +72,6 @@ def text_for(client: int, request: int, words: int) -> str:
     while len(pool) < words:
         pool += pool
     return " ".join(pool[:words]).rstrip(",.") + "."
-
-
-def one_request(http: httpx.Client, url: str, text: str, seed: int, deadline: float) -> dict:
-    body = {"model": "kokoro", "input": text, "response_format": "pcm", "stream_format": "audio", "seed": seed}
-    start, busy = time.perf_counter(), 0  # both times count from the first attempt: a retry is the client's wait
-    while True:
-        first, size = None, 0
-        with http.stream("POST", f"{url}/v1/audio/speech", json=body) as r:
-            if r.status_code == 503 and time.monotonic() < deadline:
-                r.read()
-                busy += 1
-                time.sleep(float(r.headers.get("retry-after", 1)))
-                continue
-            if r.status_code != 200:
-                raise RuntimeError(f"HTTP {r.status_code}: {r.read()[:200]!r}")
-            for part in r.iter_raw():  # pcm is sent as it is made: a part is audio bytes
-                if part and first is None:
-                    first = time.perf_counter()
-                size += len(part)
-        if first is None:
-            raise RuntimeError("a 200 response with no audio")
-        end = time.perf_counter()
-        return {"ttfa": first - start, "total": end - start, "audio_s": size / 2 / SAMPLE_RATE, "busy": busy}
-
-
-def run_round(url: str, texts: list[str], seeds: list[int], deadline: float) -> tuple[float, list, list]:
-    """The C requests at once, one per client thread: (wall seconds, results, errors)."""
-    results, errors, lock = [], [], threading.Lock()
-    barrier = threading.Barrier(len(texts) + 1)
-
-    def client(text: str, seed: int) -> None:
-        with httpx.Client(timeout=max(1.0, deadline - time.monotonic())) as http:
-            barrier.wait()
-            try:
-                out = one_request(http, url, text, seed, deadline)
-            except Exception as exc:  # an error of this request; the others go on
-                with lock:
-                    errors.append(f"{type(exc).__name__}: {exc}")
-                return
-        with lock:
-            results.append(out)
-
-    threads = [threading.Thread(target=client, args=(t, s), daemon=True) for t, s in zip(texts, seeds)]
-    for t in threads:
-        t.start()
-    barrier.wait()
-    start = time.perf_counter()
-    for t in threads:
-        t.join(max(0.0, deadline - time.monotonic()))
-    return time.perf_counter() - start, results, errors
 
 
 def machine() -> dict:
@@ -158,6 +110,8 @@ def main() -> int:
     ap.add_argument("--weights", default=None)
     ap.add_argument("--warmup", type=int, default=1, help="uncounted rounds per mode first")
     ap.add_argument("--timeout", type=float, default=600.0, help="the whole run's limit, seconds")
+    ap.add_argument("--clients-in-process", action="store_true",
+                    help="the client threads in the server's process (the form before S21d: they share its GIL)")
     ap.add_argument("--switch-interval", type=float, default=None,
                     help="the schedulers' thread switch interval, seconds (engine.scheduler.SWITCH_INTERVAL_S; "
                     "default: the engine's)")
@@ -178,6 +132,18 @@ def main() -> int:
     sessions["one-at-a-time"].load().scheduler.max_batch = 1
     data = {name: {"rounds": [], "errors": []} for name in sessions}
     with contextlib.ExitStack() as stack:
+        if args.clients_in_process:
+            send = load_clients.run_round
+        else:  # behind a real port the server's threads share the GIL with nothing of the clients'
+            clients = load_clients.ClientProcess()
+            stack.callback(clients.close)
+            send = clients.run_round
+
+        def run_round(url, texts, seeds, deadline):
+            out = send(url, texts, seeds, max(0.0, deadline - time.monotonic()))
+            results = [dict(r, audio_s=r["bytes"] / 2 / SAMPLE_RATE) for r in out["results"]]
+            return out["wall"], results, out["errors"]
+
         # a server on a GPU warms up (compiles, records graphs) before it says ready: minutes on a fresh machine
         urls, ready_s = {}, {}
         for name, s in sessions.items():
@@ -210,7 +176,8 @@ def main() -> int:
     where = facts.get("gpu") if device.type == "cuda" else f"CPU {facts['cpu']}, {facts['cores']} cores"
     print(f"machine: {facts['cpu']}, {facts['cores']} cores{', ' + facts['gpu'] if 'gpu' in facts else ''}; "
           f"torch {facts['torch']}, triton {facts['triton']}; device {device}; {facts['date']}; "
-          f"switch interval {sys.getswitchinterval() * 1e3:g} ms")
+          f"switch interval {sys.getswitchinterval() * 1e3:g} ms; clients "
+          f"{'in this process' if args.clients_in_process else 'in a process of their own'}")
     print("\n| mode | clients × requests | words / request | requests/s | audio s / wall s | first audio p50 / p99 "
           "| total p50 / p99 | mean batch | errors | 503 retried | when | where |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")

@@ -63,12 +63,13 @@
 #   s21c                : the load test with the singles timed part by part (diag_server_gpu.py --parts), then with
 #                         batches of up to 15 items run as graphed singles (model.GRAPHED_PADDED_MIN 16, in that
 #                         process)
+#   s21d                : s21c with the load's clients in a process of their own (bench_server's default since)
 #   s10e                : singles with the frame graphs up to 2,048 decoder frames (25.6 s) beside the 1,024 of
 #                         the code, same call (the limit set in the process: model.GRAPH_MAX_FRAMES)
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d | s14e | s15a | s15b | s15c | s15d | s16a | s16b | s16c | s16d | s16f | s16h | s17a | s17l | s17b | s17c | s17d | s18a | s18b | s18c | s18d | s19a | s19b | s21a | s21b | s21c | launches}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d | s14e | s15a | s15b | s15c | s15d | s16a | s16b | s16c | s16d | s16f | s16h | s17a | s17l | s17b | s17c | s17d | s18a | s18b | s18c | s18d | s19a | s19b | s21a | s21b | s21c | s21d | launches}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -610,7 +611,7 @@ s21b)  # the load test at 0.1 ms, then at 5 ms again (each its own process: the 
       --text-words 48 --timeout 200 --switch-interval $iv --json "$OUT/server_$iv.json" 2>&1 | grep -v Warning \
       | tee "$OUT/diag_server_$iv.txt" | grep -v "^      " | grep -v "^    sampled" | tail -30
   done ;;
-s21c)  # where the batching server's singles lose (S17c-S21a: model call 27-32 ms against 11 one at a time): the
+s21c|s21d)  # where the batching server's singles lose (S17c-S21a: model call 27-32 ms against 11 one at a time): the
   # load test with each single's parts timed apart; then with GRAPHED_PADDED_MIN 16 (its padded batches of 4-5 took
   # 24-27 ms an item, S21a)
   install
