@@ -110,6 +110,7 @@ def main() -> int:
     ap.add_argument("--weights", default=None)
     ap.add_argument("--warmup", type=int, default=1, help="uncounted rounds per mode first")
     ap.add_argument("--timeout", type=float, default=600.0, help="the whole run's limit, seconds")
+    ap.add_argument("--dtype", default="float32", help="the sessions' storage dtype (Session(dtype=...))")
     ap.add_argument("--clients-in-process", action="store_true",
                     help="the client threads in the server's process (the form before S21d: they share its GIL)")
     ap.add_argument("--switch-interval", type=float, default=None,
@@ -128,7 +129,7 @@ def main() -> int:
 
     device = resolve_device(args.device)
     model = load_model(args.weights, str(device))  # loaded once, shared by both sessions
-    sessions = {"tilewave": Session(device, model=model), "one-at-a-time": Session(device, model=model)}
+    sessions = {name: Session(device, model=model, dtype=args.dtype) for name in ("tilewave", "one-at-a-time")}
     sessions["one-at-a-time"].load().scheduler.max_batch = 1
     data = {name: {"rounds": [], "errors": []} for name in sessions}
     with contextlib.ExitStack() as stack:
@@ -176,7 +177,7 @@ def main() -> int:
     where = facts.get("gpu") if device.type == "cuda" else f"CPU {facts['cpu']}, {facts['cores']} cores"
     print(f"machine: {facts['cpu']}, {facts['cores']} cores{', ' + facts['gpu'] if 'gpu' in facts else ''}; "
           f"torch {facts['torch']}, triton {facts['triton']}; device {device}; {facts['date']}; "
-          f"switch interval {sys.getswitchinterval() * 1e3:g} ms; clients "
+          f"{args.dtype}; switch interval {sys.getswitchinterval() * 1e3:g} ms; clients "
           f"{'in this process' if args.clients_in_process else 'in a process of their own'}")
     print("\n| mode | clients × requests | words / request | requests/s | audio s / wall s | first audio p50 / p99 "
           "| total p50 / p99 | mean batch | errors | 503 retried | when | where |")

@@ -64,12 +64,13 @@
 #                         batches of up to 15 items run as graphed singles (model.GRAPHED_PADDED_MIN 16, in that
 #                         process)
 #   s21d                : s21c with the load's clients in a process of their own (bench_server's default since)
+#   s21e                : the load test in bfloat16, then in float32 at the interpreter's 5 ms switch interval
 #   s10e                : singles with the frame graphs up to 2,048 decoder frames (25.6 s) beside the 1,024 of
 #                         the code, same call (the limit set in the process: model.GRAPH_MAX_FRAMES)
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d | s14e | s15a | s15b | s15c | s15d | s16a | s16b | s16c | s16d | s16f | s16h | s17a | s17l | s17b | s17c | s17d | s18a | s18b | s18c | s18d | s19a | s19b | s21a | s21b | s21c | s21d | launches}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d | s14e | s15a | s15b | s15c | s15d | s16a | s16b | s16c | s16d | s16f | s16h | s17a | s17l | s17b | s17c | s17d | s18a | s18b | s18c | s18d | s19a | s19b | s21a | s21b | s21c | s21d | s21e | launches}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -626,6 +627,14 @@ print("GRAPHED_PADDED_MIN", model.GRAPHED_PADDED_MIN)
 sys.argv = ["diag_server_gpu.py", *sys.argv[2:]]
 runpy.run_path("benchmarks/diag_server_gpu.py", run_name="__main__")
 PY
+  done ;;
+s21e)  # the load test (clients in their own process) in bfloat16; then float32 at 5 ms (S21d ran 0.5 ms)
+  install
+  for args in "--dtype bfloat16" "--switch-interval 0.005"; do
+    timeout 230 python3 benchmarks/diag_server_gpu.py --passes 2 --device cuda --clients 16 --requests 4 \
+      --text-words 48 --timeout 200 $args 2>&1 | grep -v Warning | tee "$OUT/diag_server_${args##* }.txt" \
+      | grep -v "^      " | grep -v "^    sampled" | grep -v "^- \|^    [0-9 ]* ms\|compiles\|^ *[0-9]* *[0-9.]* s  _" \
+      | tail -24
   done ;;
 launches)  # the launches re-recorded alone (tilewave/harness/launches.json, what the build gate compiles)
   install
