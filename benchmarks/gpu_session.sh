@@ -65,12 +65,14 @@
 #                         process)
 #   s21d                : s21c with the load's clients in a process of their own (bench_server's default since)
 #   s21e                : the load test in bfloat16, then in float32 at the interpreter's 5 ms switch interval
+#   s21f                : the bfloat16 load test with GRAPHED_PADDED_MIN 8 and 16 (in bfloat16 a graphed single took
+#                         9.1 ms, a padded batch of 5 18.6 ms an item, S21e)
 #   s10e                : singles with the frame graphs up to 2,048 decoder frames (25.6 s) beside the 1,024 of
 #                         the code, same call (the limit set in the process: model.GRAPH_MAX_FRAMES)
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d | s14e | s15a | s15b | s15c | s15d | s16a | s16b | s16c | s16d | s16f | s16h | s17a | s17l | s17b | s17c | s17d | s18a | s18b | s18c | s18d | s19a | s19b | s21a | s21b | s21c | s21d | s21e | launches}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d | s14e | s15a | s15b | s15c | s15d | s16a | s16b | s16c | s16d | s16f | s16h | s17a | s17l | s17b | s17c | s17d | s18a | s18b | s18c | s18d | s19a | s19b | s21a | s21b | s21c | s21d | s21e | s21f | launches}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -611,6 +613,19 @@ s21b)  # the load test at 0.1 ms, then at 5 ms again (each its own process: the 
     timeout 230 python3 benchmarks/diag_server_gpu.py --passes 2 --device cuda --clients 16 --requests 4 \
       --text-words 48 --timeout 200 --switch-interval $iv --json "$OUT/server_$iv.json" 2>&1 | grep -v Warning \
       | tee "$OUT/diag_server_$iv.txt" | grep -v "^      " | grep -v "^    sampled" | tail -30
+  done ;;
+s21f)  # the bfloat16 load test with batches of fewer than 8, then 16, items as graphed singles
+  install
+  for min in 8 16; do
+    timeout 200 python3 - $min --passes 2 --device cuda --clients 16 --requests 4 --text-words 48 --timeout 170 \
+      --dtype bfloat16 <<'PY' 2>&1 | grep -v Warning | tee "$OUT/diag_server_bf16_min$min.txt" | grep "^| \|^  [ot]" | tail -20
+import runpy, sys
+from tilewave.models.kokoro import model
+model.GRAPHED_PADDED_MIN = int(sys.argv[1])
+print("GRAPHED_PADDED_MIN", model.GRAPHED_PADDED_MIN)
+sys.argv = ["diag_server_gpu.py", *sys.argv[2:]]
+runpy.run_path("benchmarks/diag_server_gpu.py", run_name="__main__")
+PY
   done ;;
 s21c|s21d)  # where the batching server's singles lose (S17c-S21a: model call 27-32 ms against 11 one at a time): the
   # load test with each single's parts timed apart; then with GRAPHED_PADDED_MIN 16 (its padded batches of 4-5 took
