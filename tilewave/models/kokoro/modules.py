@@ -21,6 +21,7 @@ import weakref
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from tilewave.ops import activation as act
 from tilewave.ops import attention, conv, graphs, norm, rnn, spectral
@@ -38,12 +39,25 @@ def zero_padding(x: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
     return x.masked_fill(~keep[:, None, :], 0.0)
 
 
+def _per_item(s: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """F.linear(s, weight, bias), one item at a time: a [1, 128] product rounds differently from a [B, 128] one
+    on the CPU, and the harmonic source turns rounding-level changes into waveform changes (it integrates F0 into
+    thousands of radians of phase), so each item repeats its solo arithmetic."""
+    if s.shape[0] == 1:
+        return F.linear(s, weight, bias)
+    return torch.cat([F.linear(s[b:b + 1], weight, bias) for b in range(s.shape[0])])
+
+
 def style_affine(fc: nn.Linear, s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(gamma, beta) = fc(s).chunk(2), one item at a time: a [1, 128] product rounds differently from a
-    [B, 128] one on the CPU, and the harmonic source turns rounding-level changes into waveform changes
-    (it integrates F0 into thousands of radians of phase), so each item repeats its solo arithmetic."""
-    rows = fc(s) if s.shape[0] == 1 else torch.cat([fc(s[b:b + 1]) for b in range(s.shape[0])])
-    return rows.chunk(2, dim=1)
+    """(gamma, beta) = fc(s).chunk(2), each item its own product (_per_item)."""
+    return _per_item(s, fc.weight, fc.bias).chunk(2, dim=1)
+
+
+def adain_scale_shift(gamma, beta, norm_weight, norm_bias) -> tuple[torch.Tensor, torch.Tensor]:
+    """AdaIN's style affine folded into its norm's: (1 + gamma) * (w * IN(x) + b) + beta = scale * IN(x) + shift,
+    element by element as the official model rounds it."""
+    g = 1 + gamma
+    return g * norm_weight, g * norm_bias + beta
 
 
 # Devices where a stage's AdaIN1d affines are computed together (style_affines): on a GPU each AdaIN1d's own (fc's
@@ -106,11 +120,8 @@ def style_affines(s: torch.Tensor, *parts: nn.Module):
     stack = _stacks.get(parts[0])
     if stack is None or stack.key != stack._key():
         stack = _stacks[parts[0]] = _AffineStack(parts)
-    rows = torch.nn.functional.linear(s, stack.weight, stack.bias) if s.shape[0] == 1 else torch.cat(
-        [torch.nn.functional.linear(s[b:b + 1], stack.weight, stack.bias) for b in range(s.shape[0])])
-    gamma, beta = rows[:, :stack.rows], rows[:, stack.rows:]
-    g = 1 + gamma
-    scale, shift = g * stack.norm_weight, g * stack.norm_bias + beta
+    rows = _per_item(s, stack.weight, stack.bias)
+    scale, shift = adain_scale_shift(rows[:, :stack.rows], rows[:, stack.rows:], stack.norm_weight, stack.norm_bias)
     B = s.shape[0]
     if B > 1:
         scale, shift = stack.module_major(scale), stack.module_major(shift)
@@ -291,9 +302,7 @@ class AdaIN1d(nn.Module):
         if stacked is not None and stacked[0] is s and self in stacked[1]:
             scale, shift = stacked[1][self]
         else:
-            gamma, beta = style_affine(self.fc, s)
-            g = 1 + gamma
-            scale, shift = g * self.norm.weight, g * self.norm.bias + beta
+            scale, shift = adain_scale_shift(*style_affine(self.fc, s), self.norm.weight, self.norm.bias)
         return norm.adain1d(x, scale, shift, lengths=lengths, act=act, alpha=alpha, slope=slope)
 
 
