@@ -67,12 +67,14 @@
 #   s21e                : the load test in bfloat16, then in float32 at the interpreter's 5 ms switch interval
 #   s21f                : the bfloat16 load test with GRAPHED_PADDED_MIN 8 and 16 (in bfloat16 a graphed single took
 #                         9.1 ms, a padded batch of 5 18.6 ms an item, S21e)
+#   s21g                : the stacked affines' and Kokoro's batch, graph, dtype and stream CUDA suites (the affine
+#                         helpers written once)
 #   s10e                : singles with the frame graphs up to 2,048 decoder frames (25.6 s) beside the 1,024 of
 #                         the code, same call (the limit set in the process: model.GRAPH_MAX_FRAMES)
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d | s14e | s15a | s15b | s15c | s15d | s16a | s16b | s16c | s16d | s16f | s16h | s17a | s17l | s17b | s17c | s17d | s18a | s18b | s18c | s18d | s19a | s19b | s21a | s21b | s21c | s21d | s21e | s21f | launches}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | precision | s8a | s8b | s9 | s10a | s10b | s10d | s10e | s11a | s11b | s11c | s11d | s11e | s13a | s13b | s13c | s13d | s14a | s14b | s14c | s14d | s14e | s15a | s15b | s15c | s15d | s16a | s16b | s16c | s16d | s16f | s16h | s17a | s17l | s17b | s17c | s17d | s18a | s18b | s18c | s18d | s19a | s19b | s21a | s21b | s21c | s21d | s21e | s21f | s21g | launches}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -633,6 +635,11 @@ s21e)  # the load test (clients in their own process) in bfloat16; then float32 
 s21f)  # the bfloat16 load test with batches of fewer than 8, then 16, items as graphed singles
   install
   for min in 8 16; do load_test bf16_min$min $min --dtype bfloat16; done ;;
+s21g)  # the CUDA suites over the refactored style affines (modules._per_item, adain_scale_shift)
+  install
+  timeout 280 python3 -m pytest -q -x -rf -p no:cacheprovider tests/models/test_kokoro_affines.py \
+    tests/models/test_kokoro_batch.py tests/models/test_kokoro_graphs.py tests/models/test_kokoro_dtype.py \
+    tests/engine/test_stream.py 2>&1 | tail -4 ;;
 launches)  # the launches re-recorded alone (tilewave/harness/launches.json, what the build gate compiles)
   install
   timeout 150 python3 -m tilewave.harness.launches > "$OUT/launches.txt" 2>&1; tail -1 "$OUT/launches.txt"
