@@ -13,13 +13,12 @@ twice under uvicorn on 127.0.0.1 (free ports, tests/server/serving.py), each ove
                  serially (nothing of the product is changed; the attribute is set on the running scheduler).
 
 The load: C client threads (in a child process, benchmarks/load_clients.py, so that they take no GIL from the
-server's threads; --clients-in-process runs them in this one, as before S21d), each with its own connection, send R
-streamed requests each (POST
-/v1/audio/speech, stream_format "audio", response_format "pcm", a fixed seed) of English text: N words cut from
-the sentences below, a different cut per client and request, the same in both modes. Request r of every client
-is one round: the C requests start together (a barrier) and the round ends when all have ended. Rounds
-alternate the modes ABBA (round r runs tilewave then the baseline, or the baseline then tilewave) so that drift
-of a shared machine hits both alike; a warm-up round per mode comes first and is not counted.
+server's threads; --clients-in-process runs them in this one, as before S21d), each with its own connection, send
+R streamed requests each (POST /v1/audio/speech, stream_format "audio", response_format "pcm", a fixed seed) of
+English text: N words cut from the sentences below, a different cut per client and request, the same in both
+modes. Request r of every client is one round: the C requests start together (a barrier) and the round ends when
+all have ended. Rounds alternate the modes ABBA (round r runs tilewave then the baseline, or the baseline then
+tilewave) so that drift of a shared machine hits both alike; a warm-up round per mode comes first, not counted.
 
 Per request: time to the first audio byte and total time, both from the first attempt (a 503 is counted and
 retried after its Retry-After). Per mode: requests/s and audio seconds per wall second over the rounds' wall

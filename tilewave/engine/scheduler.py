@@ -49,10 +49,11 @@ DEFAULT_MAX_BATCH = 64
 # (~2.5 GB at session.BYTES_PER_FRAME).
 DEFAULT_FRAME_BUDGET = 4_096
 # The interpreter's thread switch interval once a scheduler runs (seconds; None leaves it alone). PyTorch releases
-# the GIL inside every op, so the worker takes it back after each launch; while another thread runs Python (a
-# request's phonemes, HTTP, encoding), that waits until the holder is made to drop it: up to the interval, 5 ms by
-# default, per op. On this project's CPU (RESULTS.md, C13) a Kokoro forward took 0.75 s alone and 9.8 s beside a
-# thread running Python at 5 ms; at 0.5 ms, 2.6 s. Shorter only: a process that set a shorter one keeps it.
+# the GIL inside every op, so the worker takes it back after each launch; while another thread runs Python (HTTP
+# handlers, audio encoding, the caller's own threads) it waits until the holder is made to drop it: up to the
+# interval, 5 ms by default, per op. Beside a thread spinning in Python a graphed single on the H200 took 1,096 ms at
+# 5 ms, 90 ms at 0.5 ms, 26 ms at 0.1 ms, 13.8 ms alone (RESULTS.md, S21a; the CPU alike, C13); 0.1 ms cost a
+# phonemizing neighbour 13-22% of its rate. Shorter only: a process that set a shorter one keeps it.
 SWITCH_INTERVAL_S: float | None = 0.0005
 
 
