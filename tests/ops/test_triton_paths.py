@@ -22,7 +22,8 @@ import torch
 import tilewave.ops
 from tests.conftest import KERNEL_DEVICE
 from tilewave.harness.catalogue import load_all_kernels
-from tilewave.ops import activation, attention, conv, dispatch, norm, resample, rnn, spectral, vision
+from tilewave import precision
+from tilewave.ops import activation, attention, conv, dispatch, linear, norm, resample, rnn, spectral, vision
 from tilewave.reference.attention import segments_from_lengths
 from tilewave.spec.tolerance import dtype_name, scaled_max_error, tolerance
 
@@ -40,6 +41,7 @@ class OpCase:
     placement: str                 # the name the op records with use_triton
     compared: Callable[[Any], tuple[torch.Tensor, ...]] = lambda out: out if isinstance(out, tuple) else (out,)
     patch: tuple[tuple[str, str, Any], ...] = ()  # (family, attribute, value) set on a kernel module
+    mode: str = precision.OUTSIDE_SCOPE  # the precision mode in force for both runs
 
 
 def _randn(g, *shape, scale=1.0):
@@ -216,6 +218,12 @@ def _frame_diff_inputs(g):
     return (_rand(g, 2, 16, 12, 3), _rand(g, 2, 16, 12, 3), (4, 3)), {}
 
 
+def _linear_inputs(g, act="none", residual=False):
+    x = _randn(g, 2, 21, 48)
+    kwargs = {"act": act, "residual": _randn(g, 2, 21, 64) if residual else None}
+    return (x, _randn(g, 64, 48, scale=48 ** -0.5), _randn(g, 64, scale=0.5)), kwargs
+
+
 def _case(op, inputs, kernel=None, placement=None, **kw):
     return OpCase(op, inputs, kernel or op.__name__, placement or op.__name__, **kw)
 
@@ -237,6 +245,10 @@ CASES = {
     "conv.conv1d_transpose": _case(conv.conv1d_transpose, _conv1d_transpose_inputs),
     "conv.conv1d_fused[snake]": _case(conv.conv1d_fused, _conv1d_fused_inputs),
     "conv.conv1d_fused[transposed,leaky_relu]": _case(conv.conv1d_fused, _conv1d_fused_transposed_inputs),
+    # exact float32 runs on cuBLAS (the op's own rule): the kernel's branch is the float32-class modes'
+    "linear.linear": _case(linear.linear, _linear_inputs, mode="tf32x3"),
+    "linear.linear[gelu_tanh]": _case(linear.linear, lambda g: _linear_inputs(g, "gelu_tanh"), mode="tf32x3"),
+    "linear.linear[residual]": _case(linear.linear, lambda g: _linear_inputs(g, residual=True), mode="tf32"),
     "norm.adain1d": _case(norm.adain1d, _adain_inputs),
     "norm.adain1d[lengths]": _case(norm.adain1d, lambda g: _adain_inputs(g, [50, 31])),
     "norm.adain1d[snake]": _case(norm.adain1d, lambda g: _adain_inputs(g, act="snake")),
@@ -301,9 +313,10 @@ def test_the_triton_branch_matches_the_pytorch_path(name, decisions, monkeypatch
     for family, attribute, value in case.patch:
         monkeypatch.setattr(dispatch.kernels(family), attribute, value)
     args, kwargs = _on_device(case.inputs(torch.Generator().manual_seed(0)))
-    with dispatch.backend("torch"):
-        expected = case.compared(case.op(*args, **kwargs))
-    got = case.compared(case.op(*args, **kwargs))
+    with precision.scope(case.mode):
+        with dispatch.backend("torch"):
+            expected = case.compared(case.op(*args, **kwargs))
+        got = case.compared(case.op(*args, **kwargs))
     assert decisions == [(case.placement, True, "")], f"the op did not take its Triton branch: {decisions}"
     tol = tolerance(dtype_name(expected[0].dtype), REGISTRY[case.kernel].tol_kind)
     assert len(got) == len(expected)
