@@ -23,14 +23,12 @@ what the tensor cores read). Accumulation and the epilogue are float32 whatever 
 """
 from __future__ import annotations
 
-import math
-
 import torch
-import torch.nn.functional as F
 import triton
 import triton.language as tl
 
 from tilewave.kernels._common import randn, tanh
+from tilewave.reference.linear import linear_torch
 from tilewave.spec import AotVariant, BenchShape, Case, Kernel, register
 
 ACTS = ("none", "gelu_tanh")
@@ -132,20 +130,8 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
 
 
 # ---------------------------------------------------------------------------------------------------
-# the float64 oracle and the PyTorch peer (also the CPU path of tilewave.ops.linear)
+# the float64 oracle (the PyTorch peer, op by op: tilewave/reference/linear.py)
 # ---------------------------------------------------------------------------------------------------
-def _gelu_tanh(z: torch.Tensor) -> torch.Tensor:
-    return 0.5 * z * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (z + 0.044715 * torch.pow(z, 3.0))))
-
-
-def linear_torch(x, weight, bias=None, act="none", residual=None):
-    """The unfused form, op by op: F.linear, the activation, the residual add."""
-    y = F.linear(x, weight, bias)
-    if act == "gelu_tanh":
-        y = _gelu_tanh(y)
-    return y if residual is None else residual + y
-
-
 def linear_oracle(x, weight, bias=None, act="none", residual=None, precision="ieee"):
     f64 = lambda t: None if t is None else t.double()  # noqa: E731
     return linear_torch(f64(x), f64(weight), f64(bias), act, f64(residual))

@@ -1,13 +1,11 @@
 """Activation ops as the models call them: Triton on CUDA, PyTorch elsewhere."""
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 
 from tilewave.ops.dispatch import kernels, use_triton
-from tilewave.reference.activation import snake_torch
+from tilewave.reference.activation import gelu_tanh_torch, snake_torch
 
 
 def snake(x: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor | None = None, log_scale: bool = False):
@@ -32,8 +30,7 @@ def gelu_tanh(x: torch.Tensor):
     """GELU's tanh approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), BERT/ALBERT's "gelu_new"."""
     if use_triton("gelu_tanh", x, supported=x.is_contiguous()):
         return kernels("activation").gelu_tanh(x)
-    # Written out (not F.gelu(approximate="tanh")) to round exactly like the reference ALBERT's "gelu_new".
-    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+    return gelu_tanh_torch(x)  # written out (not F.gelu(approximate="tanh")): rounds as ALBERT's "gelu_new"
 
 
 def clamp_scalar(x: torch.Tensor, lo: float, hi: float):

@@ -1,6 +1,8 @@
-"""The snake activation in PyTorch: the CPU path of tilewave.ops.activation and the peer of its kernels
-(tilewave/kernels/activation.py). The other activations' PyTorch forms are torch's own ops."""
+"""The snake activation and GELU's tanh form in PyTorch: the CPU paths of tilewave.ops.activation and the peers of
+their kernels (tilewave/kernels/activation.py). The other activations' PyTorch forms are torch's own ops."""
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -17,3 +19,9 @@ def snake_torch(x, alpha, beta=None, log_scale=False):
     xw = x.to(work)
     s = torch.mul(a, xw).sin_()
     return torch.addcdiv(xw, s.mul_(s), b + 1e-9, out=s).to(x.dtype)
+
+
+def gelu_tanh_torch(z: torch.Tensor) -> torch.Tensor:
+    """GELU's tanh form written out as the reference ALBERT's "gelu_new" rounds it (ops.activation.gelu_tanh's CPU
+    path)."""
+    return 0.5 * z * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (z + 0.044715 * torch.pow(z, 3.0))))
