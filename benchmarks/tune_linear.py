@@ -17,6 +17,7 @@ import torch
 from tilewave.harness.timing import time_cuda
 from tilewave.kernels import linear as K
 from tilewave.ops import activation
+from tilewave.spec import REGISTRY
 
 SHAPES = [("QKV", 2304, 768, {}), ("attention output + residual", 768, 768, {"residual": True}),
           ("FFN + GELU", 2048, 768, {"act": "gelu_tanh"}), ("FFN output + residual", 768, 2048, {"residual": True})]
@@ -40,9 +41,9 @@ def main() -> None:
     rows = []
     for M in (96, 384):
         for what, N, Kd, extra in SHAPES:
-            inputs = K._inputs({"M": M, "N": N, "K": Kd, **extra}, torch.float32, "cuda", gen)
+            inputs = REGISTRY["linear"].make_inputs({"M": M, "N": N, "K": Kd, **extra}, torch.float32, "cuda", gen)
             inputs.pop("precision")
-            ref = K.linear_oracle(**{k: (v.cpu() if torch.is_tensor(v) else v) for k, v in inputs.items()})
+            ref = REGISTRY["linear"].oracle(**{k: (v.cpu() if torch.is_tensor(v) else v) for k, v in inputs.items()})
             torch.backends.cuda.matmul.allow_tf32 = False
             fp32 = time_cuda(lambda: before(**inputs)).median_us
             torch.backends.cuda.matmul.allow_tf32 = True

@@ -21,8 +21,8 @@ import torch
 
 import tilewave.ops
 from tests.conftest import KERNEL_DEVICE
-from tilewave.harness.catalogue import load_all_kernels
 from tilewave import precision
+from tilewave.harness.catalogue import load_all_kernels
 from tilewave.ops import activation, attention, conv, dispatch, linear, norm, resample, rnn, spectral, vision
 from tilewave.reference.attention import segments_from_lengths
 from tilewave.spec.tolerance import dtype_name, scaled_max_error, tolerance

@@ -166,7 +166,7 @@ def _case(M, N, K, devices=("cpu", "cuda"), **extra):
 
 _FP32 = ("float32",)
 _INTERPRETABLE = ("float32", "float16")
-# ALBERT's layer at 383 tokens (padded to 384 as a graphed single runs it) and at 77 (96), and its input mapping
+# ALBERT's layer at 383 tokens (padded to 384, as a graphed single runs it) and at 77 (96)
 _ALBERT = [("QKV", 2304, 768, {}), ("attention output + residual", 768, 768, {"residual": True}),
            ("FFN + GELU", 2048, 768, {"act": "gelu_tanh"}), ("FFN output + residual", 768, 2048, {"residual": True})]
 
