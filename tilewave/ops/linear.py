@@ -3,11 +3,11 @@ Triton kernel where its products run on the tensor cores, PyTorch's ops one afte
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 
 from tilewave import precision
 from tilewave.ops import activation
 from tilewave.ops.dispatch import kernels, use_triton
+from tilewave.reference.linear import linear_torch
 
 
 def _covered(x: torch.Tensor, weight: torch.Tensor, bias, residual) -> tuple[bool, str]:
@@ -30,6 +30,4 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
         raise ValueError(f"linear: act must be 'none' or 'gelu_tanh', got {act!r}")
     if use_triton("linear", x, weight, bias, residual, supported=lambda: _covered(x, weight, bias, residual)):
         return kernels("linear").linear(x, weight, bias, act, residual, precision=precision.current())
-    y = F.linear(x, weight, bias)
-    y = activation.gelu_tanh(y) if act == "gelu_tanh" else y
-    return y if residual is None else residual + y
+    return linear_torch(x, weight, bias, act, residual, gelu=activation.gelu_tanh)
