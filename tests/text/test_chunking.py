@@ -105,13 +105,50 @@ def test_a_title_or_abbreviation_does_not_end_a_sentence():
     assert [c.text for c in chunks][:3] == ["Dr. Smith met Mr. Jones, e.g. at home."] * 3
 
 
+@pytest.mark.parametrize("text, sentences", [
+    ("We met on Jan. 3rd, 2025 at noon. Then we left.", ["We met on Jan. 3rd, 2025 at noon.", "Then we left."]),
+    ("It ended in Sept. 2024. Nobody knew.", ["It ended in Sept. 2024.", "Nobody knew."]),
+    ("Meet me at 9 a.m. on Monday. Bring tea.", ["Meet me at 9 a.m. on Monday.", "Bring tea."]),
+    ("We left at 9 a.m. Then it rained.", ["We left at 9 a.m.", "Then it rained."]),  # a capital: ambiguous, cut
+    ("He moved to Jan. Then 3 days passed.", ["He moved to Jan.", "Then 3 days passed."]),
+    ("She counted to 3. 4 came next.", ["She counted to 3.", "4 came next."]),  # a number after no month
+    ("Why? because. Wow! great", ["Why?", "because.", "Wow!", "great"]),  # only a full stop goes on
+])
+def test_a_full_stop_before_a_lowercase_word_or_after_a_month_before_a_number_ends_no_sentence(text, sentences):
+    from tilewave.text.chunking import _cut
+
+    assert _cut(text, 0) == sentences
+
+
+def test_phonemes_given_directly_end_a_sentence_at_every_full_stop():
+    # Kokoro's symbols are lowercase letters: a full stop before one still ends the sentence in phoneme input
+    from tilewave.text.chunking import chunk_phonemes
+
+    chunks = chunk_phonemes("hˈɛlO wˈɜɹld. " * 3 + "ðˈɛn.", limit=30)
+    assert [c.phonemes for c in chunks] == ["hˈɛlO wˈɜɹld. hˈɛlO wˈɜɹld.", "hˈɛlO wˈɜɹld. ðˈɛn."]
+
+
+def test_a_date_across_a_full_stop_is_read_whole_in_speech():
+    # the pieces are normalized one by one: "Jan." and "3rd, 2025" cut apart were read as a name and an ordinal
+    from tilewave.text.frontend import text_chunks
+
+    said = []
+
+    def phonemize(pieces):  # what the phonemizer is asked to say, said as lowercase letters
+        said.extend(pieces)
+        return [p.lower() for p in pieces]
+
+    text_chunks("We met on Jan. 3rd, 2025 at 9 a.m. on Monday. Then we left.", phonemize)
+    assert said[:2] == ["We met on January third twenty twenty-five at nine a m on Monday.", "Then we left."]
+
+
 def _cut_over_the_whole_prefix(text, level):
     """chunking._cut as it was written first: the title looked for over all of text[:m.end()]."""
-    from tilewave.text.chunking import _LEVELS, _NOT_A_SENTENCE_END
+    from tilewave.text.chunking import _LEVELS, _NOT_A_SENTENCE_END, _goes_on
 
     pieces, start = [], 0
     for m in _LEVELS[level].finditer(text):
-        if level == 0 and _NOT_A_SENTENCE_END.search(text[:m.end()]):
+        if level == 0 and (_NOT_A_SENTENCE_END.search(text[:m.end()]) or _goes_on(text, m)):
             continue
         pieces.append(text[start:m.end()].strip())
         start = m.end()

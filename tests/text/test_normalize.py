@@ -21,6 +21,7 @@ CASES = {
         ("It opened on 2019-07-14 downtown.", "It opened on July fourteenth twenty nineteen downtown."),
         ("Born on the 4th of July.", "Born on the fourth of July."),
         ("The deadline is Dec. 3rd for all.", "The deadline is December third for all."),
+        ("It shipped in Sept. 2024 at last.", "It shipped in September twenty twenty-four at last."),
         ("They came on 1 May 1999.", "They came on the first of May nineteen ninety-nine."),
         ("Due 12/25/2024 or 31/1/24.", "Due December twenty-fifth twenty twenty-four or January thirty-first twenty "
                                        "twenty-four."),

@@ -5,7 +5,9 @@ sentence whose phonemes pass the limit is cut at ':' ';', then at ',' '—', the
 only a single "word" longer than the limit is cut inside. The pieces are then packed greedily, in
 order, into chunks of at most 510 phonemes joined by a space: few long chunks give the model whole
 sentences to phrase and cost fewer calls. The same cutting applies to phoneme strings given directly.
-A full stop after a title or an abbreviation ("Dr.", "e.g.") does not end a sentence.
+A full stop after a title or an abbreviation ("Dr.", "e.g."), one followed by a lowercase word ("at 9 a.m. on
+Monday") and one after a month's abbreviation followed by a number ("Jan. 3rd", "Sept. 2024") do not end a sentence:
+the text is normalized piece by piece, and such a piece cut in two is read wrongly ("Jan." said as a name).
 
 A phonemizer may say where each word's phonemes are (a `Phonemized` instead of a string); chunks then
 carry their words as token ranges, which is what word timestamps are made from.
@@ -30,6 +32,7 @@ _CLAUSE_END = re.compile(r"[:;,—：；，、][\"”’')\]」』）]*$")
 _NOT_A_SENTENCE_END = re.compile(r"(?:^|\W)(?:Dr|Mr|Mrs|Ms|Prof|St|Mt|Jr|Sr|vs|etc|e\.g|i\.e|approx|No|Gen|Capt|Lt|"
                                  r"Col|Sgt|Rev|Gov|Sen|Rep)\.\s+$")
 _TITLE_REACH = 8  # > 1 + len("approx"): a title's full stop is the match's first mark (a quote or a 2nd mark: no title)
+_MONTH_ABBREVIATION = re.compile(r"(?:^|\W)(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.$")
 
 
 class Word(NamedTuple):
@@ -52,7 +55,9 @@ class TextChunk:
     pause: float = 0.0            # seconds of silence after the chunk's speech ([pause:...] in the text)
 
 
-def _cut(text: str, level: int) -> list[str]:
+def _cut(text: str, level: int, written: bool = True) -> list[str]:
+    """text's pieces at `level`; `written`: text, not phonemes (whose symbols are lowercase letters), so a full stop
+    may go on (_goes_on)."""
     if level == len(_LEVELS):
         return text.split()
     pieces, start = [], 0
@@ -60,12 +65,23 @@ def _cut(text: str, level: int) -> list[str]:
         # the title before a lone full stop, looked for in the few characters before it (the longest title and
         # the character before it): searched over text[:m.end()] it was quadratic, 2.3 ms of a 2,000-character
         # text's first chunk (a stream's first audio waits for it). `pos` keeps ^ at the text's real start.
-        if level == 0 and _NOT_A_SENTENCE_END.search(text, max(0, m.start() - _TITLE_REACH), m.end()):
+        if level == 0 and (_NOT_A_SENTENCE_END.search(text, max(0, m.start() - _TITLE_REACH), m.end())
+                           or (written and _goes_on(text, m))):
             continue
         pieces.append(text[start:m.end()].strip())
         start = m.end()
     pieces.append(text[start:].strip())
     return [p for p in pieces if p]
+
+
+def _goes_on(text: str, m: re.Match) -> bool:
+    """Whether the sentence goes on past the full stop m matched: a lowercase word follows it, or a number follows a
+    month's abbreviation."""
+    after = text[m.end():m.end() + 1]
+    if text[m.start()] != "." or not after:
+        return False
+    return after.islower() or (after.isdigit() and _MONTH_ABBREVIATION.search(text, max(0, m.start() - 5),
+                                                                              m.start() + 1) is not None)
 
 
 def _fit(pieces: list[str], level: int, to_phonemes, limit: int) -> list[TextChunk]:
@@ -122,16 +138,17 @@ def _pack(pieces: list[TextChunk], limit: int) -> list[TextChunk]:
 
 
 def chunk_text(text: str, to_phonemes: Callable[[list[str]], list[str]],
-               limit: int = MAX_PHONEMES, first_limit: int | None = None) -> list[TextChunk]:
+               limit: int = MAX_PHONEMES, first_limit: int | None = None, *, written: bool = True) -> list[TextChunk]:
     """Chunks of `text`; `to_phonemes` maps a batch of strings to their phoneme strings. With `first_limit`
     the first chunk is the first sentence alone, cut at clauses (else between words) to at most that many
     phonemes (a stream's first audio then comes early); the rest, a cut first sentence's rest as one phrase
-    first, is chunked as usual."""
-    return list(iter_chunk_text(text, to_phonemes, limit, first_limit))
+    first, is chunked as usual. written=False: `text` is phonemes (see _cut)."""
+    return list(iter_chunk_text(text, to_phonemes, limit, first_limit, written=written))
 
 
 def iter_chunk_text(text: str, to_phonemes: Callable[[list[str]], list[str]],
-                    limit: int = MAX_PHONEMES, first_limit: int | None = None) -> Iterator[TextChunk]:
+                    limit: int = MAX_PHONEMES, first_limit: int | None = None, *,
+                    written: bool = True) -> Iterator[TextChunk]:
     """chunk_text's chunks as they are made. With `first_limit` only what the first chunk says is phonemized
     before it is yielded (a 2,000-character text's phonemes take tens of ms, the first chunk needs a few);
     each piece is phonemized on its own text, whichever call it is in."""
@@ -140,7 +157,7 @@ def iter_chunk_text(text: str, to_phonemes: Callable[[list[str]], list[str]],
         paragraph = " ".join(paragraph.split())
         if not paragraph:
             continue
-        sentences = _cut(paragraph, 0)
+        sentences = _cut(paragraph, 0, written)
         if first:
             first = False
             head, made, rest = _first(sentences[0], to_phonemes, limit, first_limit)
@@ -218,4 +235,5 @@ def _fit_leading(pieces: list[str], level: int, to_phonemes, limit: int) -> Iter
 
 def chunk_phonemes(phonemes: str, limit: int = MAX_PHONEMES, first_limit: int | None = None) -> list[TextChunk]:
     """Chunks of a phoneme string given directly (cut at the same marks)."""
-    return [TextChunk("", c.phonemes) for c in chunk_text(phonemes, lambda pieces: pieces, limit, first_limit)]
+    return [TextChunk("", c.phonemes)
+            for c in chunk_text(phonemes, lambda pieces: pieces, limit, first_limit, written=False)]

@@ -310,6 +310,9 @@ RULES = [
                                  r"(?:,?\s+(?P<year>1\d{3}|20\d{2})\b)?"), _month_day),
     Rule("day month", re.compile(rf"\b(?P<day>[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}"
                                  r"(?:,?\s+(?P<year>1\d{3}|20\d{2})\b)?"), _day_month),
+    # "Sept. 2024": a month's abbreviation said in full before a year (a full name is said as it stands)
+    Rule("month year", re.compile(rf"\b{_MONTH}\s+(?P<year>1\d{{3}}|20\d{{2}})\b(?![.,]\d)"),
+         lambda m: f"{_month(m['month'])} {year(m['year'])}"),
     Rule("decades", re.compile(r"(?:['’](?P<short>\d)|\b(?P<n>\d*[1-9]0+))0?s\b"), _decades),
     Rule("ordinal", re.compile(r"\b(?P<n>\d{1,3}(?:,\d{3})+|\d+)(?:st|nd|rd|th)\b"), lambda m: ordinal(m["n"])),
     Rule("percent", re.compile(rf"(?P<n>{_NUM})\s?%"), lambda m: f"{cardinal(m['n'])} percent"),
