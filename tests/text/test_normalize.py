@@ -26,9 +26,22 @@ CASES = {
         ("Due 12/25/2024 or 31/1/24.", "Due December twenty-fifth twenty twenty-four or January thirty-first twenty "
                                        "twenty-four."),
     ],
+    "fractions": [
+        ("Add 1/2 cup of milk.", "Add one half cup of milk."),
+        ("Three of 4 said 3/4 of them.", "Three of four said three quarters of them."),
+        ("It took 2 3/4 hours, then 1 1/2 more.", "It took two and three quarters hours, then one and a half more."),
+        ("Use 1½ cups and ⅔ of the flour.", "Use one and a half cups and two thirds of the flour."),
+        ("Cut a 5/8 slice, then 3/2 of it.", "Cut a five eighths slice, then three halves of it."),
+        ("Open 24/7 since 9/11.", "Open twenty-four seven since nine eleven."),
+    ],
     "times": [
         ("The train leaves at 9:45 am.", "The train leaves at nine forty-five a m."),
         ("Dinner is at 7:05 pm tonight.", "Dinner is at seven oh five p m tonight."),
+        ("Open Mon-Fri 9am-5pm, or 9-5 pm Sat–Sun. He sat.", "Open Monday to Friday nine a m to five p m, or nine to "
+                                                            "five p m Saturday to Sunday. He sat."),
+        ("Talks run 10:30–11:45 and 7:05-7:10.", "Talks run ten thirty to eleven forty-five and seven oh five to "
+                                                 "seven ten."),
+        ("Open 9 a.m.-5 p.m. Then closed.", "Open nine a m to five p m. Then closed."),
         ("Wake me at 6:00 please.", "Wake me at six o'clock please."),
         ("The shop opens at 10 a.m. Then we go.", "The shop opens at ten a m. Then we go."),
         ("It ended at 23:30 sharp.", "It ended at twenty-three thirty sharp."),

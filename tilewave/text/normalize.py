@@ -90,6 +90,38 @@ def _hour(m: re.Match) -> str:
     return cardinal(m["h"]) + _meridiem(m)
 
 
+_AMPM = r"[aApP]\.?[mM]\b\.?"
+_TIME = re.compile(rf"\b(?P<h>[01]?\d|2[0-3]):(?P<min>[0-5]\d)\b(?:\s?(?P<ampm>{_AMPM}))?")
+_HOUR = re.compile(rf"\b(?P<h>1[0-2]|0?[1-9])\s?(?P<ampm>{_AMPM})")
+# "9am-5pm", "9-5 pm", "10:30-11:45": two times with "to" between them (espeak said the two times run together)
+_TIME_RANGE = re.compile(rf"(?P<a>{_TIME.pattern}|\b(?:1[0-2]|0?[1-9])(?=\s?[-–]\s?(?:1[0-2]|0?[1-9])\s?{_AMPM})|"
+                         rf"{_HOUR.pattern})\s?[-–]\s?(?P<b>{_TIME.pattern}|{_HOUR.pattern})".replace("(?P<h>", "(?:")
+                         .replace("(?P<min>", "(?:").replace("(?P<ampm>", "(?:"))
+
+
+_DAYS = {"Mon": "Monday", "Tue": "Tuesday", "Tues": "Tuesday", "Wed": "Wednesday", "Thu": "Thursday",
+         "Thur": "Thursday", "Thurs": "Thursday", "Fri": "Friday", "Sat": "Saturday", "Sun": "Sunday"}
+# "Mon-Fri": days' abbreviations only in a range, where no verb ("sat") or name ("Sun") can be meant
+_DAY = "|".join(sorted(_DAYS, key=len, reverse=True))
+_DAY_RANGE = re.compile(rf"\b(?P<a>{_DAY})\.?\s?[-–]\s?(?P<b>{_DAY})\b\.?")
+
+
+def _day_range(m: re.Match) -> str:
+    return _keep_stop(m, f"{_DAYS[m['a']]} to {_DAYS[m['b']]}")
+
+
+def _clock(text: str) -> str:
+    """One side of a time range, said without a full stop of its own."""
+    if m := _TIME.fullmatch(text):
+        return _time(m).rstrip(".")
+    m = _HOUR.fullmatch(text)
+    return cardinal(text) if m is None else _hour(m).rstrip(".")
+
+
+def _time_range(m: re.Match) -> str:
+    return _keep_stop(m, f"{_clock(m['a'])} to {_clock(m['b'])}")
+
+
 MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December"]
 _MONTH = r"(?P<month>January|February|March|April|May|June|July|August|September|October|November|December|" \
@@ -186,6 +218,25 @@ def _number(m: re.Match) -> str:
 def _digits(m: re.Match) -> str:
     groups = re.findall(r"\d+", m.group(0))
     return ", ".join(" ".join(num2words(int(d)) for d in g) for g in groups)
+
+
+# "3/4" and "¾" as fractions, "1 1/2" as "one and a half": only over denominators that are read as fractions (so
+# "24/7", "9/11" and "50/50" are not); a slash date has a year ("12/25/2024"), taken by an earlier rule
+_FRACTION_DENOMINATORS = (2, 3, 4, 5, 6, 8, 10, 12, 16, 32, 64, 100)
+_VULGAR = {"½": (1, 2), "⅓": (1, 3), "⅔": (2, 3), "¼": (1, 4), "¾": (3, 4), "⅕": (1, 5), "⅖": (2, 5), "⅗": (3, 5),
+           "⅘": (4, 5), "⅙": (1, 6), "⅚": (5, 6), "⅛": (1, 8), "⅜": (3, 8), "⅝": (5, 8), "⅞": (7, 8)}
+_FRACTION = (r"(?<![\w/.])(?:(?P<whole>\d+)(?:\s+(?=\d)|\s?(?=[" + "".join(_VULGAR) + r"])))?"
+             r"(?:(?P<num>\d+)/(?P<den>" + "|".join(map(str, sorted(_FRACTION_DENOMINATORS, reverse=True)))
+             + r")(?![\w/]|\.\d)|(?P<vulgar>[" + "".join(_VULGAR) + "]))")
+
+
+def _fraction(m: re.Match) -> str:
+    num, den = _VULGAR[m["vulgar"]] if m["vulgar"] else (int(m["num"]), int(m["den"]))
+    one, many = {2: ("half", "halves"), 4: ("quarter", "quarters")}.get(den, (ordinal(str(den)), None))
+    part = f"{cardinal(str(num))} {one if num == 1 else many or one + 's'}"
+    if m["whole"] is None:
+        return part
+    return f"{cardinal(m['whole'])} and {'a ' + one if num == 1 else part}"
 
 
 # -- Roman numerals -------------------------------------------------------------------------------------------------
@@ -300,12 +351,18 @@ RULES = [
          _url),
     Rule("money", re.compile(rf"(?P<cur>[$£€])\s?(?P<amount>{_NUM})(?:\s?(?P<scale>thousand|million|billion|trillion|"
                              r"[kKmMbBtT]n?)\b)?"), _money),
-    Rule("time", re.compile(r"\b(?P<h>[01]?\d|2[0-3]):(?P<min>[0-5]\d)\b(?:\s?(?P<ampm>[aApP]\.?[mM]\b\.?))?"), _time),
-    Rule("hour", re.compile(r"\b(?P<h>1[0-2]|0?[1-9])\s?(?P<ampm>[aApP]\.?[mM]\b\.?)"), _hour),
+    Rule("time range", _TIME_RANGE, _time_range),
+    Rule("day range", _DAY_RANGE, _day_range),
+    Rule("time", _TIME, _time),
+    Rule("hour", _HOUR, _hour),
     Rule("iso date", re.compile(r"\b(?P<year>\d{4})-(?P<month>0[1-9]|1[0-2])-(?P<day>0[1-9]|[12]\d|3[01])\b"),
          _iso_date),
     Rule("US date", re.compile(_SLASH_DATE), lambda m: _slash_date(m, day_first=False), ("en-us",)),
     Rule("British date", re.compile(_SLASH_DATE), lambda m: _slash_date(m, day_first=True), ("en-gb",)),
+    Rule("fraction", re.compile(_FRACTION), _fraction),
+    # what is left of number/number is said as two numbers ("24/7", "9/11"), not with the slash espeak reads out
+    Rule("number pair", re.compile(r"(?<![\w/.])(?P<a>\d+)/(?P<b>\d+)(?![\w/]|\.\d)"),
+         lambda m: f"{cardinal(m['a'])} {cardinal(m['b'])}"),
     Rule("month day", re.compile(rf"\b{_MONTH}\s+(?P<day>[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?\b"
                                  r"(?:,?\s+(?P<year>1\d{3}|20\d{2})\b)?"), _month_day),
     Rule("day month", re.compile(rf"\b(?P<day>[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}"
