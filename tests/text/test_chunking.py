@@ -112,6 +112,7 @@ def test_a_title_or_abbreviation_does_not_end_a_sentence():
     ("We left at 9 a.m. Then it rained.", ["We left at 9 a.m.", "Then it rained."]),  # a capital: ambiguous, cut
     ("He moved to Jan. Then 3 days passed.", ["He moved to Jan.", "Then 3 days passed."]),
     ("She counted to 3. 4 came next.", ["She counted to 3.", "4 came next."]),  # a number after no month
+    ("Call ext. 204 or see Fig. 3. Done.", ["Call ext. 204 or see Fig. 3.", "Done."]),
     ("Why? because. Wow! great", ["Why?", "because.", "Wow!", "great"]),  # only a full stop goes on
 ])
 def test_a_full_stop_before_a_lowercase_word_or_after_a_month_before_a_number_ends_no_sentence(text, sentences):

@@ -10,6 +10,7 @@ CASES = {
         ("The ticket was $3.99 in the end.", "The ticket was three dollars and ninety-nine cents in the end."),
         ("She paid £12.50 for lunch.", "She paid twelve pounds and fifty pence for lunch."),
         ("A coffee costs €4 here.", "A coffee costs four euros here."),
+        ("It is USD 3.99 or 35 EUR.", "It is three US dollars and ninety-nine cents or thirty-five euros."),
         ("It sold for $5.", "It sold for five dollars."),
         ("They raised $1.2 million last year.", "They raised one point two million dollars last year."),
         ("He found $0.25 on the floor.", "He found twenty-five cents on the floor."),
@@ -71,6 +72,10 @@ CASES = {
         ("It was 20°C outside.", "It was twenty degrees Celsius outside."),
         ("The limit is 60 mph here.", "The limit is sixty miles per hour here."),
         ("Cut a 1 m rope.", "Cut a one meter rope."),
+        ("Mt. Everest is 29,032 ft. tall, or 6 ft. Then more.", "Mount Everest is twenty-nine thousand and thirty-two "
+                                                               "feet tall, or six feet. Then more."),
+        ("It runs 2x, even 1.5x faster, on 2x4 boards.", "It runs two times, even one point five times faster, on "
+                                                         "2x4 boards."),
     ],
     "roman numerals": [
         ("After World War II the town grew.", "After World War two the town grew."),
@@ -84,6 +89,7 @@ CASES = {
         ("The shop is on Baker St. Come by.", "The shop is on Baker Street. Come by."),
         ("Bring fruit, bread, etc. Then rest.", "Bring fruit, bread, et cetera. Then rest."),
         ("Cats vs. dogs, e.g. at home.", "Cats versus dogs, for example at home."),
+        ("Call ext. 204 in Ft. Worth.", "Call extension two hundred and four in Fort Worth."),
     ],
     "urls and e-mail": [
         ("Read https://example.com/docs today.", "Read example dot com slash docs today."),

@@ -29,7 +29,7 @@ log = logging.getLogger("tilewave.text")
 _LEVELS = [re.compile(rf"[{marks}]+[\"”’')\]]*\s+|[{wide}]+[」』”’）]*\s*")
            for marks, wide in ((r".!?…", "。！？"), (r":;", "：；"), (r",—", "，、"))]
 _CLAUSE_END = re.compile(r"[:;,—：；，、][\"”’')\]」』）]*$")
-_NOT_A_SENTENCE_END = re.compile(r"(?:^|\W)(?:Dr|Mr|Mrs|Ms|Prof|St|Mt|Jr|Sr|vs|etc|e\.g|i\.e|approx|No|Gen|Capt|Lt|"
+_NOT_A_SENTENCE_END = re.compile(r"(?:^|\W)(?:Dr|Mr|Mrs|Ms|Prof|St|Mt|Ft|Jr|Sr|vs|etc|e\.g|i\.e|approx|No|Gen|Capt|Lt|ext|[Ff]ig|[Vv]ol|pp|"
                                  r"Col|Sgt|Rev|Gov|Sen|Rep)\.\s+$")
 _TITLE_REACH = 8  # > 1 + len("approx"): a title's full stop is the match's first mark (a quote or a 2nd mark: no title)
 _MONTH_ABBREVIATION = re.compile(r"(?:^|\W)(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.$")

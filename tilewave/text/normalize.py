@@ -49,12 +49,20 @@ def _keep_stop(m: re.Match, words: str) -> str:
 
 # -- money ------------------------------------------------------------------------------------------------------
 _CURRENCIES = {"$": ("dollar", "dollars", "cent", "cents"), "£": ("pound", "pounds", "penny", "pence"),
-               "€": ("euro", "euros", "cent", "cents")}
+               "€": ("euro", "euros", "cent", "cents"),
+               # ISO codes, before or after the amount ("USD 40", "35 EUR")
+               "USD": ("US dollar", "US dollars", "cent", "cents"), "EUR": ("euro", "euros", "cent", "cents"),
+               "GBP": ("pound", "pounds", "penny", "pence"), "CAD": ("Canadian dollar", "Canadian dollars", "cent",
+                                                                      "cents"),
+               "AUD": ("Australian dollar", "Australian dollars", "cent", "cents"),
+               "CHF": ("Swiss franc", "Swiss francs", "centime", "centimes"), "JPY": ("yen", "yen", "sen", "sen"),
+               "CNY": ("yuan", "yuan", "fen", "fen"), "INR": ("rupee", "rupees", "paisa", "paise")}
+_CODE = "|".join(c for c in _CURRENCIES if c.isalpha())
 _SCALES = {"k": "thousand", "m": "million", "mn": "million", "b": "billion", "bn": "billion", "t": "trillion"}
 
 
 def _money(m: re.Match) -> str:
-    one, many, cent, cents = _CURRENCIES[m["cur"]]
+    one, many, cent, cents = _CURRENCIES[m["cur"] or m["code"]]
     amount, scale = m["amount"].replace(",", ""), m["scale"]
     if scale:
         scale = _SCALES.get(scale.lower(), scale.lower())
@@ -204,7 +212,7 @@ _UNIT = "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True))
 
 def _unit(m: re.Match) -> str:
     one, many = _UNITS[m["unit"].replace(" ", "")]
-    return f"{cardinal(m['n'])} {one if m['n'] == '1' else many}"
+    return _keep_stop(m, f"{cardinal(m['n'])} {one if m['n'] == '1' else many}")  # "29,032 ft. tall"
 
 
 def _year(m: re.Match) -> str:
@@ -281,11 +289,11 @@ def _regnal(m: re.Match) -> str:
 # -- abbreviations, URLs, e-mail ----------------------------------------------------------------------------------
 _TITLES = {"Dr": "Doctor", "Mr": "Mister", "Mrs": "Missus", "Ms": "Miz", "Prof": "Professor", "Sen": "Senator",
            "Gov": "Governor", "Rev": "Reverend", "Gen": "General", "Capt": "Captain", "Lt": "Lieutenant",
-           "Sgt": "Sergeant", "Col": "Colonel", "Rep": "Representative"}
+           "Sgt": "Sergeant", "Col": "Colonel", "Rep": "Representative", "Mt": "Mount", "Ft": "Fort"}
 _ABBREVIATIONS = {"etc.": "et cetera", "e.g.": "for example", "i.e.": "that is", "vs.": "versus", "vs": "versus",
                   "approx.": "approximately", "Jr.": "Junior", "Sr.": "Senior", "Inc.": "Incorporated",
                   "Ltd.": "Limited", "Co.": "Company", "Ave.": "Avenue", "Blvd.": "Boulevard", "Rd.": "Road",
-                  "Mt.": "Mount", "Ft.": "Fort", "dept.": "department", "est.": "established"}
+                  "dept.": "department", "est.": "established", "ext.": "extension"}
 
 
 def _title(m: re.Match) -> str:
@@ -349,8 +357,10 @@ RULES = [
     Rule("email", re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"), _email),
     Rule("url", re.compile(rf"(?i)\b(?:https?://|www\.)\S+?{_END}|\b(?:[a-z0-9-]+\.)+(?:{_TLD})\b(?:/\S*?)?{_END}"),
          _url),
-    Rule("money", re.compile(rf"(?P<cur>[$£€])\s?(?P<amount>{_NUM})(?:\s?(?P<scale>thousand|million|billion|trillion|"
-                             r"[kKmMbBtT]n?)\b)?"), _money),
+    Rule("money", re.compile(rf"(?:(?P<cur>[$£€])\s?|\b(?P<code>{_CODE})\s)(?P<amount>{_NUM})(?:\s?(?P<scale>"
+                             r"thousand|million|billion|trillion|[kKmMbBtT]n?)\b)?"), _money),
+    Rule("money after", re.compile(rf"(?<![\w.])(?P<amount>{_NUM})(?:\s?(?P<scale>thousand|million|billion|trillion)\b)?"
+                                   rf"\s(?P<code>{_CODE})\b(?P<cur>)"), _money),
     Rule("time range", _TIME_RANGE, _time_range),
     Rule("day range", _DAY_RANGE, _day_range),
     Rule("time", _TIME, _time),
@@ -373,7 +383,8 @@ RULES = [
     Rule("decades", re.compile(r"(?:['’](?P<short>\d)|\b(?P<n>\d*[1-9]0+))0?s\b"), _decades),
     Rule("ordinal", re.compile(r"\b(?P<n>\d{1,3}(?:,\d{3})+|\d+)(?:st|nd|rd|th)\b"), lambda m: ordinal(m["n"])),
     Rule("percent", re.compile(rf"(?P<n>{_NUM})\s?%"), lambda m: f"{cardinal(m['n'])} percent"),
-    Rule("unit", re.compile(rf"\b(?P<n>{_NUM})\s?(?P<unit>{_UNIT}|° ?[CF])(?![\w/])"), _unit),
+    Rule("unit", re.compile(rf"\b(?P<n>{_NUM})\s?(?P<unit>{_UNIT}|° ?[CF])(?:(?<=[a-z])\.(?!\w))?(?![\w/])"), _unit),
+    Rule("times", re.compile(rf"(?<![\w.])(?P<n>{_NUM})x\b"), lambda m: f"{cardinal(m['n'])} times"),  # "2x", "1.5x"
     Rule("phone", re.compile(r"(?<![\w-])(?:\+?1[-.\s])?(?:\(\d{3}\)\s?|\d{3}[-.])?\d{3}[-.]\d{4}\b"), _digits),
     Rule("range", re.compile(r"(?<![\w.-])(?P<a>\d+)\s?[-–]\s?(?P<b>\d+)(?![\w.-]?\d)"), _range),
     Rule("number sign", re.compile(r"\bNo\.(?=\s?\d)|#(?=\d)"), lambda m: "number "),
