@@ -38,6 +38,7 @@ CASES = {
     "times": [
         ("The train leaves at 9:45 am.", "The train leaves at nine forty-five a m."),
         ("Dinner is at 7:05 pm tonight.", "Dinner is at seven oh five p m tonight."),
+        ("Lunch at 12:00, the bus at 13:00.", "Lunch at twelve o'clock, the bus at thirteen hundred."),
         ("Open Mon-Fri 9am-5pm, or 9-5 pm Sat–Sun. He sat.", "Open Monday to Friday nine a m to five p m, or nine to "
                                                             "five p m Saturday to Sunday. He sat."),
         ("Talks run 10:30–11:45 and 7:05-7:10.", "Talks run ten thirty to eleven forty-five and seven oh five to "
@@ -72,6 +73,7 @@ CASES = {
         ("It was 20°C outside.", "It was twenty degrees Celsius outside."),
         ("The limit is 60 mph here.", "The limit is sixty miles per hour here."),
         ("Cut a 1 m rope.", "Cut a one meter rope."),
+        ("He is 5'11\" and she is 6' 2'' tall.", "He is five foot eleven and she is six foot two tall."),
         ("Mt. Everest is 29,032 ft. tall, or 6 ft. Then more.", "Mount Everest is twenty-nine thousand and thirty-two "
                                                                "feet tall, or six feet. Then more."),
         ("It runs 2x, even 1.5x faster, on 2x4 boards.", "It runs two times, even one point five times faster, on "
@@ -90,6 +92,8 @@ CASES = {
         ("Bring fruit, bread, etc. Then rest.", "Bring fruit, bread, et cetera. Then rest."),
         ("Cats vs. dogs, e.g. at home.", "Cats versus dogs, for example at home."),
         ("Call ext. 204 in Ft. Worth.", "Call extension two hundred and four in Fort Worth."),
+        ("The U.S. team has a Ph.D. in A.I. now.", "The US team has a PHD in AI now."),
+        ("Tea w/ milk, w/o sugar.", "Tea with milk, without sugar."),
     ],
     "urls and e-mail": [
         ("Read https://example.com/docs today.", "Read example dot com slash docs today."),

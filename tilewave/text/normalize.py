@@ -85,7 +85,9 @@ def _meridiem(m: re.Match) -> str:
 
 def _time(m: re.Match) -> str:
     hour, minute = int(m["h"]), int(m["min"])
-    if minute == 0:
+    if minute == 0 and hour > 12 and not m["ampm"]:
+        spoken = f"{cardinal(str(hour))} hundred"  # a 24-hour clock: "13:00" is thirteen hundred
+    elif minute == 0:
         spoken = cardinal(str(hour)) if m["ampm"] else f"{cardinal(str(hour))} o'clock"
     elif minute < 10:
         spoken = f"{cardinal(str(hour))} oh {cardinal(str(minute))}"
@@ -305,6 +307,13 @@ def _saint_or_street(m: re.Match) -> str:
     return _keep_stop(m, "Street") if re.search(r"[A-Z]\w*\s+$", m.string[:m.start()]) else "Saint"
 
 
+def _initialism(m: re.Match) -> str:
+    """'U.S.', 'Ph.D.', 'J.R.R.' -> 'US', 'PHD', 'JRR': capitals without the stops, which espeak spells letter by
+    letter (a stop between letters reached the phonemes, which Kokoro says as a pause; spaced out, 'A I' was read
+    as the article and the pronoun)."""
+    return _keep_stop(m, "".join(c.upper() for c in m.group(0) if c.isalpha()))
+
+
 def _abbreviation(m: re.Match) -> str:
     word = _ABBREVIATIONS[m.group(0)]
     return word if m.group(0) in ("e.g.", "i.e.", "vs.", "vs") else _keep_stop(m, word)
@@ -396,6 +405,10 @@ RULES = [
     Rule("saint or street", re.compile(r"\bSt\.(?=\s|$)"), _saint_or_street),
     Rule("abbreviation", re.compile(r"(?<!\w)(?:" + "|".join(re.escape(a) for a in _ABBREVIATIONS) + r")(?=\s|$|,)"),
          _abbreviation),
+    Rule("with", re.compile(r"(?<![\w/])[wW]/(?:(?P<o>o)(?!\w)|(?=\s))"), lambda m: "without" if m["o"] else "with"),
+    Rule("initialism", re.compile(r"(?<![\w.])(?:[A-Za-z][a-z]?\.){2,}(?!\w)"), _initialism),
+    Rule("feet and inches", re.compile(r"\b(?P<ft>[1-9])'\s?(?P<inch>1[01]|[0-9])(?:\"|'')"),
+         lambda m: f"{cardinal(m['ft'])} foot {cardinal(m['inch'])}"),
     Rule("number", re.compile(rf"(?:(?P<minus>(?<![\w.])-)|(?<![\w.]))(?P<n>{_NUM})(?!\w|\.\d)"), _number),
 ]
 
