@@ -76,6 +76,9 @@ CASES = {
         ("He is 5'11\" and she is 6' 2'' tall.", "He is five foot eleven and she is six foot two tall."),
         ("Mt. Everest is 29,032 ft. tall, or 6 ft. Then more.", "Mount Everest is twenty-nine thousand and thirty-two "
                                                                "feet tall, or six feet. Then more."),
+        ("Winds of 15-20 km/h cut sales 2-3% from 1.2M to 3bn.", "Winds of fifteen to twenty kilometers per hour cut "
+                                                                "sales two to three percent from one point two "
+                                                                "million to three billion."),
         ("It runs 2x, even 1.5x faster, on 2x4 boards.", "It runs two times, even one point five times faster, on "
                                                          "2x4 boards."),
     ],

@@ -214,7 +214,8 @@ _UNIT = "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True))
 
 def _unit(m: re.Match) -> str:
     one, many = _UNITS[m["unit"].replace(" ", "")]
-    return _keep_stop(m, f"{cardinal(m['n'])} {one if m['n'] == '1' else many}")  # "29,032 ft. tall"
+    start = f"{cardinal(m['a'])} to " if m["a"] else ""  # "15-20 km/h"
+    return _keep_stop(m, f"{start}{cardinal(m['n'])} {one if m['n'] == '1' and not m['a'] else many}")
 
 
 def _year(m: re.Match) -> str:
@@ -391,8 +392,13 @@ RULES = [
          lambda m: f"{_month(m['month'])} {year(m['year'])}"),
     Rule("decades", re.compile(r"(?:['’](?P<short>\d)|\b(?P<n>\d*[1-9]0+))0?s\b"), _decades),
     Rule("ordinal", re.compile(r"\b(?P<n>\d{1,3}(?:,\d{3})+|\d+)(?:st|nd|rd|th)\b"), lambda m: ordinal(m["n"])),
-    Rule("percent", re.compile(rf"(?P<n>{_NUM})\s?%"), lambda m: f"{cardinal(m['n'])} percent"),
-    Rule("unit", re.compile(rf"\b(?P<n>{_NUM})\s?(?P<unit>{_UNIT}|° ?[CF])(?:(?<=[a-z])\.(?!\w))?(?![\w/])"), _unit),
+    Rule("percent", re.compile(rf"(?:(?P<a>{_NUM})%?\s?[-–]\s?)?(?P<n>{_NUM})\s?%"),
+         lambda m: (f"{cardinal(m['a'])} to " if m["a"] else "") + f"{cardinal(m['n'])} percent"),
+    Rule("unit", re.compile(rf"\b(?:(?P<a>{_NUM})\s?[-–]\s?)?(?P<n>{_NUM})\s?(?P<unit>{_UNIT}|° ?[CF])"
+                            r"(?:(?<=[a-z])\.(?!\w))?(?![\w/])"), _unit),
+    # "1.2M units", "3bn people": a scale's letter after a number (not K: "5K" is as often a race as a thousand)
+    Rule("scale", re.compile(rf"(?<![\w.$£€])(?P<n>{_NUM})(?P<scale>M|B|bn|mn)\b"),
+         lambda m: f"{cardinal(m['n'])} {_SCALES[m['scale'].lower()]}"),
     Rule("times", re.compile(rf"(?<![\w.])(?P<n>{_NUM})x\b"), lambda m: f"{cardinal(m['n'])} times"),  # "2x", "1.5x"
     Rule("phone", re.compile(r"(?<![\w-])(?:\+?1[-.\s])?(?:\(\d{3}\)\s?|\d{3}[-.])?\d{3}[-.]\d{4}\b"), _digits),
     Rule("range", re.compile(r"(?<![\w.-])(?P<a>\d+)\s?[-–]\s?(?P<b>\d+)(?![\w.-]?\d)"), _range),
