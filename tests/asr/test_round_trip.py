@@ -70,9 +70,9 @@ def test_a_long_text_streamed_with_a_short_first_chunk_is_understood(model):
 
 
 # Everyday text of our own and what a person reads aloud for it. Measured here (seed 0, CPU, 2026-12-04): read as
-# normalized, WER 0.08 (Whisper wrote "9.45pm") / 0 / 0 / 0 / 0 / 0 / 0; handed to espeak as written, 0.58 / 0.33 /
-# 0.11 / 0.2 / 0.2 / 0.5 / 0.36 ("dollar three, 99", "Montfry", "Jan", "Elmcent", "three slash four", "two 1-slash
-# two", "TW slash milk")
+# normalized, WER 0.08 (Whisper wrote "9.45pm") / 0 / 0 / 0 / 0 / 0 / 0 / 0; handed to espeak as written, 0.58 /
+# 0.33 / 0.11 / 0.2 / 0.2 / 0.5 / 0.36 / 1.8 ("dollar three, 99", "Montfry", "Jan", "Elmcent", "three slash four",
+# "two 1-slash two", "TW slash milk", "Aspiriskistarisk, please")
 EVERYDAY = [
     ("The tickets cost $3.99 each, and the show starts at 9:45 pm.",
      "The tickets cost three dollars and ninety-nine cents each, and the show starts at nine forty-five pm."),
@@ -83,6 +83,7 @@ EVERYDAY = [
     ("Fill the jar 3/4 of the way with water.", "Fill the jar three quarters of the way with water."),
     ("The drive took 2 1/2 hours in the rain.", "The drive took two and a half hours in the rain."),
     ("Tea w/ milk costs 40 USD in the U.S. now.", "Tea with milk costs forty US dollars in the US now."),
+    ("**Please** read the [manual](https://example.com/manual) first.", "Please read the manual first."),
 ]
 
 

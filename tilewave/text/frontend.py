@@ -3,8 +3,9 @@
     chunks = text_chunks("I paid $3.99 [pause:0.5s] for [Kokoro](/kˈOkəɹO/).", EspeakPhonemizer("en-us"))
 
 Inline markup is taken out first (pauses split the text into sections, each pronunciation becomes a
-placeholder: see inline.py), each section is cut into chunks (chunking.py), and each piece the chunker
-asks about is normalized (normalize.py), phonemized and aligned word by word.
+placeholder: see inline.py), Markdown is read as text (markdown.py), each section is cut into chunks
+(chunking.py), and each piece the chunker asks about is normalized (normalize.py), phonemized and aligned
+word by word.
 
 Alignment. A word of the text is what lies between spaces in the original ("$3.99," is one word, said as
 four). espeak keeps a space between the words it says, so when the text's spoken words and espeak's
@@ -23,6 +24,7 @@ from typing import Callable, Iterator
 from tilewave.errors import InputError
 from tilewave.text.chunking import Phonemized, TextChunk, Word, chunk_phonemes, iter_chunk_text
 from tilewave.text.inline import Pronunciation, placeholder_index, protect, restore, split_pauses
+from tilewave.text.markdown import plain_text
 from tilewave.text.normalize import normalize_spans
 from tilewave.text.vocab import describe_symbols, has_phones, unknown_symbols
 
@@ -203,6 +205,8 @@ def iter_text_chunks(text: str, phonemize: Callable[[list[str]], list[str]], nor
     """text_chunks' chunks as they are made: with `first_limit`, the first is yielded before the rest of the
     text is phonemized (chunking.iter_chunk_text)."""
     protected, pronunciations = protect(text)
+    if normalize:  # after protect: "[word](/phonemes/)" is Markdown's link form too
+        protected = plain_text(protected)
 
     def to_phonemes(pieces: list[str]) -> list[Phonemized]:
         return phonemize_pieces(pieces, phonemize, pronunciations, normalize, lang)
