@@ -66,3 +66,23 @@ def test_warm_up_serving_runs_each_batch_size_in_one_batch_outside_the_profile()
         assert "generator" not in session.profiler.format()  # the warm-up is not the first request's profile
         session.speak("Hello.")
         assert "generator" in session.profiler.format()
+
+
+def test_a_request_in_another_language_gets_its_phonemizer_and_default_voice():
+    from tilewave.engine.pipeline import Pipeline
+    from tilewave.engine.voices import load_voice, style_for
+    from tilewave.text import encode
+
+    spanish = "Hola, ¿cómo estás? Son las tres."
+    model = FakeKokoro()
+    with Session(device="cpu", model=model) as session:  # an English session
+        english = [c.phonemes for c in session.submit(spanish)]
+        chunks = list(session.submit(spanish, lang="e", seed=1))  # the one-letter code
+        assert [c.phonemes for c in chunks] == [c.phonemes for c in Pipeline("es").chunks(spanish)] != english
+        ref_s = model.calls[-1]["ref_s"]  # no voice named: Spanish's default, ef_dora
+        assert torch.equal(ref_s, style_for(load_voice("ef_dora"), len(chunks[0].phonemes)).reshape(ref_s.shape))
+        mixed = session.speak_many([spanish, {"text": "Bonjour.", "lang": "fr", "voice": "af_heart"}], lang="es")
+        said = [ids for batch in model.batches[-2:] for ids in batch]
+        assert len(mixed) == 2 and encode(Pipeline("fr").chunks("Bonjour.")[0].phonemes)[0].tolist() in said
+        with pytest.raises(InputError, match="unknown language 'xx'"):
+            session.submit("Hi.", lang="xx")

@@ -38,10 +38,10 @@ def url(session):
         yield base
 
 
-def solo(session, text=TEXT, seed=3, speed=1.0):
+def solo(session, text=TEXT, seed=3, speed=1.0, lang=None):
     """int16 samples of the engine's run of the text, in the chunks a stream makes, joined at once (the
     reference every response is checked against)."""
-    audio = join_chunks([c.audio for c in session.stream(text, speed=speed, seed=seed)])
+    audio = join_chunks([c.audio for c in session.stream(text, speed=speed, seed=seed, lang=lang)])
     return np.round(np.clip(audio, -1, 1) * 32767).astype(np.int16)
 
 
@@ -117,6 +117,21 @@ def test_voices_by_name_openai_name_and_blend(url):
     assert say(url, response_format="pcm").content != b""  # no voice: the language's default
 
 
+def test_a_stock_voice_or_lang_code_names_the_texts_language(url, session):
+    # the fake model says each token as a tone: the samples show which phonemizer read the text
+    spanish = "Hola, ¿cómo estás? Son las tres de la tarde."
+    as_spanish, as_english = solo(session, spanish, lang="es"), solo(session, spanish)
+    assert as_spanish.size != as_english.size or not np.array_equal(as_spanish, as_english)
+    for fields, expected in (({"voice": "ef_dora"}, as_spanish), ({"voice": "ef_dora+em_alex"}, as_spanish),
+                             ({"voice": "af_heart", "lang_code": "es"}, as_spanish),
+                             ({"voice": "alloy", "lang_code": "e"}, as_spanish),
+                             ({"voice": "alloy"}, as_english),  # OpenAI's voices speak any language: the server's
+                             ({"voice": "ef_dora+af_heart"}, as_english)):  # a blend across languages: the server's
+        r = say(url, input=spanish, response_format="pcm", **fields)
+        assert r.status_code == 200, r.text
+        np.testing.assert_array_equal(np.frombuffer(r.content, "<i2"), expected, err_msg=str(fields))
+
+
 def test_sse_sends_base64_deltas_of_the_format_then_done(url):
     pcm = say(url, response_format="pcm").content
     r = say(url, response_format="pcm", stream_format="sse")
@@ -167,6 +182,8 @@ BAD = [
     ({"input": "Hi.", "response_format": "ogg"}, 400, "response_format", "invalid_value"),
     ({"input": "Hi.", "stream_format": "chunks"}, 400, "stream_format", "invalid_value"),
     ({"input": "Hi.", "model": "gpt-4o-mini-tts"}, 404, "model", "model_not_found"),
+    ({"input": "Hi.", "lang_code": "xx"}, 400, "lang_code", "invalid_value"),
+    ({"input": "Hi.", "lang_code": 3}, 400, "lang_code", "invalid_value"),
 ]
 
 

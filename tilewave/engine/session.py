@@ -32,7 +32,7 @@ from tilewave.engine.pipeline import SAMPLE_RATE, Chunk, Pipeline, check_seed, c
 from tilewave.engine.scheduler import DEFAULT_FRAME_BUDGET, DEFAULT_MAX_REQUESTS, Cancelled, Job, Request, Scheduler
 from tilewave.engine.voices import default_voice, load_voice, style_for
 from tilewave.errors import InputError, TilewaveError, WeightsError
-from tilewave.text import encode
+from tilewave.text import check_language, encode
 
 log = logging.getLogger("tilewave.engine")
 
@@ -95,6 +95,8 @@ _WARM_UP_WORDS = ("the quick brown fox jumps over the lazy dog while seven small
 class Session:
     """Device, precision, profiler, placements and model for a run of requests. `dtype`: Kokoro's storage dtype,
     'float32' or 'bfloat16' (its decoder and generator; durations as float32's; figures in benchmarks/RESULTS.md).
+    `lang`: the language of requests that name none; a request may name another (`lang=` of prepare, submit,
+    stream, speak), which gets its own phonemizer, and, when it names no voice, that language's default voice.
     `voice`: the voice of requests that name none (default: the language's, see voices.default_voice).
     `profile`: True for a new stage profiler (its report: `profiler.format()`), or any object with `.stage(name)`. `memory_budget` ('2GB', or bytes): the memory a
     batch may take above the loaded model, which bounds its size x frames; `max_requests`: the requests held
@@ -121,6 +123,8 @@ class Session:
         self.precision = fp32_precision.check(precision)
         self.dtype = fp32_precision.check_dtype(dtype, fp32_precision.KOKORO_DTYPES, "Kokoro dtype")
         self.pipeline = Pipeline(lang)
+        self._pipelines = {self.pipeline.lang: self.pipeline}  # one per language asked for, made on first use
+        self._default_packs: dict[str, torch.Tensor] = {}  # the default voice of a request's other language
         self.normalize = bool(normalize)
         self._voice = None if voice is None else load_voice(voice)  # the default pack is read on first use
         self.memory_budget = parse_memory(memory_budget)
@@ -156,6 +160,16 @@ class Session:
         if self._voice is None:
             self._voice = load_voice(default_voice(self.pipeline.lang))
         return self._voice
+
+    def pipeline_for(self, lang: str | None) -> Pipeline:
+        """The pipeline of a request's language (None: the session's); InputError for an unknown language."""
+        if lang is None:
+            return self.pipeline
+        code = check_language(lang)
+        with self._starting:
+            if code not in self._pipelines:
+                self._pipelines[code] = Pipeline(code)
+            return self._pipelines[code]
 
     @property
     def model(self):
@@ -205,35 +219,44 @@ class Session:
 
     # -- requests -----------------------------------------------------------------------------------
     def prepare(self, text: str, voice=None, speed: float = 1.0, seed: int | None = None, phonemes: bool = False,
-                first_limit: int | None = None, chunks=None) -> tuple[list[Job], int | None]:
+                first_limit: int | None = None, chunks=None, lang: str | None = None) -> tuple[list[Job], int | None]:
         """Check a request and cut it into jobs for the scheduler: (jobs, seed). `chunks`: the text's chunks made
-        already (Pipeline.chunks' list, e.g. in another process: tilewave.text.ahead), used instead of `text`."""
+        already (Pipeline.chunks' list, e.g. in another process: tilewave.text.ahead), used instead of `text`.
+        `lang`: the request's language (None: the session's)."""
         if chunks is not None:
-            pack, speed, seed = self._checked(voice, speed, seed)
+            pack, speed, seed = self._checked(voice, speed, seed, self.pipeline_for(lang))
             jobs = [self._job(c, pack, speed) for c in chunks]
             if not any(job.phonemes for job in jobs):
                 raise InputError("the chunks given have nothing to say")
             self._check_budget(jobs)
             return jobs, seed
-        jobs, rest, seed = self._prepare_head(text, voice, speed, seed, phonemes, first_limit)
+        jobs, rest, seed = self._prepare_head(text, voice, speed, seed, phonemes, first_limit, lang)
         with profiling.of(self.profiler).stage("phonemize"):
             more = list(rest)
         self._check_budget(more)
         return jobs + more, seed
 
-    def _prepare_head(self, text, voice, speed, seed, phonemes, first_limit):
+    def _prepare_head(self, text, voice, speed, seed, phonemes, first_limit, lang=None):
         """(the jobs up to the first with speech, checked; an iterator of the others, phonemized as it is read; seed)."""
-        pack, speed, seed = self._checked(voice, speed, seed)
+        pipeline = self.pipeline_for(lang)
+        pack, speed, seed = self._checked(voice, speed, seed, pipeline)
         with profiling.of(self.profiler).stage("phonemize"):
-            head, rest = self.pipeline.iter_chunks(text, phonemes, first_limit, self.normalize)
+            head, rest = pipeline.iter_chunks(text, phonemes, first_limit, self.normalize)
             jobs = [self._job(c, pack, speed) for c in head]
         self._check_budget(jobs)
         return jobs, (self._job(c, pack, speed) for c in rest), seed
 
-    def _checked(self, voice, speed, seed):
-        """(the voice pack, speed, seed) of a request, each checked (InputError with the value)."""
+    def _checked(self, voice, speed, seed, pipeline: Pipeline):
+        """(the voice pack, speed, seed) of a request, each checked (InputError with the value); a request that
+        names no voice gets the session's, or its own language's default where it names another language."""
         speed, seed = check_speed(speed), check_seed(seed)
-        return self.voice if voice is None else load_voice(voice), speed, seed
+        if voice is not None:
+            return load_voice(voice), speed, seed
+        if pipeline is self.pipeline:
+            return self.voice, speed, seed
+        if pipeline.lang not in self._default_packs:
+            self._default_packs[pipeline.lang] = load_voice(default_voice(pipeline.lang))
+        return self._default_packs[pipeline.lang], speed, seed
 
     def _check_budget(self, jobs: list[Job]) -> None:
         over = max((job.frames for job in jobs), default=0)
@@ -249,17 +272,17 @@ class Session:
 
     def submit(self, text: str, voice=None, speed: float = 1.0, seed: int | None = None, phonemes: bool = False,
                first_limit: int | None = None, block: bool = True, timeout: float | None = None,
-               chunks=None) -> Request:
+               chunks=None, lang: str | None = None) -> Request:
         """Check and queue one request; iterate the Request for its Chunks (len(): how many so far). With
         block=False a full queue raises scheduler.QueueFull at once instead of waiting for room. With
         first_limit (a stream) the first chunk is queued as soon as its sentence is phonemized and, once it is
         made, the rest of the text is phonemized on the session's phonemizing thread, its chunks joining the
         request as they are made (a 2,000-character text's phonemes took 13-24 ms of the first audio's time on
-        the H200 host). `chunks`: as prepare's (a request of known chunks, not a stream)."""
+        the H200 host). `chunks`, `lang`: as prepare's (chunks: a request of known chunks, not a stream)."""
         if first_limit is None or chunks is not None:
-            jobs, seed = self.prepare(text, voice, speed, seed, phonemes, None, chunks)
+            jobs, seed = self.prepare(text, voice, speed, seed, phonemes, None, chunks, lang)
             return self.scheduler.submit(jobs, seed, block=block, timeout=timeout)
-        jobs, rest, seed = self._prepare_head(text, voice, speed, seed, phonemes, first_limit)
+        jobs, rest, seed = self._prepare_head(text, voice, speed, seed, phonemes, first_limit, lang)
         request = self.scheduler.submit(jobs, seed, block=block, timeout=timeout, complete=False)
         # the rest starts once the head is made: phonemizing is Python under the GIL, and beside the first chunk's
         # ~600 kernel launches it made the first audio of 2,000 characters 50 ms where its parts take 32 (H200, S9)
@@ -300,25 +323,26 @@ class Session:
         scheduler.extend(request, [], complete=True)
 
     def stream(self, text: str, voice=None, speed: float = 1.0, seed: int | None = None, phonemes: bool = False,
-               first_limit: int | None = FIRST_CHUNK_PHONEMES) -> Request:
+               first_limit: int | None = FIRST_CHUNK_PHONEMES, lang: str | None = None) -> Request:
         """The text's Chunks as they are made (iterate, or `async for`); the first chunk is only the first
         sentence or clause (<= first_limit phonemes) so its audio comes early. Join with pipeline.Joiner."""
-        return self.submit(text, voice, speed, seed, phonemes, first_limit)
+        return self.submit(text, voice, speed, seed, phonemes, first_limit, lang=lang)
 
     async def astream(self, text: str, voice=None, speed: float = 1.0, seed: int | None = None,
-                      phonemes: bool = False, first_limit: int | None = FIRST_CHUNK_PHONEMES) -> AsyncIterator[Chunk]:
+                      phonemes: bool = False, first_limit: int | None = FIRST_CHUNK_PHONEMES,
+                      lang: str | None = None) -> AsyncIterator[Chunk]:
         """stream() for an event loop: the checks and the waits run off the loop's thread."""
         import asyncio
 
-        request = await asyncio.to_thread(self.stream, text, voice, speed, seed, phonemes, first_limit)
+        request = await asyncio.to_thread(self.stream, text, voice, speed, seed, phonemes, first_limit, lang)
         async for chunk in request:
             yield chunk
 
     def speak(self, text: str, voice=None, speed: float = 1.0, seed: int | None = None,
-              phonemes: bool = False, timestamps: bool = False):
+              phonemes: bool = False, timestamps: bool = False, lang: str | None = None):
         """(audio float32 [samples], 24000) for `text`; with timestamps=True (audio, 24000, words), words a list of
-        engine.timestamps.WordTime (word, start and end seconds in that audio)."""
-        chunks = list(self.submit(text, voice, speed, seed, phonemes))
+        engine.timestamps.WordTime (word, start and end seconds in that audio). `lang`: as prepare's."""
+        chunks = list(self.submit(text, voice, speed, seed, phonemes, lang=lang))
         audio = join_chunks([c.audio for c in chunks])
         if timestamps:
             from tilewave.engine.timestamps import word_timestamps
@@ -327,12 +351,13 @@ class Session:
         return audio, SAMPLE_RATE
 
     def speak_many(self, items: Sequence, voice=None, speed: float = 1.0, seed: int | None = None,
-                   phonemes: bool = False) -> list[tuple[np.ndarray, int]]:
+                   phonemes: bool = False, lang: str | None = None) -> list[tuple[np.ndarray, int]]:
         """One (audio, 24000) per item, in order, made through shared batches. An item is a text or a dict
-        with "text" and optional "voice", "speed", "seed" (else the call's); every item is checked first."""
+        with "text" and optional "voice", "speed", "seed", "lang" (else the call's); every item is checked first
+        (the batches mix languages: the model takes phonemes)."""
         if isinstance(items, (str, dict)) or not isinstance(items, Sequence):
             raise InputError(f"items must be a list of texts or of dicts with 'text', got {type(items).__name__}")
-        prepared = [self._prepare_item(i, item, voice, speed, seed, phonemes) for i, item in enumerate(items)]
+        prepared = [self._prepare_item(i, item, voice, speed, seed, phonemes, lang) for i, item in enumerate(items)]
         requests = self.scheduler.submit_many(prepared, block=True)
         try:
             return [(join_chunks([c.audio for c in request]), SAMPLE_RATE) for request in requests]
@@ -340,15 +365,15 @@ class Session:
             for request in requests:
                 request.cancel()  # after a failure, the others' chunks not yet run are dropped
 
-    def _prepare_item(self, i: int, item, voice, speed, seed, phonemes):
+    def _prepare_item(self, i: int, item, voice, speed, seed, phonemes, lang):
         if isinstance(item, str):
             item = {"text": item}
-        if not isinstance(item, dict) or "text" not in item or set(item) - {"text", "voice", "speed", "seed"}:
+        if not isinstance(item, dict) or "text" not in item or set(item) - {"text", "voice", "speed", "seed", "lang"}:
             raise InputError(f"item {i} ({item!r:.60}) must be a text or a dict with 'text' and optional 'voice', "
-                             "'speed', 'seed'")
+                             "'speed', 'seed', 'lang'")
         try:
             return self.prepare(item["text"], item.get("voice", voice), item.get("speed", speed),
-                                item.get("seed", seed), phonemes)
+                                item.get("seed", seed), phonemes, lang=item.get("lang", lang))
         except InputError as exc:
             raise InputError(f"item {i}: {exc}") from None
 

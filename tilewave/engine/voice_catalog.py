@@ -137,6 +137,15 @@ def parse_voice(spec: str, allow_paths: bool) -> list[tuple[str, float]]:
     return parts
 
 
+def voice_language(spec: str, allow_paths: bool) -> str | None:
+    """The language of the stock voices `spec` names (a name, or a blend of them); None where it names voices of
+    several languages, one of OpenAI's names (whose voices speak any language) or a file. InputError as
+    parse_voice's for a bad spec."""
+    parse_voice(spec, allow_paths)
+    languages = {CATALOG[name.strip()].language if name.strip() in CATALOG else None for name, _ in _split(spec.strip())}
+    return languages.pop() if len(languages) == 1 else None
+
+
 def default_voice_for(lang: str) -> str:
     """The stock voice that speaks `lang` by default (lang: a code of tilewave.text.LANGUAGES)."""
     return DEFAULT_VOICES[lang]

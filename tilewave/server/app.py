@@ -17,7 +17,9 @@ WebUI, ...) can point at it.
 file is opened on a request's say-so. `speed`: OpenAI's 0.25-4.0, mapped onto Kokoro's 0.5-2.0 (the range
 in which its duration predictor still sounds natural) by the square root, so 1.0 stays the voice's own pace,
 OpenAI's ends map onto Kokoro's, and each step of OpenAI's scale is half as large a step here
-(OpenAI 2.0 -> Kokoro 1.41). `seed` (not OpenAI's): repeatable audio.
+(OpenAI 2.0 -> Kokoro 1.41). `seed` (not OpenAI's): repeatable audio. `lang_code` (Kokoro-FastAPI's): the text's
+language (`es`, `e`, `pt-br` ...); without it, the language of the stock voice named (`ef_dora` reads Spanish), and
+for an OpenAI voice name, a blend across languages or no voice, the server's (`tilewave serve --lang`).
 
 Every response streams (chunked): its first bytes leave as soon as the text's first chunk (its first
 sentence or clause) is made; see encoding.py for how each format streams. `stream_format: "sse"` sends
@@ -54,9 +56,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from tilewave.engine import SAMPLE_RATE, Cancelled, QueueFull, Session, join_chunks
 from tilewave.engine.session import FIRST_CHUNK_PHONEMES
 from tilewave.engine.timestamps import format_timestamps, word_timestamps
-from tilewave.engine.voice_catalog import CATALOG, OPENAI_VOICES
+from tilewave.engine.voice_catalog import CATALOG, OPENAI_VOICES, voice_language
 from tilewave.engine.voices import installed_voices, load_voice
 from tilewave.errors import InputError, TilewaveError
+from tilewave.text import check_language
 from tilewave.server.encoding import MEDIA_TYPES, EagerJoiner, encoder
 from tilewave.server.metrics import Metrics
 
@@ -104,6 +107,7 @@ class SpeechRequest(BaseModel):
     stream_format: str = "audio"
     seed: int | None = None
     timestamps_format: str = "json"  # the captioned endpoint's: json, srt or vtt
+    lang_code: str | None = None  # Kokoro-FastAPI's: the text's language (else the voice's; see the module doc)
 
 
 @dataclass
@@ -247,9 +251,10 @@ def create_app(session: Session | None = None, *, api_key: str | None = None, ma
                               f"{', '.join(TIMESTAMP_FORMATS)}", param="timestamps_format", code="invalid_value")
         ready()
         pack = await _voice_pack(req.voice, pack_of)
+        lang = _language(req)
         try:
             return req, await asyncio.to_thread(session.submit, req.input, pack, kokoro_speed(req.speed), req.seed,
-                                                first_limit=first_limit, block=False)  # full: 503, not a wait
+                                                first_limit=first_limit, block=False, lang=lang)  # full: 503
         except QueueFull:
             raise OpenAIError(503, f"the server is busy: it already holds {session.max_requests} requests; retry "
                               f"after {RETRY_AFTER_S} s", code="queue_full", type="server_error",
@@ -384,6 +389,17 @@ def _check(req: SpeechRequest, max_input_chars: int) -> None:
     if req.seed is not None and not 0 <= req.seed < 2**63:
         raise OpenAIError(400, f"'seed' {req.seed} is out of range; use 0 to 2**63 - 1", param="seed",
                           code="invalid_value")
+
+
+def _language(req: SpeechRequest) -> str | None:
+    """The request's language: `lang_code` (checked), else the language of the stock voices it names, else None
+    (the session's: an OpenAI voice name, a blend across languages, no voice)."""
+    if req.lang_code is not None:
+        try:
+            return check_language(req.lang_code)
+        except InputError as exc:
+            raise OpenAIError(400, str(exc), param="lang_code", code="invalid_value") from None
+    return None if req.voice is None else voice_language(req.voice, allow_paths=False)
 
 
 async def _voice_pack(spec: str | None, pack_of):
