@@ -18,8 +18,8 @@ from tilewave.errors import InputError, TilewaveError
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("say", help="speak text into an audio file (Kokoro-82M, 24 kHz)",
-                              description="Speak English text into a 24 kHz audio file (WAV, FLAC, Ogg or MP3, "
-                                          "by its name) with Kokoro-82M.")
+                              description="Speak text (English, or the language --lang names) into a 24 kHz audio "
+                                          "file (WAV, FLAC, Ogg or MP3, by its name) with Kokoro-82M.")
     p.add_argument("-o", "--output", default="out.wav", metavar="FILE",
                    help="the file to write, .wav, .flac, .ogg or .mp3 (default out.wav)")
     p.add_argument("--profile", action="store_true", help="print the time per model stage and where each op ran")
@@ -41,12 +41,14 @@ def _add_synthesis_args(p) -> None:
     p.add_argument("--file", metavar="PATH", help="read the text from a UTF-8 file instead")
     p.add_argument("--voice", metavar="NAME|PATH|BLEND",
                    help="a stock voice (`tilewave voices`; default: the language's, af_heart for en-us), an OpenAI "
-                        "name, a .npz/.pt/.bin pack, or a blend 'a:0.7,b:0.3' / 'a(2)+b(1)'")
+                        "name, a .npz/.pt/.bin pack, or a blend 'a:0.7,b:0.3' / 'a(2)+b(1)'; it says the text as "
+                        "--lang reads it (ef_dora with English text: an accent)")
     p.add_argument("--speed", type=float, default=1.0, help="0.5 (slow) to 2.0 (fast), default 1.0")
     p.add_argument("--seed", type=int, help="seed of the voice source's random phase and noise (repeatable audio)")
-    p.add_argument("--phonemes", action="store_true", help="TEXT is Kokoro phonemes, not English")
+    p.add_argument("--phonemes", action="store_true", help="TEXT is Kokoro phonemes, not words")
     p.add_argument("--no-normalize", dest="normalize", action="store_false",
-                   help="give the phonemizer the text as written (no reading of numbers, money, dates, abbreviations)")
+                   help="give the phonemizer the text as written (no reading of numbers, money, dates, abbreviations "
+                        "or Markdown)")
     p.add_argument("--threads", type=int, metavar="N",
                    help="CPU threads for the model (default: PyTorch's, one per core, or $OMP_NUM_THREADS)")
     add_kokoro_args(p)
