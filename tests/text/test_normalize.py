@@ -108,6 +108,8 @@ CASES = {
         ("Pi is about 3.14 here.", "Pi is about three point one four here."),
         ("It fell to -5 overnight.", "It fell to minus five overnight."),
         ("I have 42 cats.", "I have forty-two cats."),
+        ("Card 4111111111111111 is 16 digits.", "Card four one one one one one one one one one one one one one one one "
+                                               "is sixteen digits."),
         ("He wore No. 7 and I wore #23.", "He wore number seven and I wore number twenty-three."),
     ],
     "phone numbers": [
@@ -215,3 +217,11 @@ def test_say_and_phonemize_take_no_normalize(tmp_path, monkeypatch, capsys):
     capsys.readouterr()
     assert main(["phonemize", text]) == 0 and main(["phonemize", "--no-normalize", text]) == 0
     assert capsys.readouterr().out.splitlines() == said
+
+
+@pytest.mark.parametrize("text", ["9" * 5000, "$" + "9" * 5000, "9" * 5000 + "th", "9" * 5000 + "%",
+                                  "9" * 5000 + " km", "USD " + "9" * 5000, "1." + "9" * 5000, "9" * 5000 + "/2"])
+def test_a_number_of_thousands_of_digits_is_read_digit_by_digit(text):
+    # past 4,300 digits int() refuses a string (ValueError, which reached the caller); past 15 a person reads digits
+    words = normalize(text).split()
+    assert sum(w == "nine" for w in words) == 5000, words[:8]

@@ -26,7 +26,8 @@ log = logging.getLogger("tilewave.text")
 # Each level cuts after its marks (and any closing quote or bracket) where whitespace follows.
 # Sentence, clause and phrase marks: Western ones count when a space follows; the full-width marks of Japanese and
 # Mandarin text, which puts no space after them, count as they stand.
-_LEVELS = [re.compile(rf"[{marks}]+[\"”’')\]]*\s+|[{wide}]+[」』”’）]*\s*")
+# (A match starts only where a run of marks starts: tried inside a long run, it cost time quadratic in its length.)
+_LEVELS = [re.compile(rf"(?<![{marks}])[{marks}]+[\"”’')\]]*\s+|(?<![{wide}])[{wide}]+[」』”’）]*\s*")
            for marks, wide in ((r".!?…", "。！？"), (r":;", "：；"), (r",—", "，、"))]
 _CLAUSE_END = re.compile(r"[:;,—：；，、][\"”’')\]」』）]*$")
 _NOT_A_SENTENCE_END = re.compile(r"(?:^|\W)(?:Dr|Mr|Mrs|Ms|Prof|St|Mt|Ft|Jr|Sr|vs|etc|e\.g|i\.e|approx|No|Gen|Capt|Lt|ext|[Ff]ig|[Vv]ol|pp|"

@@ -18,18 +18,32 @@ from typing import Callable
 from num2words import num2words
 
 
+# A whole number of more digits than this is read digit by digit, as a person reads an account or card number (and
+# num2words' words for 10^16 and up, "ten quadrillion", are words nobody says; past 4,300 digits int() refuses)
+_MAX_DIGITS_AS_A_NUMBER = 15
+
+
+def _digit_by_digit(number: str) -> str:
+    return " ".join(num2words(int(d)) for d in number if d.isdigit())
+
+
 def cardinal(number: str) -> str:
     """'1,234.5' -> 'one thousand two hundred and thirty-four point five' (num2words' commas dropped: they
     would be read as pauses)."""
     number = number.replace(",", "")
     if "." in number:
         whole, frac = number.split(".", 1)
-        return f"{cardinal(whole or '0')} point {' '.join(num2words(int(d)) for d in frac)}"
+        return f"{cardinal(whole or '0')} point {_digit_by_digit(frac)}"
+    if len(number.lstrip("0")) > _MAX_DIGITS_AS_A_NUMBER:
+        return _digit_by_digit(number)
     return num2words(int(number)).replace(",", "")
 
 
 def ordinal(number: str) -> str:
-    return num2words(int(number.replace(",", "")), to="ordinal").replace(",", "")
+    number = number.replace(",", "")
+    if len(number.lstrip("0")) > _MAX_DIGITS_AS_A_NUMBER:
+        return _digit_by_digit(number)
+    return num2words(int(number), to="ordinal").replace(",", "")
 
 
 def year(number: str) -> str:
@@ -68,11 +82,11 @@ def _money(m: re.Match) -> str:
         scale = _SCALES.get(scale.lower(), scale.lower())
         return f"{cardinal(amount)} {scale} {many}"
     whole, _, frac = amount.partition(".")
-    units = int(whole or 0)
+    units = whole.lstrip("0") or "0"  # a string: an amount may have more digits than int() takes
     hundredths = int((frac + "00")[:2]) if frac else 0
     parts = []
-    if units or not hundredths:
-        parts.append(f"{cardinal(str(units))} {one if units == 1 else many}")
+    if units != "0" or not hundredths:
+        parts.append(f"{cardinal(units)} {one if units == '1' else many}")
     if hundredths:
         parts.append(f"{cardinal(str(hundredths))} {cent if hundredths == 1 else cents}")
     return " and ".join(parts)
@@ -237,7 +251,7 @@ _FRACTION_DENOMINATORS = (2, 3, 4, 5, 6, 8, 10, 12, 16, 32, 64, 100)
 _VULGAR = {"½": (1, 2), "⅓": (1, 3), "⅔": (2, 3), "¼": (1, 4), "¾": (3, 4), "⅕": (1, 5), "⅖": (2, 5), "⅗": (3, 5),
            "⅘": (4, 5), "⅙": (1, 6), "⅚": (5, 6), "⅛": (1, 8), "⅜": (3, 8), "⅝": (5, 8), "⅞": (7, 8)}
 _FRACTION = (r"(?<![\w/.])(?:(?P<whole>\d+)(?:\s+(?=\d)|\s?(?=[" + "".join(_VULGAR) + r"])))?"
-             r"(?:(?P<num>\d+)/(?P<den>" + "|".join(map(str, sorted(_FRACTION_DENOMINATORS, reverse=True)))
+             r"(?:(?P<num>\d{1,6})/(?P<den>" + "|".join(map(str, sorted(_FRACTION_DENOMINATORS, reverse=True)))
              + r")(?![\w/]|\.\d)|(?P<vulgar>[" + "".join(_VULGAR) + "]))")
 
 
@@ -364,8 +378,11 @@ _SLASH_DATE = r"\b(?P<a>[0-3]?\d)/(?P<b>[0-3]?\d)/(?P<y>\d{4}|\d{2})\b"
 _END = r"(?=[.,;:!?)\]\"'”’]*(?:\s|$))"  # an address ends before trailing punctuation and a space
 
 RULES = [
-    Rule("email", re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"), _email),
-    Rule("url", re.compile(rf"(?i)\b(?:https?://|www\.)\S+?{_END}|\b(?:[a-z0-9-]+\.)+(?:{_TLD})\b(?:/\S*?)?{_END}"),
+    # Each pattern that may run over a long run of its characters starts only where such a run starts (a lookbehind,
+    # not \b): tried at every position of the run, it cost time quadratic in its length (20,000 digits: 15 s)
+    Rule("email", re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"), _email),
+    Rule("url", re.compile(rf"(?i)\b(?:https?://|www\.)\S+?{_END}|(?<![\w.-])(?:[a-z0-9-]+\.)+(?:{_TLD})\b(?:/\S*?)?"
+                           rf"{_END}"),
          _url),
     Rule("money", re.compile(rf"(?:(?P<cur>[$£€])\s?|\b(?P<code>{_CODE})\s)(?P<amount>{_NUM})(?:\s?(?P<scale>"
                              r"thousand|million|billion|trillion|[kKmMbBtT]n?)\b)?"), _money),
@@ -392,7 +409,7 @@ RULES = [
          lambda m: f"{_month(m['month'])} {year(m['year'])}"),
     Rule("decades", re.compile(r"(?:['’](?P<short>\d)|\b(?P<n>\d*[1-9]0+))0?s\b"), _decades),
     Rule("ordinal", re.compile(r"\b(?P<n>\d{1,3}(?:,\d{3})+|\d+)(?:st|nd|rd|th)\b"), lambda m: ordinal(m["n"])),
-    Rule("percent", re.compile(rf"(?:(?P<a>{_NUM})%?\s?[-–]\s?)?(?P<n>{_NUM})\s?%"),
+    Rule("percent", re.compile(rf"(?<![\d.,])(?:(?P<a>{_NUM})%?\s?[-–]\s?)?(?P<n>{_NUM})\s?%"),
          lambda m: (f"{cardinal(m['a'])} to " if m["a"] else "") + f"{cardinal(m['n'])} percent"),
     Rule("unit", re.compile(rf"\b(?:(?P<a>{_NUM})\s?[-–]\s?)?(?P<n>{_NUM})\s?(?P<unit>{_UNIT}|° ?[CF])"
                             r"(?:(?<=[a-z])\.(?!\w))?(?![\w/])"), _unit),
