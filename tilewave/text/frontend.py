@@ -3,7 +3,8 @@
     chunks = text_chunks("I paid $3.99 [pause:0.5s] for [Kokoro](/kˈOkəɹO/).", EspeakPhonemizer("en-us"))
 
 Inline markup is taken out first (pauses split the text into sections, each pronunciation becomes a
-placeholder: see inline.py), Markdown is read as text (markdown.py), each section is cut into chunks
+placeholder: see inline.py), Markdown is read as text (markdown.py), emoji are dropped (clean.py), each
+section is cut into chunks
 (chunking.py), and each piece the chunker asks about is normalized (normalize.py), phonemized and aligned
 word by word.
 
@@ -24,6 +25,7 @@ from typing import Callable, Iterator
 from tilewave.errors import InputError
 from tilewave.text.chunking import Phonemized, TextChunk, Word, chunk_phonemes, iter_chunk_text
 from tilewave.text.inline import Pronunciation, placeholder_index, protect, restore, split_pauses
+from tilewave.text.clean import readable
 from tilewave.text.markdown import plain_text
 from tilewave.text.normalize import normalize_spans
 from tilewave.text.vocab import describe_symbols, has_phones, unknown_symbols
@@ -206,7 +208,7 @@ def iter_text_chunks(text: str, phonemize: Callable[[list[str]], list[str]], nor
     text is phonemized (chunking.iter_chunk_text)."""
     protected, pronunciations = protect(text)
     if normalize:  # after protect: "[word](/phonemes/)" is Markdown's link form too
-        protected = plain_text(protected)
+        protected = readable(plain_text(protected), lang)
 
     def to_phonemes(pieces: list[str]) -> list[Phonemized]:
         return phonemize_pieces(pieces, phonemize, pronunciations, normalize, lang)
