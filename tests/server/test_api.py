@@ -132,6 +132,15 @@ def test_a_stock_voice_or_lang_code_names_the_texts_language(url, session):
         np.testing.assert_array_equal(np.frombuffer(r.content, "<i2"), expected, err_msg=str(fields))
 
 
+def test_ssml_input_is_the_engines_markup_and_bad_ssml_is_a_400(url, session):
+    ssml = '<speak>Hello <break time="700ms"/> there, <say-as interpret-as="characters">API</say-as>.</speak>'
+    r = say(url, input=ssml, response_format="pcm")
+    assert r.status_code == 200, r.text
+    np.testing.assert_array_equal(np.frombuffer(r.content, "<i2"), solo(session, "Hello [pause:0.7s] there, A P I."))
+    message = openai_error(say(url, input="<speak>Hello <break></speak>"), 400, "input", "invalid_input")
+    assert "not well-formed" in message
+
+
 def test_sse_sends_base64_deltas_of_the_format_then_done(url):
     pcm = say(url, response_format="pcm").content
     r = say(url, response_format="pcm", stream_format="sse")

@@ -2,7 +2,8 @@
 
     chunks = text_chunks("I paid $3.99 [pause:0.5s] for [Kokoro](/kˈOkəɹO/).", EspeakPhonemizer("en-us"))
 
-Inline markup is taken out first (pauses split the text into sections, each pronunciation becomes a
+SSML is first turned into the inline markup (ssml.py). Inline markup is taken out first (pauses split the text
+into sections, each pronunciation becomes a
 placeholder: see inline.py), Markdown is read as text (markdown.py), emoji are dropped (clean.py), each
 section is cut into chunks
 (chunking.py), and each piece the chunker asks about is normalized (normalize.py), phonemized and aligned
@@ -28,6 +29,7 @@ from tilewave.text.inline import Pronunciation, placeholder_index, protect, rest
 from tilewave.text.clean import readable
 from tilewave.text.markdown import plain_text
 from tilewave.text.normalize import normalize_spans
+from tilewave.text.ssml import is_ssml, to_inline
 from tilewave.text.vocab import describe_symbols, has_phones, unknown_symbols
 
 _PUNCTUATION = set(';:,.!?—…"()“”')
@@ -206,6 +208,8 @@ def iter_text_chunks(text: str, phonemize: Callable[[list[str]], list[str]], nor
                      lang: str = "en-us", first_limit: int | None = None) -> Iterator[TextChunk]:
     """text_chunks' chunks as they are made: with `first_limit`, the first is yielded before the rest of the
     text is phonemized (chunking.iter_chunk_text)."""
+    if is_ssml(text):  # SSML becomes the inline markup below (ssml.py)
+        text = to_inline(text, lang)
     protected, pronunciations = protect(text)
     if normalize:  # after protect: "[word](/phonemes/)" is Markdown's link form too
         protected = readable(plain_text(protected), lang)

@@ -1,0 +1,124 @@
+"""SSML (a text that begins with `<speak`) -> the engine's own inline markup, before anything else reads the text.
+
+    <speak>Hello <break time="500ms"/> <phoneme alphabet="ipa" ph="təˈmɑːtoʊ">tomato</phoneme>,
+           <say-as interpret-as="characters">SQL</say-as>, <sub alias="World Wide Web">WWW</sub>.</speak>
+    -> "Hello [pause:0.5s] [tomato](/təmˈɑːtO/), S Q L, World Wide Web."
+
+The subset other engines' users ask for (Kokoro-FastAPI issue 396, hexgrad/kokoro pull 302) and that maps onto what
+the engine does: `break` (time, or strength: none 0, x-weak 0.1, weak 0.2, medium 0.4, strong 0.7, x-strong 1 s),
+`phoneme` (alphabet "ipa", whose English diphthongs and affricates are written as Kokoro's single symbols, or
+"kokoro": Kokoro's symbols as they are), `sub` (its alias is said), `say-as` (characters / spell-out, digits,
+cardinal / number, ordinal, telephone; others read as written), `p` (a paragraph: its own chunk) and `s`. Every
+other element (`prosody`, `emphasis`, `voice`, `lang`, `audio` ...) is read as its text, its attributes unused;
+`mark` says nothing. The document is parsed by the standard library's expat parser, which expands no external
+entity; a document type declaration is refused (its entities are the only way in for an expansion bomb).
+"""
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+from tilewave.errors import InputError
+from tilewave.text.inline import pause_seconds
+
+_STRENGTH_S = {"none": 0.0, "x-weak": 0.1, "weak": 0.2, "medium": 0.4, "strong": 0.7, "x-strong": 1.0}
+# IPA as English dictionaries write it -> Kokoro's symbols (misaki's: one symbol per diphthong and affricate)
+_IPA_ENGLISH = [("eɪ", "A"), ("aɪ", "I"), ("aʊ", "W"), ("ɔɪ", "Y"), ("oʊ", "O"), ("əʊ", "Q"), ("tʃ", "ʧ"),
+                ("dʒ", "ʤ"), ("ɝ", "ɜɹ"), ("r", "ɹ")]
+_IPA_ANY = [("g", "ɡ"), ("'", "ˈ"), (",", "ˌ"), ("ɫ", "l")]
+# IPA marks stress before the syllable (təˈmɑːtoʊ), Kokoro's phonemes before its vowel (təmˈɑːtO)
+_STRESS_BEFORE_ONSET = re.compile(r"([ˈˌ])([^aeiouyæɑɒɔəɚɛɜɪʊʌɐɨʉøœɤɯᵻᵊAIOQWYˈˌ\s]+)")
+
+
+def is_ssml(text: str) -> bool:
+    return text.lstrip().startswith("<speak")
+
+
+def to_inline(text: str, lang: str) -> str:
+    """The SSML document `text` as plain text with the engine's inline markup (see the module's doc)."""
+    if "<!DOCTYPE" in text.upper() or "<!ENTITY" in text.upper():
+        raise InputError("SSML with a document type declaration is refused (entities are not expanded); "
+                         "remove the <!DOCTYPE ...> part")
+    try:
+        root = ET.fromstring(text.strip())
+    except ET.ParseError as exc:
+        raise InputError(f"the SSML is not well-formed XML: {exc}; fix it, or give plain text") from None
+    if _name(root) != "speak":
+        raise InputError(f"an SSML document's root element is <speak>, not <{_name(root)}>")
+    out = "".join(_said(root, lang))
+    return "\n".join(" ".join(line.split()) for line in out.split("\n"))
+
+
+def _name(element) -> str:
+    return element.tag.rsplit("}", 1)[-1]  # without its namespace (xmlns="http://www.w3.org/2001/10/synthesis")
+
+
+def _text(element) -> str:
+    return " ".join("".join(element.itertext()).split())
+
+
+def _said(element, lang: str):
+    """The pieces of text `element` says, its tail excluded."""
+    name = _name(element)
+    if name == "break":
+        yield f" [pause:{_break_seconds(element):g}s] "
+    elif name == "phoneme":
+        word = _text(element) or "…"
+        yield f"[{word.replace('[', '(').replace(']', ')')}](/{_phonemes(element, lang)}/)"
+    elif name == "sub":
+        yield element.get("alias", _text(element))
+    elif name == "say-as":
+        yield _say_as(element.get("interpret-as", ""), _text(element))
+    elif name == "mark":
+        pass
+    else:  # a document's own line breaks are layout: only <p> ends a paragraph
+        if element.text:
+            yield element.text.replace("\n", " ")
+        for child in element:
+            yield from _said(child, lang)
+            if child.tail:
+                yield child.tail.replace("\n", " ")
+        if name == "p":
+            yield "\n"
+        elif name == "s":
+            yield " "
+
+
+def _break_seconds(element) -> float:
+    time = element.get("time")
+    if time is not None:
+        return pause_seconds(time)
+    strength = element.get("strength", "medium")
+    if strength not in _STRENGTH_S:
+        raise InputError(f"<break strength={strength!r}>: use one of {', '.join(_STRENGTH_S)}, or time=\"500ms\"")
+    return _STRENGTH_S[strength]
+
+
+def _phonemes(element, lang: str) -> str:
+    ph, alphabet = element.get("ph", "").strip().strip("/"), element.get("alphabet", "ipa").lower()
+    if not ph:
+        raise InputError(f"<phoneme> for {_text(element)!r} has no ph=\"...\" to say")
+    if alphabet in ("kokoro", "x-kokoro"):
+        return ph
+    if alphabet != "ipa":
+        raise InputError(f"<phoneme alphabet={alphabet!r}>: use \"ipa\" or \"kokoro\" (Kokoro's own symbols)")
+    ph = ph.replace("ˑ", "").replace("\u0361", "").replace("\u035c", "")  # half-long marks and tie bars
+    for written, kokoro in (_IPA_ENGLISH if lang.startswith("en") else []) + _IPA_ANY:
+        ph = ph.replace(written, kokoro)
+    return _STRESS_BEFORE_ONSET.sub(r"\2\1", ph)
+
+
+def _say_as(kind: str, text: str) -> str:
+    from tilewave.text.normalize import cardinal, ordinal
+
+    kind = kind.lower()
+    if kind in ("characters", "spell-out", "verbatim"):
+        return " ".join(c.upper() if c.isalpha() else c for c in text if not c.isspace())
+    if kind in ("digits", "telephone"):  # each digit; a telephone number's groups apart
+        return ", ".join(" ".join(group) for group in re.findall(r"\d+", text)) or text
+    number = text.replace(",", "")
+    if kind in ("cardinal", "number") and re.fullmatch(r"-?\d+(?:\.\d+)?", number):
+        return ("minus " if number.startswith("-") else "") + cardinal(number.lstrip("-"))
+    if kind == "ordinal" and re.fullmatch(r"\d+(?:st|nd|rd|th)?", number):
+        return ordinal(re.sub(r"\D", "", number))
+    return text
