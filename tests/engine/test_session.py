@@ -86,3 +86,23 @@ def test_a_request_in_another_language_gets_its_phonemizer_and_default_voice():
         assert len(mixed) == 2 and encode(Pipeline("fr").chunks("Bonjour.")[0].phonemes)[0].tolist() in said
         with pytest.raises(InputError, match="unknown language 'xx'"):
             session.submit("Hi.", lang="xx")
+
+
+def test_a_text_names_the_voice_and_speed_of_what_follows_and_never_a_file(tmp_path):
+    from tilewave.engine.voices import load_voice, style_for
+
+    model = FakeKokoro()
+    with Session(device="cpu", model=model) as session:
+        chunks = list(session.submit("It was late. [voice:bm_george][speed:0.8] Who is there? [voice:default] "
+                                     "[speed:4] Nobody.", speed=1.2))
+        assert [c.text for c in chunks] == ["It was late.", "Who is there?", "Nobody."]
+        calls = model.calls[-3:]
+        for call, chunk, voice in zip(calls, chunks, ("af_heart", "bm_george", "af_heart")):
+            expected = style_for(load_voice(voice), len(chunk.phonemes)).reshape(call["ref_s"].shape)
+            assert torch.equal(call["ref_s"], expected), voice
+        assert [c["speed"] for c in calls] == pytest.approx([1.2, 0.96, 2.0])  # 1.2 x 4 kept within 0.5..2
+        there = tmp_path / "voice.npz"
+        np.savez(there, v=np.ones((510, 1, 256), np.float32))
+        for spec in (str(there), "nobody"):
+            with pytest.raises(InputError, match="unknown voice"):
+                session.speak(f"Hi. [voice:{spec}] There.")

@@ -139,6 +139,12 @@ def test_ssml_input_is_the_engines_markup_and_bad_ssml_is_a_400(url, session):
     np.testing.assert_array_equal(np.frombuffer(r.content, "<i2"), solo(session, "Hello [pause:0.7s] there, A P I."))
     message = openai_error(say(url, input="<speak>Hello <break></speak>"), 400, "input", "invalid_input")
     assert "not well-formed" in message
+    dialogue = '<speak>Hi. <voice name="bm_george"><prosody rate="slow">Who is there?</prosody></voice></speak>'
+    assert say(url, input=dialogue, response_format="pcm").status_code == 200
+    for voice in ("/etc/passwd", "../voice.npz"):  # a voice a text names is never a file
+        message = openai_error(say(url, input=f'<speak>Hi. <voice name="{voice}">There.</voice></speak>'), 400,
+                               "input", "invalid_input")
+        assert "unknown voice" in message and "exist" not in message
 
 
 def test_sse_sends_base64_deltas_of_the_format_then_done(url):

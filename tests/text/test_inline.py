@@ -8,7 +8,7 @@ from tilewave.engine.pipeline import CROSSFADE_SAMPLES
 from tilewave.errors import InputError
 from tilewave.text import EspeakPhonemizer
 from tilewave.text.frontend import text_chunks
-from tilewave.text.inline import pause_seconds, split_pauses
+from tilewave.text.inline import Section, pause_seconds, split_controls
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +53,7 @@ def test_bad_phonemes_are_a_clear_error(us, markup, message):
 @pytest.mark.parametrize("markup, seconds", [("[pause:0.5s]", 0.5), ("[pause:500ms]", 0.5), ("[Pause: 2 s]", 2.0),
                                              ("[pause:1.25]", 1.25), ("[pause:0s]", 0.0), ("[pause:10s]", 10.0)])
 def test_pauses_are_read(markup, seconds):
-    assert split_pauses(f"One. {markup} Two.") == [("One. ", seconds), (" Two.", 0.0)]
+    assert split_controls(f"One. {markup} Two.") == [Section("One. ", seconds), Section(" Two.")]
 
 
 @pytest.mark.parametrize("value, message", [("10.5s", "0 to 10 s"), ("20000ms", "0 to 10 s"), ("-1s", "cannot read"),
@@ -112,3 +112,18 @@ def test_phonemize_prints_chunks_and_pauses(us, capsys):
     assert capsys.readouterr().out.splitlines() == [us(["One."])[0], "[pause: 0.5 s]", f"{us(['Say'])[0]} ˈɛks."]
     assert main(["phonemize", "Say [x](/ʘ/)."]) == 2
     assert "'ʘ'" in capsys.readouterr().err
+
+
+def test_voice_and_speed_controls_set_what_follows_and_end_a_section():
+    sections = split_controls("Narrator. [voice:bm_george][speed:0.8] Who? [pause:0.3s]There. [voice:default] "
+                              "[speed:1.5] Done.")
+    assert [(s.text.strip(), s.pause, s.voice, s.speed) for s in sections if s.text.strip()] == [
+        ("Narrator.", 0.0, None, 1.0), ("Who?", 0.3, "bm_george", 0.8), ("There.", 0.0, "bm_george", 0.8),
+        ("Done.", 0.0, None, 1.5)]
+
+
+@pytest.mark.parametrize("markup, message", [("[speed:9]", "0.25 to 4"), ("[speed:fast]", "cannot read"),
+                                             ("[speed:nan]", "cannot read"), ("[voice: ]", "names no voice")])
+def test_bad_controls_are_a_clear_error(markup, message):
+    with pytest.raises(InputError, match=message):
+        split_controls(f"One. {markup} Two.")

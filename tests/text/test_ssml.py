@@ -14,7 +14,8 @@ DOCUMENT = """<speak version="1.0" xmlns="http://www.w3.org/2001/10/synthesis" x
   <phoneme alphabet="kokoro" ph="kˈOkəɹO">Kokoro</phoneme> <break/></speak>"""
 
 INLINE = ("Hello [pause:0.5s] [tomato](/təmˈɑːtO/), S Q L and World Wide Web. Call 5 5 5, 0 1 3 4 on the third "
-          "[pause:0.7s]\nSlowly done 4 2 one thousand and twenty-four [Kokoro](/kˈOkəɹO/) [pause:0.4s]")
+          "[pause:0.7s]\n[speed:0.75] Slowly [speed:1] [voice:x] done [voice:default] 4 2 one thousand and "
+          "twenty-four [Kokoro](/kˈOkəɹO/) [pause:0.4s]")
 
 
 def test_a_document_becomes_the_inline_markup():
@@ -31,6 +32,7 @@ def test_a_document_becomes_the_inline_markup():
     ("<speak><break strength='huge'/></speak>", "strength"),
     ("<speak><phoneme>word</phoneme></speak>", "no ph="),
     ("<speak><phoneme alphabet='x-sampa' ph='t@'>t</phoneme></speak>", "alphabet"),
+    ("<speak><prosody rate='warp'>t</prosody></speak>", "prosody rate"),
 ])
 def test_bad_ssml_gets_a_clear_error(document, message):
     with pytest.raises(InputError, match=message):
@@ -50,3 +52,11 @@ def test_through_the_front_end_breaks_are_pauses_and_phonemes_are_said():
     with pytest.raises(InputError, match="outside Kokoro's vocabulary"):
         text_chunks('<speak><phoneme alphabet="kokoro" ph="k#o">x</phoneme></speak>', phonemize)
     assert [c.text for c in text_chunks("<b>bold</b> text", phonemize, normalize=False)] == ["<b>bold</b> text"]
+
+
+def test_voice_and_prosody_rate_set_their_content_and_nest():
+    document = ('<speak>Narrator. <voice name="bm_george">Who is <prosody rate="slow">there</prosody>?</voice> '
+                '<prosody rate="150%">Quick <prosody rate="+20%">quicker</prosody>.</prosody> End.</speak>')
+    assert to_inline(document, "en-us") == (
+        "Narrator. [voice:bm_george] Who is [speed:0.75] there [speed:1] ? [voice:default] [speed:1.5] Quick "
+        "[speed:1.8] quicker [speed:1.5] . [speed:1] End.")

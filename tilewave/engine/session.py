@@ -28,7 +28,8 @@ import torch
 from tilewave import precision as fp32_precision
 from tilewave import profiling
 from tilewave.engine.host_memory import keep_freed_memory
-from tilewave.engine.pipeline import SAMPLE_RATE, Chunk, Pipeline, check_seed, check_speed, join_chunks, resolve_device
+from tilewave.engine.pipeline import (SAMPLE_RATE, SPEED_RANGE, Chunk, Pipeline, check_seed, check_speed, join_chunks,
+                                     resolve_device)
 from tilewave.engine.scheduler import DEFAULT_FRAME_BUDGET, DEFAULT_MAX_REQUESTS, Cancelled, Job, Request, Scheduler
 from tilewave.engine.voices import default_voice, load_voice, style_for
 from tilewave.errors import InputError, TilewaveError, WeightsError
@@ -125,6 +126,7 @@ class Session:
         self.pipeline = Pipeline(lang)
         self._pipelines = {self.pipeline.lang: self.pipeline}  # one per language asked for, made on first use
         self._default_packs: dict[str, torch.Tensor] = {}  # the default voice of a request's other language
+        self._text_voices: dict[str, torch.Tensor] = {}  # packs of the voices texts name ([voice:...])
         self.normalize = bool(normalize)
         self._voice = None if voice is None else load_voice(voice)  # the default pack is read on first use
         self.memory_budget = parse_memory(memory_budget)
@@ -241,7 +243,7 @@ class Session:
         pipeline = self.pipeline_for(lang)
         pack, speed, seed = self._checked(voice, speed, seed, pipeline)
         with profiling.of(self.profiler).stage("phonemize"):
-            head, rest = pipeline.iter_chunks(text, phonemes, first_limit, self.normalize)
+            head, rest = pipeline.iter_chunks(text, phonemes, first_limit, self.normalize, self._text_voice)
             jobs = [self._job(c, pack, speed) for c in head]
         self._check_budget(jobs)
         return jobs, (self._job(c, pack, speed) for c in rest), seed
@@ -258,6 +260,16 @@ class Session:
             self._default_packs[pipeline.lang] = load_voice(default_voice(pipeline.lang))
         return self._default_packs[pipeline.lang], speed, seed
 
+    def _text_voice(self, spec: str) -> torch.Tensor:
+        """The pack of a voice a text names ([voice:...]), kept for the session's next chunks (at most 32)."""
+        pack = self._text_voices.get(spec)
+        if pack is None:
+            pack = load_voice(spec, allow_paths=False)
+            if len(self._text_voices) >= 32:
+                self._text_voices.clear()
+            self._text_voices[spec] = pack
+        return pack
+
     def _check_budget(self, jobs: list[Job]) -> None:
         over = max((job.frames for job in jobs), default=0)
         if self.memory_budget is not None and over > self.frame_budget:
@@ -267,6 +279,10 @@ class Session:
     def _job(self, chunk, pack, speed: float) -> Job:
         if not chunk.phonemes:  # a pause alone: silence, no model input
             return Job(torch.zeros(0, dtype=torch.long), torch.zeros(1, 256), speed, chunk.text, "", (), chunk.pause)
+        if chunk.voice is not None:  # [voice:...] in the text: a name or a blend, never a file
+            pack = self._text_voice(chunk.voice)
+        # [speed:...] in the text scales the request's speed, kept within Kokoro's range
+        speed = min(max(speed * chunk.speed, SPEED_RANGE[0]), SPEED_RANGE[1])
         return Job(encode(chunk.phonemes)[0].to(self.device), style_for(pack, len(chunk.phonemes)).to(self.device),
                    speed, chunk.text, chunk.phonemes, chunk.words, chunk.pause)
 

@@ -63,8 +63,8 @@ class Ahead:
             return None
         if "input_error" in answer:
             raise InputError(answer["input_error"])
-        return [TextChunk(c["text"], c["phonemes"], tuple(Word(*w) for w in c["words"]), c["pause"])
-                for c in answer["chunks"]]
+        return [TextChunk(c["text"], c["phonemes"], tuple(Word(*w) for w in c["words"]), c["pause"], c["voice"],
+                          c["speed"]) for c in answer["chunks"]]
 
 
 def phonemize_ahead(text: str, lang: str, normalize: bool = True) -> Ahead:
@@ -102,5 +102,5 @@ def _chunks(text: str, lang: str, normalize: bool) -> dict:
         chunks = speakable_chunks(text, phonemizer_for(lang), lang, normalize)
     except InputError as exc:
         return {"input_error": str(exc)}
-    return {"chunks": [{"text": c.text, "phonemes": c.phonemes, "words": [list(w) for w in c.words], "pause": c.pause}
-                       for c in chunks]}
+    return {"chunks": [{"text": c.text, "phonemes": c.phonemes, "words": [list(w) for w in c.words], "pause": c.pause,
+                        "voice": c.voice, "speed": c.speed} for c in chunks]}

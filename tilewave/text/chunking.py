@@ -54,6 +54,8 @@ class TextChunk:
     phonemes: str                 # Kokoro symbols, 1 to 510 of them ('' for a chunk that is only a pause)
     words: tuple[Word, ...] = ()  # where each word is, when the phonemizer said so
     pause: float = 0.0            # seconds of silence after the chunk's speech ([pause:...] in the text)
+    voice: str | None = None      # the voice it is said in ([voice:...]; None: the request's)
+    speed: float = 1.0            # times the request's speed ([speed:...])
 
 
 def _cut(text: str, level: int, written: bool = True) -> list[str]:

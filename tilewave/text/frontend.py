@@ -25,7 +25,7 @@ from typing import Callable, Iterator
 
 from tilewave.errors import InputError
 from tilewave.text.chunking import Phonemized, TextChunk, Word, chunk_phonemes, iter_chunk_text
-from tilewave.text.inline import Pronunciation, placeholder_index, protect, restore, split_pauses
+from tilewave.text.inline import Pronunciation, placeholder_index, protect, restore, split_controls
 from tilewave.text.clean import readable
 from tilewave.text.markdown import plain_text
 from tilewave.text.normalize import normalize_spans
@@ -205,9 +205,11 @@ def text_chunks(text: str, phonemize: Callable[[list[str]], list[str]], normaliz
 
 
 def iter_text_chunks(text: str, phonemize: Callable[[list[str]], list[str]], normalize: bool = True,
-                     lang: str = "en-us", first_limit: int | None = None) -> Iterator[TextChunk]:
+                     lang: str = "en-us", first_limit: int | None = None,
+                     check_voice: Callable[[str], object] | None = None) -> Iterator[TextChunk]:
     """text_chunks' chunks as they are made: with `first_limit`, the first is yielded before the rest of the
-    text is phonemized (chunking.iter_chunk_text)."""
+    text is phonemized (chunking.iter_chunk_text). `check_voice(name)` is called for every voice the text names
+    ([voice:...]) before the first chunk is made, so that a bad one fails the request before any audio."""
     if is_ssml(text):  # SSML becomes the inline markup below (ssml.py)
         text = to_inline(text, lang)
     protected, pronunciations = protect(text)
@@ -221,12 +223,17 @@ def iter_text_chunks(text: str, phonemize: Callable[[list[str]], list[str]], nor
         return replace(c, text=restore(c.text, pronunciations),
                        words=tuple(w._replace(text=restore(w.text, pronunciations)) for w in c.words))
 
+    sections = split_controls(protected)
+    for voice in {s.voice for s in sections} - {None}:
+        if check_voice is not None:
+            check_voice(voice)
     spoke = False  # a chunk with phonemes was made: first_limit is spent
-    for section, pause in split_pauses(protected):
+    for section in sections:
+        pause = section.pause
         last = None  # a section followed by a pause holds its chunk back: the pause goes on its last one
-        if section.strip():
-            for c in iter_chunk_text(section, to_phonemes, first_limit=None if spoke else first_limit):
-                c = restored(c)
+        if section.text.strip():
+            for c in iter_chunk_text(section.text, to_phonemes, first_limit=None if spoke else first_limit):
+                c = replace(restored(c), voice=section.voice, speed=section.speed)
                 spoke = spoke or bool(c.phonemes)
                 if pause > 0:
                     if last is not None:
@@ -239,8 +246,8 @@ def iter_text_chunks(text: str, phonemize: Callable[[list[str]], list[str]], nor
 
 
 def iter_speakable(text: str, phonemize: Callable[[list[str]], list[str]] | None, lang: str = "en-us",
-                   phonemes: bool = False, first_limit: int | None = None,
-                   normalize: bool = True) -> tuple[list[TextChunk], Iterator[TextChunk]]:
+                   phonemes: bool = False, first_limit: int | None = None, normalize: bool = True,
+                   check_voice: Callable[[str], object] | None = None) -> tuple[list[TextChunk], Iterator[TextChunk]]:
     """The chunks a model will say for `text` (or Kokoro phonemes, `phonemes=True`; `phonemize` unused then), as
     (head, rest): head up to and with the first chunk that has speech, checked (InputError when the text has
     nothing to say); rest an iterator over the others, phonemized as it is read. A chunk is speech, or a pause
@@ -257,7 +264,8 @@ def iter_speakable(text: str, phonemize: Callable[[list[str]], list[str]] | None
                              "write them with the vocabulary's symbols (see tilewave.text.vocab())")
         found = iter(chunk_phonemes(text, first_limit=first_limit))
     else:
-        found = iter_text_chunks(text, phonemize, normalize=normalize, lang=lang, first_limit=first_limit)
+        found = iter_text_chunks(text, phonemize, normalize=normalize, lang=lang, first_limit=first_limit,
+                                 check_voice=check_voice)
     head, got = [], []
     for c in found:
         got.append(c.phonemes)

@@ -1,9 +1,13 @@
-"""Inline control in the text: `[word](/phonemes/)` and `[pause:0.5s]`.
+"""Inline control in the text: `[word](/phonemes/)`, `[pause:0.5s]`, `[voice:bf_emma]` and `[speed:1.2]`.
 
 - `[Kokoro](/kˈOkəɹO/)` says the word with the phonemes between the slashes, in Kokoro's symbols, instead of
   its G2P (the convention of the official kokoro pipeline and misaki). The word itself is what timestamps and
   chunk texts show.
 - `[pause:0.5s]` or `[pause:500ms]` is that much silence (0 to 10 s); a pause always ends a chunk.
+- `[voice:NAME]` says what follows in that voice (a stock voice, an OpenAI name or a blend, never a file; checked
+  where the chunks become model input), `[voice:default]` in the request's again: a dialogue in one request.
+- `[speed:X]` says what follows X times as fast as the request (0.25 to 4; the product is kept within Kokoro's
+  0.5 to 2). Each ends a chunk.
 
 Before the text is cut into chunks each pronunciation becomes one private-use character (`protect`), so that
 no cut falls inside the markup and no normalization rule reads its phonemes; `restore` puts the words back.
@@ -18,7 +22,8 @@ from tilewave.text.vocab import describe_symbols, has_phones, unknown_symbols
 
 MAX_PAUSE_S = 10.0
 PRONUNCIATION = re.compile(r"\[(?P<word>[^\[\]]+)\]\(/(?P<phonemes>[^/)]*)/\)")
-PAUSE = re.compile(r"\[\s*pause\s*:(?P<value>[^\]]*)\]", re.I)
+CONTROL = re.compile(r"\[\s*(?P<kind>pause|voice|speed)\s*:(?P<value>[^\]]*)\]", re.I)
+SPEED_FACTORS = (0.25, 4.0)
 _PAUSE_VALUE = re.compile(r"\s*(?P<n>\d+(?:\.\d*)?|\.\d+)\s*(?P<unit>s|ms|sec|seconds?)?\s*", re.I)
 _FIRST = 0xE000  # the private-use area: characters no text or phonemizer uses
 _LAST = 0xF8FF
@@ -78,11 +83,41 @@ def pause_seconds(value: str) -> float:
     return seconds
 
 
-def split_pauses(text: str) -> list[tuple[str, float]]:
-    """(text, seconds of silence after it) for each stretch of text between pauses; the last pause is 0."""
-    sections, start = [], 0
-    for m in PAUSE.finditer(text):
-        sections.append((text[start:m.start()], pause_seconds(m["value"])))
+@dataclass(frozen=True)
+class Section:
+    """A stretch of text between controls."""
+    text: str
+    pause: float = 0.0        # seconds of silence after it
+    voice: str | None = None  # the voice it is said in (None: the request's)
+    speed: float = 1.0        # times the request's speed
+
+
+def speed_factor(value: str) -> float:
+    try:
+        factor = float(value)
+    except ValueError:
+        factor = float("nan")
+    if not SPEED_FACTORS[0] <= factor <= SPEED_FACTORS[1]:
+        raise InputError(f"cannot read [speed:{value}]; write a factor from {SPEED_FACTORS[0]:g} to "
+                         f"{SPEED_FACTORS[1]:g} of the request's speed, e.g. [speed:1.2] or [speed:0.8]")
+    return factor
+
+
+def split_controls(text: str) -> list[Section]:
+    """The stretches of text between the controls, each with the pause after it and the voice and speed it is said
+    in (see the module's doc); the last one has no pause."""
+    sections, start, voice, speed = [], 0, None, 1.0
+    for m in CONTROL.finditer(text):
+        kind, value = m["kind"].lower(), m["value"].strip()
+        pause = pause_seconds(m["value"]) if kind == "pause" else 0.0
+        sections.append(Section(text[start:m.start()], pause, voice, speed))
+        if kind == "voice":
+            if not value:
+                raise InputError("[voice:] names no voice; write a stock voice, e.g. [voice:bf_emma], or "
+                                 "[voice:default] for the request's")
+            voice = None if value.lower() == "default" else value
+        elif kind == "speed":
+            speed = speed_factor(value)
         start = m.end()
-    sections.append((text[start:], 0.0))
+    sections.append(Section(text[start:], 0.0, voice, speed))
     return sections

@@ -8,9 +8,10 @@ The subset other engines' users ask for (Kokoro-FastAPI issue 396, hexgrad/kokor
 the engine does: `break` (time, or strength: none 0, x-weak 0.1, weak 0.2, medium 0.4, strong 0.7, x-strong 1 s),
 `phoneme` (alphabet "ipa", whose English diphthongs and affricates are written as Kokoro's single symbols, or
 "kokoro": Kokoro's symbols as they are), `sub` (its alias is said), `say-as` (characters / spell-out, digits,
-cardinal / number, ordinal, telephone; others read as written), `p` (a paragraph: its own chunk) and `s`. Every
-other element (`prosody`, `emphasis`, `voice`, `lang`, `audio` ...) is read as its text, its attributes unused;
-`mark` says nothing. The document is parsed by the standard library's expat parser, which expands no external
+cardinal / number, ordinal, telephone; others read as written), `voice name=` (a stock voice: a dialogue in one
+request), `prosody rate=` (x-slow 0.5, slow 0.75, medium 1, fast 1.25, x-fast 1.5, "80%", or "+10%" of the enclosing
+rate; pitch and volume unused), `p` (a paragraph: its own chunk) and `s`. Every other element (`emphasis`, `lang`,
+`audio` ...) is read as its text, its attributes unused; `mark` says nothing. The document is parsed by the standard library's expat parser, which expands no external
 entity; a document type declaration is refused (its entities are the only way in for an expansion bomb).
 """
 from __future__ import annotations
@@ -22,6 +23,7 @@ from tilewave.errors import InputError
 from tilewave.text.inline import pause_seconds
 
 _STRENGTH_S = {"none": 0.0, "x-weak": 0.1, "weak": 0.2, "medium": 0.4, "strong": 0.7, "x-strong": 1.0}
+_RATES = {"x-slow": 0.5, "slow": 0.75, "medium": 1.0, "default": 1.0, "fast": 1.25, "x-fast": 1.5}
 # IPA as English dictionaries write it -> Kokoro's symbols (misaki's: one symbol per diphthong and affricate)
 _IPA_ENGLISH = [("eɪ", "A"), ("aɪ", "I"), ("aʊ", "W"), ("ɔɪ", "Y"), ("oʊ", "O"), ("əʊ", "Q"), ("tʃ", "ʧ"),
                 ("dʒ", "ʤ"), ("ɝ", "ɜɹ"), ("r", "ɹ")]
@@ -45,7 +47,7 @@ def to_inline(text: str, lang: str) -> str:
         raise InputError(f"the SSML is not well-formed XML: {exc}; fix it, or give plain text") from None
     if _name(root) != "speak":
         raise InputError(f"an SSML document's root element is <speak>, not <{_name(root)}>")
-    out = "".join(_said(root, lang))
+    out = "".join(_said(root, lang, {"voice": "default", "speed": 1.0}))
     return "\n".join(" ".join(line.split()) for line in out.split("\n"))
 
 
@@ -57,9 +59,17 @@ def _text(element) -> str:
     return " ".join("".join(element.itertext()).split())
 
 
-def _said(element, lang: str):
-    """The pieces of text `element` says, its tail excluded."""
+def _said(element, lang: str, now: dict):
+    """The pieces of text `element` says, its tail excluded; `now`: the voice and speed in force around it."""
     name = _name(element)
+    voice, rate = (element.get("name") if name == "voice" else None), (element.get("rate") if name == "prosody" else None)
+    if voice or rate:  # the inline controls for the element's content, and back to what was in force after it
+        inner = dict(now, voice=voice or now["voice"], speed=_rate(rate, now["speed"]) if rate else now["speed"])
+        changed = [key for key in ("voice", "speed") if inner[key] != now[key]]
+        yield "".join(f" [{key}:{inner[key]:g}] " if key == "speed" else f" [voice:{inner[key]}] " for key in changed)
+        yield from _content(element, name, lang, inner)
+        yield "".join(f" [{key}:{now[key]:g}] " if key == "speed" else f" [voice:{now[key]}] " for key in changed)
+        return
     if name == "break":
         yield f" [pause:{_break_seconds(element):g}s] "
     elif name == "phoneme":
@@ -69,19 +79,37 @@ def _said(element, lang: str):
         yield element.get("alias", _text(element))
     elif name == "say-as":
         yield _say_as(element.get("interpret-as", ""), _text(element))
-    elif name == "mark":
-        pass
-    else:  # a document's own line breaks are layout: only <p> ends a paragraph
-        if element.text:
-            yield element.text.replace("\n", " ")
-        for child in element:
-            yield from _said(child, lang)
-            if child.tail:
-                yield child.tail.replace("\n", " ")
-        if name == "p":
-            yield "\n"
-        elif name == "s":
-            yield " "
+    elif name != "mark":
+        yield from _content(element, name, lang, now)
+
+
+def _content(element, name: str, lang: str, now: dict):
+    """What an element's text and children say (a document's own line breaks are layout: only <p> ends a
+    paragraph)."""
+    if element.text:
+        yield element.text.replace("\n", " ")
+    for child in element:
+        yield from _said(child, lang, now)
+        if child.tail:
+            yield child.tail.replace("\n", " ")
+    if name == "p":
+        yield "\n"
+    elif name == "s":
+        yield " "
+
+
+def _rate(rate: str, enclosing: float) -> float:
+    """A prosody rate as a factor of the request's speed (SSML: a keyword, "80%", or "+10%" of the enclosing)."""
+    rate = rate.strip().lower()
+    if rate in _RATES:
+        return _RATES[rate]
+    m = re.fullmatch(r"(?P<sign>[+-]?)(?P<n>\d+(?:\.\d+)?)%", rate)
+    if m is None:
+        raise InputError(f"<prosody rate={rate!r}>: use x-slow, slow, medium, fast, x-fast, a percentage such as "
+                         "\"80%\", or a change such as \"+10%\"")
+    n = float(m["n"]) / 100
+    factor = enclosing * (1 + n if m["sign"] == "+" else 1 - n) if m["sign"] else n
+    return min(max(factor, 0.25), 4.0)
 
 
 def _break_seconds(element) -> float:
