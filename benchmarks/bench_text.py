@@ -5,8 +5,8 @@ same modules at another git revision, in one process.
 
 Each input is run through `normalize`, `plain_text` (where the revision has it) and the chunker's cuts (sentences,
 clauses, phrases), as this checkout has them and as REV had them (its normalize.py and chunking.py loaded from
-`git show`), one after the other for each input, the median of --rounds taken. A stream's first audio waits for its first sentence's pass, and a
-server passes every request's text through it: a pattern whose time grows with the square of a run's length is a
+`git show`), one after the other for each input, the median of --rounds taken. A stream's first audio waits for
+its first sentence's pass, and a server passes every request's text through it: a pattern whose time grows with the square of a run's length is a
 stall a client can cause.
 """
 from __future__ import annotations

@@ -142,7 +142,8 @@ def voice_language(spec: str, allow_paths: bool) -> str | None:
     several languages, one of OpenAI's names (whose voices speak any language) or a file. InputError as
     parse_voice's for a bad spec."""
     parse_voice(spec, allow_paths)
-    languages = {CATALOG[name.strip()].language if name.strip() in CATALOG else None for name, _ in _split(spec.strip())}
+    names = [name.strip() for name, _ in _split(spec.strip())]
+    languages = {CATALOG[name].language if name in CATALOG else None for name in names}
     return languages.pop() if len(languages) == 1 else None
 
 

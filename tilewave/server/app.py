@@ -59,9 +59,9 @@ from tilewave.engine.timestamps import format_timestamps, word_timestamps
 from tilewave.engine.voice_catalog import CATALOG, OPENAI_VOICES, voice_language
 from tilewave.engine.voices import installed_voices, load_voice
 from tilewave.errors import InputError, TilewaveError
-from tilewave.text import check_language
 from tilewave.server.encoding import MEDIA_TYPES, EagerJoiner, encoder
 from tilewave.server.metrics import Metrics
+from tilewave.text import check_language
 
 log = logging.getLogger("tilewave.server")
 

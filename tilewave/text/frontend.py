@@ -2,12 +2,10 @@
 
     chunks = text_chunks("I paid $3.99 [pause:0.5s] for [Kokoro](/kˈOkəɹO/).", EspeakPhonemizer("en-us"))
 
-SSML is first turned into the inline markup (ssml.py). Inline markup is taken out first (pauses split the text
-into sections, each pronunciation becomes a
-placeholder: see inline.py), Markdown is read as text (markdown.py), emoji are dropped (clean.py), each
-section is cut into chunks
-(chunking.py), and each piece the chunker asks about is normalized (normalize.py), phonemized and aligned
-word by word.
+SSML becomes the inline markup (ssml.py); the inline markup is taken out (controls split the text into
+sections, each pronunciation becomes a placeholder: see inline.py); Markdown is read as text (markdown.py) and
+emoji are dropped (clean.py); each section is cut into chunks (chunking.py), and each piece the chunker asks
+about is normalized (normalize.py), phonemized and aligned word by word.
 
 Alignment. A word of the text is what lies between spaces in the original ("$3.99," is one word, said as
 four). espeak keeps a space between the words it says, so when the text's spoken words and espeak's
@@ -25,8 +23,8 @@ from typing import Callable, Iterator
 
 from tilewave.errors import InputError
 from tilewave.text.chunking import Phonemized, TextChunk, Word, chunk_phonemes, iter_chunk_text
-from tilewave.text.inline import Pronunciation, placeholder_index, protect, restore, split_controls
 from tilewave.text.clean import readable
+from tilewave.text.inline import Pronunciation, placeholder_index, protect, restore, split_controls
 from tilewave.text.markdown import plain_text
 from tilewave.text.normalize import normalize_spans
 from tilewave.text.ssml import is_ssml, to_inline
@@ -224,8 +222,8 @@ def iter_text_chunks(text: str, phonemize: Callable[[list[str]], list[str]], nor
                        words=tuple(w._replace(text=restore(w.text, pronunciations)) for w in c.words))
 
     sections = split_controls(protected)
-    for voice in {s.voice for s in sections} - {None}:
-        if check_voice is not None:
+    if check_voice is not None:
+        for voice in {s.voice for s in sections} - {None}:
             check_voice(voice)
     spoke = False  # a chunk with phonemes was made: first_limit is spent
     for section in sections:

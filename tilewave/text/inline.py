@@ -4,8 +4,9 @@
   its G2P (the convention of the official kokoro pipeline and misaki). The word itself is what timestamps and
   chunk texts show.
 - `[pause:0.5s]` or `[pause:500ms]` is that much silence (0 to 10 s); a pause always ends a chunk.
-- `[voice:NAME]` says what follows in that voice (a stock voice, an OpenAI name or a blend, never a file; checked
-  where the chunks become model input), `[voice:default]` in the request's again: a dialogue in one request.
+- `[voice:NAME]` says what follows in that voice (a stock voice, an OpenAI name or a blend, never a file; the
+  engine checks each before the text's first chunk), `[voice:default]` in the request's again: a dialogue in one
+  request.
 - `[speed:X]` says what follows X times as fast as the request (0.25 to 4; the product is kept within Kokoro's
   0.5 to 2). Each ends a chunk.
 

@@ -62,7 +62,8 @@ def _text(element) -> str:
 def _said(element, lang: str, now: dict):
     """The pieces of text `element` says, its tail excluded; `now`: the voice and speed in force around it."""
     name = _name(element)
-    voice, rate = (element.get("name") if name == "voice" else None), (element.get("rate") if name == "prosody" else None)
+    voice = element.get("name") if name == "voice" else None
+    rate = element.get("rate") if name == "prosody" else None
     if voice or rate:  # the inline controls for the element's content, and back to what was in force after it
         inner = dict(now, voice=voice or now["voice"], speed=_rate(rate, now["speed"]) if rate else now["speed"])
         changed = [key for key in ("voice", "speed") if inner[key] != now[key]]
@@ -126,6 +127,8 @@ def _phonemes(element, lang: str) -> str:
     ph, alphabet = element.get("ph", "").strip().strip("/"), element.get("alphabet", "ipa").lower()
     if not ph:
         raise InputError(f"<phoneme> for {_text(element)!r} has no ph=\"...\" to say")
+    if "/" in ph or ")" in ph:
+        raise InputError(f"<phoneme ph={ph!r}>: '/' and ')' are not phonemes; write the symbols alone")
     if alphabet in ("kokoro", "x-kokoro"):
         return ph
     if alphabet != "ipa":
