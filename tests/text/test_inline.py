@@ -112,6 +112,10 @@ def test_phonemize_prints_chunks_and_pauses(us, capsys):
     assert capsys.readouterr().out.splitlines() == [us(["One."])[0], "[pause: 0.5 s]", f"{us(['Say'])[0]} ˈɛks."]
     assert main(["phonemize", "Say [x](/ʘ/)."]) == 2
     assert "'ʘ'" in capsys.readouterr().err
+    assert main(["phonemize", "Hi. [voice:bm_george][speed:0.8] Who? [voice:default][speed:1] Me."]) == 0
+    assert capsys.readouterr().out.splitlines() == [us(["Hi."])[0], "[voice: bm_george, speed: 0.8]", us(["Who?"])[0],
+                                                    "[voice: default, speed: 1]", us(["Me."])[0]]
+    assert main(["phonemize", "😀 🎉"]) == 2 and "nothing to say" in capsys.readouterr().err  # as `say` says
 
 
 def test_voice_and_speed_controls_set_what_follows_and_end_a_section():
