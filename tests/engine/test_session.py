@@ -106,3 +106,16 @@ def test_a_text_names_the_voice_and_speed_of_what_follows_and_never_a_file(tmp_p
         for spec in (str(there), "nobody"):
             with pytest.raises(InputError, match="unknown voice"):
                 session.speak(f"Hi. [voice:{spec}] There.")
+
+
+def test_a_language_the_text_names_is_read_by_that_languages_phonemizer():
+    from tilewave.engine.pipeline import Pipeline
+    from tilewave.text import encode
+
+    model = FakeKokoro()
+    with Session(device="cpu", model=model) as session:
+        chunks = list(session.submit("He said: [lang:es] hola, ¿qué tal? [lang:default] and left."))
+        spanish = Pipeline("es").chunks("hola, ¿qué tal?")[0].phonemes
+        assert [c.phonemes for c in chunks][1] == spanish and chunks[0].phonemes != spanish
+        assert [c["ids"][0].tolist() for c in model.calls[-3:]][1] == encode(spanish)[0].tolist()
+        assert set(session._pipelines) == {"en-us", "es"}  # the request's and the one the text named

@@ -118,16 +118,17 @@ def test_phonemize_prints_chunks_and_pauses(us, capsys):
     assert main(["phonemize", "😀 🎉"]) == 2 and "nothing to say" in capsys.readouterr().err  # as `say` says
 
 
-def test_voice_and_speed_controls_set_what_follows_and_end_a_section():
+def test_voice_speed_and_language_controls_set_what_follows_and_end_a_section():
     sections = split_controls("Narrator. [voice:bm_george][speed:0.8] Who? [pause:0.3s]There. [voice:default] "
-                              "[speed:1.5] Done.")
-    assert [(s.text.strip(), s.pause, s.voice, s.speed) for s in sections if s.text.strip()] == [
-        ("Narrator.", 0.0, None, 1.0), ("Who?", 0.3, "bm_george", 0.8), ("There.", 0.0, "bm_george", 0.8),
-        ("Done.", 0.0, None, 1.5)]
+                              "[speed:1.5][lang:e] Hola. [lang:default] Done.")
+    assert [(s.text.strip(), s.pause, s.voice, s.speed, s.lang) for s in sections if s.text.strip()] == [
+        ("Narrator.", 0.0, None, 1.0, None), ("Who?", 0.3, "bm_george", 0.8, None),
+        ("There.", 0.0, "bm_george", 0.8, None), ("Hola.", 0.0, None, 1.5, "es"), ("Done.", 0.0, None, 1.5, None)]
 
 
 @pytest.mark.parametrize("markup, message", [("[speed:9]", "0.25 to 4"), ("[speed:fast]", "cannot read"),
-                                             ("[speed:nan]", "cannot read"), ("[voice: ]", "names no voice")])
+                                             ("[speed:nan]", "cannot read"), ("[voice: ]", "names no voice"),
+                                             ("[lang:de]", "unknown language 'de'")])
 def test_bad_controls_are_a_clear_error(markup, message):
     with pytest.raises(InputError, match=message):
         split_controls(f"One. {markup} Two.")

@@ -54,6 +54,14 @@ def test_through_the_front_end_breaks_are_pauses_and_phonemes_are_said():
     assert [c.text for c in text_chunks("<b>bold</b> text", phonemize, normalize=False)] == ["<b>bold</b> text"]
 
 
+def test_xml_lang_reads_its_content_in_that_language_and_names_only_languages_the_engine_reads():
+    document = '<speak xml:lang="en-US">He said <lang xml:lang="es-ES">hola, amigo</lang> and left.</speak>'
+    assert to_inline(document, "en-us") == "He said [lang:es] hola, amigo [lang:default] and left."
+    assert to_inline('<speak xml:lang="fr-FR">Bonjour.</speak>', "en-us") == "[lang:fr] Bonjour. [lang:default]"
+    with pytest.raises(InputError, match="unknown language 'de-DE'"):
+        to_inline('<speak><lang xml:lang="de-DE">Hallo</lang></speak>', "en-us")
+
+
 def test_voice_and_prosody_rate_set_their_content_and_nest():
     document = ('<speak>Narrator. <voice name="bm_george">Who is <prosody rate="slow">there</prosody>?</voice> '
                 '<prosody rate="150%">Quick <prosody rate="+20%">quicker</prosody>.</prosody> End.</speak>')

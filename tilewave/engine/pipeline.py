@@ -95,14 +95,17 @@ class Pipeline:
         return head + list(rest)
 
     def iter_chunks(self, text: str, phonemes: bool = False, first_limit: int | None = None,
-                    normalize: bool = True, check_voice=None) -> tuple[list[TextChunk], Iterator[TextChunk]]:
+                    normalize: bool = True, check_voice=None,
+                    phonemizer_for=None) -> tuple[list[TextChunk], Iterator[TextChunk]]:
         """chunks() as (head, rest): head up to and with the first chunk that has speech, checked (InputError
         when the text has nothing to say); rest an iterator over the others, phonemized as it is read (so a
-        stream's first chunk waits for one sentence's phonemes, not the whole text's). `check_voice`: see
-        frontend.iter_text_chunks."""
-        return iter_speakable(text, self._locked_phonemizer, self.lang, phonemes, first_limit, normalize, check_voice)
+        stream's first chunk waits for one sentence's phonemes, not the whole text's). `check_voice`,
+        `phonemizer_for`: see frontend.iter_text_chunks."""
+        return iter_speakable(text, self.phonemize, self.lang, phonemes, first_limit, normalize, check_voice,
+                              phonemizer_for)
 
-    def _locked_phonemizer(self, pieces: list[str]):
+    def phonemize(self, pieces: list[str]):
+        """The pieces' phonemes from this language's phonemizer."""
         with self._lock:  # one espeak for the callers of every thread, taken per call (a stream reads lazily)
             return self.phonemizer(pieces)
 

@@ -243,7 +243,9 @@ class Session:
         pipeline = self.pipeline_for(lang)
         pack, speed, seed = self._checked(voice, speed, seed, pipeline)
         with profiling.of(self.profiler).stage("phonemize"):
-            head, rest = pipeline.iter_chunks(text, phonemes, first_limit, self.normalize, self._text_voice)
+            # a language the text names ([lang:...], SSML <lang>) is read by that language's pipeline
+            head, rest = pipeline.iter_chunks(text, phonemes, first_limit, self.normalize, self._text_voice,
+                                              lambda code: self.pipeline_for(code).phonemize)
             jobs = [self._job(c, pack, speed) for c in head]
         self._check_budget(jobs)
         return jobs, (self._job(c, pack, speed) for c in rest), seed

@@ -204,18 +204,29 @@ def text_chunks(text: str, phonemize: Callable[[list[str]], list[str]], normaliz
 
 def iter_text_chunks(text: str, phonemize: Callable[[list[str]], list[str]], normalize: bool = True,
                      lang: str = "en-us", first_limit: int | None = None,
-                     check_voice: Callable[[str], object] | None = None) -> Iterator[TextChunk]:
+                     check_voice: Callable[[str], object] | None = None,
+                     phonemizer_for: Callable[[str], Callable] | None = None) -> Iterator[TextChunk]:
     """text_chunks' chunks as they are made: with `first_limit`, the first is yielded before the rest of the
     text is phonemized (chunking.iter_chunk_text). `check_voice(name)` is called for every voice the text names
-    ([voice:...]) before the first chunk is made, so that a bad one fails the request before any audio."""
+    ([voice:...]) before the first chunk is made, so that a bad one fails the request before any audio.
+    `phonemizer_for(lang)`: the phonemizer of another language a text names ([lang:...]; default: a new one of
+    tilewave.text.languages per call)."""
     if is_ssml(text):  # SSML becomes the inline markup below (ssml.py)
         text = to_inline(text, lang)
     protected, pronunciations = protect(text)
     if normalize:  # after protect: "[word](/phonemes/)" is Markdown's link form too
         protected = readable(plain_text(protected), lang)
 
-    def to_phonemes(pieces: list[str]) -> list[Phonemized]:
-        return phonemize_pieces(pieces, phonemize, pronunciations, normalize, lang)
+    others: dict[str, Callable] = {}  # the phonemizers of the other languages the text names
+
+    def to_phonemes_in(code: str | None) -> Callable[[list[str]], list[Phonemized]]:
+        if code is None or code == lang:
+            return lambda pieces: phonemize_pieces(pieces, phonemize, pronunciations, normalize, lang)
+        if code not in others:
+            from tilewave.text.languages import phonemizer_for as new_phonemizer
+
+            others[code] = (phonemizer_for or new_phonemizer)(code)
+        return lambda pieces: phonemize_pieces(pieces, others[code], pronunciations, normalize, code)
 
     def restored(c: TextChunk) -> TextChunk:
         return replace(c, text=restore(c.text, pronunciations),
@@ -230,7 +241,8 @@ def iter_text_chunks(text: str, phonemize: Callable[[list[str]], list[str]], nor
         pause = section.pause
         last = None  # a section followed by a pause holds its chunk back: the pause goes on its last one
         if section.text.strip():
-            for c in iter_chunk_text(section.text, to_phonemes, first_limit=None if spoke else first_limit):
+            for c in iter_chunk_text(section.text, to_phonemes_in(section.lang),
+                                     first_limit=None if spoke else first_limit):
                 c = replace(restored(c), voice=section.voice, speed=section.speed)
                 spoke = spoke or bool(c.phonemes)
                 if pause > 0:
@@ -245,7 +257,9 @@ def iter_text_chunks(text: str, phonemize: Callable[[list[str]], list[str]], nor
 
 def iter_speakable(text: str, phonemize: Callable[[list[str]], list[str]] | None, lang: str = "en-us",
                    phonemes: bool = False, first_limit: int | None = None, normalize: bool = True,
-                   check_voice: Callable[[str], object] | None = None) -> tuple[list[TextChunk], Iterator[TextChunk]]:
+                   check_voice: Callable[[str], object] | None = None,
+                   phonemizer_for: Callable[[str], Callable] | None = None,
+                   ) -> tuple[list[TextChunk], Iterator[TextChunk]]:
     """The chunks a model will say for `text` (or Kokoro phonemes, `phonemes=True`; `phonemize` unused then), as
     (head, rest): head up to and with the first chunk that has speech, checked (InputError when the text has
     nothing to say); rest an iterator over the others, phonemized as it is read. A chunk is speech, or a pause
@@ -263,7 +277,7 @@ def iter_speakable(text: str, phonemize: Callable[[list[str]], list[str]] | None
         found = iter(chunk_phonemes(text, first_limit=first_limit))
     else:
         found = iter_text_chunks(text, phonemize, normalize=normalize, lang=lang, first_limit=first_limit,
-                                 check_voice=check_voice)
+                                 check_voice=check_voice, phonemizer_for=phonemizer_for)
     head, got = [], []
     for c in found:
         got.append(c.phonemes)

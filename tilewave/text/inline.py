@@ -8,7 +8,9 @@
   engine checks each before the text's first chunk), `[voice:default]` in the request's again: a dialogue in one
   request.
 - `[speed:X]` says what follows X times as fast as the request (0.25 to 4; the product is kept within Kokoro's
-  0.5 to 2). Each ends a chunk.
+  0.5 to 2).
+- `[lang:es]` reads what follows in that language (its own phonemizer; the voice stays the request's unless a
+  `[voice:...]` names another), `[lang:default]` in the request's again. Each control ends a chunk.
 
 Before the text is cut into chunks each pronunciation becomes one private-use character (`protect`), so that
 no cut falls inside the markup and no normalization rule reads its phonemes; `restore` puts the words back.
@@ -19,11 +21,12 @@ import re
 from dataclasses import dataclass
 
 from tilewave.errors import InputError
+from tilewave.text.languages import check_language
 from tilewave.text.vocab import describe_symbols, has_phones, unknown_symbols
 
 MAX_PAUSE_S = 10.0
 PRONUNCIATION = re.compile(r"\[(?P<word>[^\[\]]+)\]\(/(?P<phonemes>[^/)]*)/\)")
-CONTROL = re.compile(r"\[\s*(?P<kind>pause|voice|speed)\s*:(?P<value>[^\]]*)\]", re.I)
+CONTROL = re.compile(r"\[\s*(?P<kind>pause|voice|speed|lang)\s*:(?P<value>[^\]]*)\]", re.I)
 SPEED_FACTORS = (0.25, 4.0)
 _PAUSE_VALUE = re.compile(r"\s*(?P<n>\d+(?:\.\d*)?|\.\d+)\s*(?P<unit>s|ms|sec|seconds?)?\s*", re.I)
 _FIRST = 0xE000  # the private-use area: characters no text or phonemizer uses
@@ -91,6 +94,7 @@ class Section:
     pause: float = 0.0        # seconds of silence after it
     voice: str | None = None  # the voice it is said in (None: the request's)
     speed: float = 1.0        # times the request's speed
+    lang: str | None = None   # the language it is read in (None: the request's)
 
 
 def speed_factor(value: str) -> float:
@@ -107,11 +111,11 @@ def speed_factor(value: str) -> float:
 def split_controls(text: str) -> list[Section]:
     """The stretches of text between the controls, each with the pause after it and the voice and speed it is said
     in (see the module's doc); the last one has no pause."""
-    sections, start, voice, speed = [], 0, None, 1.0
+    sections, start, voice, speed, lang = [], 0, None, 1.0, None
     for m in CONTROL.finditer(text):
         kind, value = m["kind"].lower(), m["value"].strip()
         pause = pause_seconds(m["value"]) if kind == "pause" else 0.0
-        sections.append(Section(text[start:m.start()], pause, voice, speed))
+        sections.append(Section(text[start:m.start()], pause, voice, speed, lang))
         if kind == "voice":
             if not value:
                 raise InputError("[voice:] names no voice; write a stock voice, e.g. [voice:bf_emma], or "
@@ -119,6 +123,8 @@ def split_controls(text: str) -> list[Section]:
             voice = None if value.lower() == "default" else value
         elif kind == "speed":
             speed = speed_factor(value)
+        elif kind == "lang":
+            lang = None if value.lower() == "default" else check_language(value)
         start = m.end()
-    sections.append(Section(text[start:], 0.0, voice, speed))
+    sections.append(Section(text[start:], 0.0, voice, speed, lang))
     return sections

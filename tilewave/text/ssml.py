@@ -10,8 +10,9 @@ the engine does: `break` (time, or strength: none 0, x-weak 0.1, weak 0.2, mediu
 "kokoro": Kokoro's symbols as they are), `sub` (its alias is said), `say-as` (characters / spell-out, digits,
 cardinal / number, ordinal, telephone; others read as written), `voice name=` (a stock voice: a dialogue in one
 request), `prosody rate=` (x-slow 0.5, slow 0.75, medium 1, fast 1.25, x-fast 1.5, "80%", or "+10%" of the enclosing
-rate; pitch and volume unused), `p` (a paragraph: its own chunk) and `s`. Every other element (`emphasis`, `lang`,
-`audio` ...) is read as its text, its attributes unused; `mark` says nothing. The document is parsed by the standard library's expat parser, which expands no external
+rate; pitch and volume unused), `xml:lang` on any element (`<lang xml:lang="es-ES">`: read in that language), `p` (a
+paragraph: its own chunk) and `s`. Every other element (`emphasis`, `audio` ...) is read as its text, its attributes
+unused; `mark` says nothing. The document is parsed by the standard library's expat parser, which expands no external
 entity; a document type declaration is refused (its entities are the only way in for an expansion bomb).
 """
 from __future__ import annotations
@@ -21,7 +22,9 @@ import xml.etree.ElementTree as ET
 
 from tilewave.errors import InputError
 from tilewave.text.inline import pause_seconds
+from tilewave.text.languages import check_language
 
+_XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
 _STRENGTH_S = {"none": 0.0, "x-weak": 0.1, "weak": 0.2, "medium": 0.4, "strong": 0.7, "x-strong": 1.0}
 _RATES = {"x-slow": 0.5, "slow": 0.75, "medium": 1.0, "default": 1.0, "fast": 1.25, "x-fast": 1.5}
 # IPA as English dictionaries write it -> Kokoro's symbols (misaki's: one symbol per diphthong and affricate)
@@ -47,7 +50,7 @@ def to_inline(text: str, lang: str) -> str:
         raise InputError(f"the SSML is not well-formed XML: {exc}; fix it, or give plain text") from None
     if _name(root) != "speak":
         raise InputError(f"an SSML document's root element is <speak>, not <{_name(root)}>")
-    out = "".join(_said(root, lang, {"voice": "default", "speed": 1.0}))
+    out = "".join(_said(root, lang, {"voice": "default", "speed": 1.0, "lang": "default"}))
     return "\n".join(" ".join(line.split()) for line in out.split("\n"))
 
 
@@ -64,12 +67,14 @@ def _said(element, lang: str, now: dict):
     name = _name(element)
     voice = element.get("name") if name == "voice" else None
     rate = element.get("rate") if name == "prosody" else None
-    if voice or rate:  # the inline controls for the element's content, and back to what was in force after it
-        inner = dict(now, voice=voice or now["voice"], speed=_rate(rate, now["speed"]) if rate else now["speed"])
-        changed = [key for key in ("voice", "speed") if inner[key] != now[key]]
-        yield "".join(f" [{key}:{inner[key]:g}] " if key == "speed" else f" [voice:{inner[key]}] " for key in changed)
+    language = element.get(_XML_LANG)
+    if voice or rate or language:  # the inline controls for the element's content, and back to what was in force
+        inner = dict(now, voice=voice or now["voice"], speed=_rate(rate, now["speed"]) if rate else now["speed"],
+                     lang=_language(language, lang) if language else now["lang"])
+        changed = [key for key in ("voice", "speed", "lang") if inner[key] != now[key]]
+        yield "".join(f" [{key}:{_control(inner[key])}] " for key in changed)
         yield from _content(element, name, lang, inner)
-        yield "".join(f" [{key}:{now[key]:g}] " if key == "speed" else f" [voice:{now[key]}] " for key in changed)
+        yield "".join(f" [{key}:{_control(now[key])}] " for key in changed)
         return
     if name == "break":
         yield f" [pause:{_break_seconds(element):g}s] "
@@ -97,6 +102,17 @@ def _content(element, name: str, lang: str, now: dict):
         yield "\n"
     elif name == "s":
         yield " "
+
+
+def _control(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else value
+
+
+def _language(tag: str, request: str) -> str:
+    """An xml:lang tag as a control's value: the request's language is "default" (so the request's own pipeline and
+    voice go on), another one its code; InputError for a language the engine does not read."""
+    code = check_language(tag)
+    return "default" if code == request else code
 
 
 def _rate(rate: str, enclosing: float) -> float:
