@@ -147,6 +147,25 @@ def test_ssml_input_is_the_engines_markup_and_bad_ssml_is_a_400(url, session):
         assert "unknown voice" in message and "exist" not in message
 
 
+def test_kokoro_fastapis_volume_and_normalization_options_are_taken(url, session):
+    from tilewave.engine.session import FIRST_CHUNK_PHONEMES
+
+    def pcm(r):
+        assert r.status_code == 200, r.text
+        return np.frombuffer(r.content, "<i2").astype(np.int32)
+
+    audio = join_chunks([c.audio for c in session.stream(TEXT, seed=3)])
+    for volume in (0.5, 3.0):  # louder: clipped at full scale, as the int16 samples are
+        expected = np.round(np.clip(audio * volume, -1, 1) * 32767).astype(np.int32)
+        assert np.abs(pcm(say(url, response_format="pcm", volume_multiplier=volume)) - expected).max() <= 1
+    money = "It costs $3.99 at 9:45 pm."
+    as_written = join_chunks([c.audio for c in session.submit(money, seed=3, first_limit=FIRST_CHUNK_PHONEMES,
+                                                              normalize=False)])
+    as_written = np.round(np.clip(as_written, -1, 1) * 32767).astype(np.int32)
+    got = pcm(say(url, input=money, response_format="pcm", normalization_options={"normalize": False}))
+    assert np.array_equal(got, as_written) and not np.array_equal(got, solo(session, money).astype(np.int32))
+
+
 def test_sse_sends_base64_deltas_of_the_format_then_done(url):
     pcm = say(url, response_format="pcm").content
     r = say(url, response_format="pcm", stream_format="sse")
@@ -199,6 +218,10 @@ BAD = [
     ({"input": "Hi.", "model": "gpt-4o-mini-tts"}, 404, "model", "model_not_found"),
     ({"input": "Hi.", "lang_code": "xx"}, 400, "lang_code", "invalid_value"),
     ({"input": "Hi.", "lang_code": 3}, 400, "lang_code", "invalid_value"),
+    ({"input": "Hi.", "volume_multiplier": 11}, 400, "volume_multiplier", "invalid_value"),
+    ({"input": "Hi.", "volume_multiplier": -1}, 400, "volume_multiplier", "invalid_value"),
+    ({"input": "Hi.", "normalization_options": {"normalize": "no"}}, 400, "normalization_options.normalize",
+     "invalid_value"),
 ]
 
 

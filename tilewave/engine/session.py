@@ -221,10 +221,11 @@ class Session:
 
     # -- requests -----------------------------------------------------------------------------------
     def prepare(self, text: str, voice=None, speed: float = 1.0, seed: int | None = None, phonemes: bool = False,
-                first_limit: int | None = None, chunks=None, lang: str | None = None) -> tuple[list[Job], int | None]:
+                first_limit: int | None = None, chunks=None, lang: str | None = None,
+                normalize: bool | None = None) -> tuple[list[Job], int | None]:
         """Check a request and cut it into jobs for the scheduler: (jobs, seed). `chunks`: the text's chunks made
         already (Pipeline.chunks' list, e.g. in another process: tilewave.text.ahead), used instead of `text`.
-        `lang`: the request's language (None: the session's)."""
+        `lang`: the request's language (None: the session's); `normalize`: the request's (None: the session's)."""
         if chunks is not None:
             pack, speed, seed = self._checked(voice, speed, seed, self.pipeline_for(lang))
             jobs = [self._job(c, pack, speed) for c in chunks]
@@ -232,19 +233,20 @@ class Session:
                 raise InputError("the chunks given have nothing to say")
             self._check_budget(jobs)
             return jobs, seed
-        jobs, rest, seed = self._prepare_head(text, voice, speed, seed, phonemes, first_limit, lang)
+        jobs, rest, seed = self._prepare_head(text, voice, speed, seed, phonemes, first_limit, lang, normalize)
         with profiling.of(self.profiler).stage("phonemize"):
             more = list(rest)
         self._check_budget(more)
         return jobs + more, seed
 
-    def _prepare_head(self, text, voice, speed, seed, phonemes, first_limit, lang=None):
+    def _prepare_head(self, text, voice, speed, seed, phonemes, first_limit, lang=None, normalize=None):
         """(the jobs up to the first with speech, checked; an iterator of the others, phonemized as it is read; seed)."""
         pipeline = self.pipeline_for(lang)
         pack, speed, seed = self._checked(voice, speed, seed, pipeline)
+        normalize = self.normalize if normalize is None else bool(normalize)
         with profiling.of(self.profiler).stage("phonemize"):
             # a language the text names ([lang:...], SSML <lang>) is read by that language's pipeline
-            head, rest = pipeline.iter_chunks(text, phonemes, first_limit, self.normalize, self._text_voice,
+            head, rest = pipeline.iter_chunks(text, phonemes, first_limit, normalize, self._text_voice,
                                               lambda code: self.pipeline_for(code).phonemize)
             jobs = [self._job(c, pack, speed) for c in head]
         self._check_budget(jobs)
@@ -290,17 +292,17 @@ class Session:
 
     def submit(self, text: str, voice=None, speed: float = 1.0, seed: int | None = None, phonemes: bool = False,
                first_limit: int | None = None, block: bool = True, timeout: float | None = None,
-               chunks=None, lang: str | None = None) -> Request:
+               chunks=None, lang: str | None = None, normalize: bool | None = None) -> Request:
         """Check and queue one request; iterate the Request for its Chunks (len(): how many so far). With
         block=False a full queue raises scheduler.QueueFull at once instead of waiting for room. With
         first_limit (a stream) the first chunk is queued as soon as its sentence is phonemized and, once it is
         made, the rest of the text is phonemized on the session's phonemizing thread, its chunks joining the
         request as they are made (a 2,000-character text's phonemes took 13-24 ms of the first audio's time on
-        the H200 host). `chunks`, `lang`: as prepare's (chunks: a request of known chunks, not a stream)."""
+        the H200 host). `chunks`, `lang`, `normalize`: as prepare's (chunks: a request of known chunks, not a stream)."""
         if first_limit is None or chunks is not None:
-            jobs, seed = self.prepare(text, voice, speed, seed, phonemes, None, chunks, lang)
+            jobs, seed = self.prepare(text, voice, speed, seed, phonemes, None, chunks, lang, normalize)
             return self.scheduler.submit(jobs, seed, block=block, timeout=timeout)
-        jobs, rest, seed = self._prepare_head(text, voice, speed, seed, phonemes, first_limit, lang)
+        jobs, rest, seed = self._prepare_head(text, voice, speed, seed, phonemes, first_limit, lang, normalize)
         request = self.scheduler.submit(jobs, seed, block=block, timeout=timeout, complete=False)
         # the rest starts once the head is made: phonemizing is Python under the GIL, and beside the first chunk's
         # ~600 kernel launches it made the first audio of 2,000 characters 50 ms where its parts take 32 (H200, S9)

@@ -19,7 +19,9 @@ in which its duration predictor still sounds natural) by the square root, so 1.0
 OpenAI's ends map onto Kokoro's, and each step of OpenAI's scale is half as large a step here
 (OpenAI 2.0 -> Kokoro 1.41). `seed` (not OpenAI's): repeatable audio. `lang_code` (Kokoro-FastAPI's): the text's
 language (`es`, `e`, `pt-br` ...); without it, the language of the stock voice named (`ef_dora` reads Spanish), and
-for an OpenAI voice name, a blend across languages or no voice, the server's (`tilewave serve --lang`).
+for an OpenAI voice name, a blend across languages or no voice, the server's (`tilewave serve --lang`). Also
+Kokoro-FastAPI's `normalization_options` ({"normalize": false}: the text as written) and `volume_multiplier` (0-10,
+clipped to full scale).
 
 Every response streams (chunked): its first bytes leave as soon as the text's first chunk (its first
 sentence or clause) is made; see encoding.py for how each format streams. `stream_format: "sse"` sends
@@ -47,6 +49,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
@@ -69,6 +72,7 @@ MODELS = ("kokoro", "tts-1", "tts-1-hd")
 OPENAI_SPEED = (0.25, 4.0)
 # OpenAI's limit on `input`; a 4096-character text is ~4-5 minutes of speech
 MAX_INPUT_CHARS = 4096
+MAX_VOLUME = 10.0
 # the largest request body read: the input at 4 bytes a character, and the other fields
 MAX_BODY_BYTES = 64 * 1024
 RETRY_AFTER_S = 1
@@ -96,6 +100,12 @@ class OpenAIError(Exception):
         return JSONResponse(body, status_code=self.status, headers=self.headers)
 
 
+class NormalizationOptions(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)  # Kokoro-FastAPI's finer switches: not used
+
+    normalize: bool = True
+
+
 class SpeechRequest(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True)  # "instructions" and others OpenAI has: not used
 
@@ -108,6 +118,8 @@ class SpeechRequest(BaseModel):
     seed: int | None = None
     timestamps_format: str = "json"  # the captioned endpoint's: json, srt or vtt
     lang_code: str | None = None  # Kokoro-FastAPI's: the text's language (else the voice's; see the module doc)
+    normalization_options: NormalizationOptions | None = None  # Kokoro-FastAPI's: normalize false reads as written
+    volume_multiplier: float = 1.0  # Kokoro-FastAPI's: the samples times this (0 to 10), clipped to full scale
 
 
 @dataclass
@@ -253,8 +265,10 @@ def create_app(session: Session | None = None, *, api_key: str | None = None, ma
         pack = await _voice_pack(req.voice, pack_of)
         lang = _language(req)
         try:
+            normalize = None if req.normalization_options is None else req.normalization_options.normalize
             return req, await asyncio.to_thread(session.submit, req.input, pack, kokoro_speed(req.speed), req.seed,
-                                                first_limit=first_limit, block=False, lang=lang)  # full: 503
+                                                first_limit=first_limit, block=False, lang=lang,  # full: 503
+                                                normalize=normalize)
         except QueueFull:
             raise OpenAIError(503, f"the server is busy: it already holds {session.max_requests} requests; retry "
                               f"after {RETRY_AFTER_S} s", code="queue_full", type="server_error",
@@ -269,7 +283,7 @@ def create_app(session: Session | None = None, *, api_key: str | None = None, ma
         arrived = time.perf_counter()
         req, job = await submit(request, FIRST_CHUNK_PHONEMES)
         sse = req.stream_format == "sse"
-        body = _stream(job, req.response_format, sse, _Speech(arrived), metrics, on_first_audio)
+        body = _stream(job, req.response_format, sse, _Speech(arrived), metrics, on_first_audio, req.volume_multiplier)
         media = "text/event-stream" if sse else MEDIA_TYPES[req.response_format]
         return StreamingResponse(body, media_type=media, headers={"Cache-Control": "no-store"})
 
@@ -285,7 +299,7 @@ def create_app(session: Session | None = None, *, api_key: str | None = None, ma
         words = word_timestamps(chunks)
         enc = encoder(req.response_format, SAMPLE_RATE)
         try:
-            data = enc.encode(join_chunks([c.audio for c in chunks])) + enc.finish()
+            data = enc.encode(_louder(join_chunks([c.audio for c in chunks]), req.volume_multiplier)) + enc.finish()
         finally:
             enc.close()
         reply = {"audio": base64.b64encode(data).decode("ascii"), "response_format": req.response_format,
@@ -377,6 +391,9 @@ def _check(req: SpeechRequest, max_input_chars: int) -> None:
         raise OpenAIError(400, f"'input' is {len(req.input)} characters, more than the {max_input_chars} a request "
                           "may have; split the text into several requests", param="input",
                           code="string_above_max_length")
+    if not 0 <= req.volume_multiplier <= MAX_VOLUME:  # also refuses NaN
+        raise OpenAIError(400, f"'volume_multiplier' {req.volume_multiplier!r} is out of range; use 0 to {MAX_VOLUME:g}",
+                          param="volume_multiplier", code="invalid_value")
     if not OPENAI_SPEED[0] <= req.speed <= OPENAI_SPEED[1]:  # also refuses NaN
         raise OpenAIError(400, f"'speed' {req.speed!r} is out of range; use {OPENAI_SPEED[0]} to {OPENAI_SPEED[1]} "
                           "(1.0: the voice's own pace)", param="speed", code="invalid_value")
@@ -414,7 +431,12 @@ async def _voice_pack(spec: str | None, pack_of):
 
 
 # -- the response ----------------------------------------------------------------------------------------
-async def _stream(job, fmt: str, sse: bool, speech: _Speech, metrics: Metrics, on_first_audio):
+def _louder(audio, volume: float):
+    """The samples times `volume`, clipped to full scale (1.0: as they are)."""
+    return audio if volume == 1.0 else np.clip(audio * np.float32(volume), -1.0, 1.0)
+
+
+async def _stream(job, fmt: str, sse: bool, speech: _Speech, metrics: Metrics, on_first_audio, volume: float = 1.0):
     """The response body: each chunk's final samples encoded and sent as soon as the chunk is made."""
     joiner, enc = EagerJoiner(), encoder(fmt, SAMPLE_RATE)
 
@@ -426,7 +448,7 @@ async def _stream(job, fmt: str, sse: bool, speech: _Speech, metrics: Metrics, o
 
     try:
         async for chunk in job:
-            samples = joiner.push(chunk.audio)
+            samples = joiner.push(_louder(chunk.audio, volume))
             speech.samples += samples.size
             data = enc.encode(samples)
             if data:
