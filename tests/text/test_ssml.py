@@ -13,7 +13,7 @@ DOCUMENT = """<speak version="1.0" xmlns="http://www.w3.org/2001/10/synthesis" x
   <say-as interpret-as="digits">42</say-as> <say-as interpret-as="cardinal">1,024</say-as>
   <phoneme alphabet="kokoro" ph="kˈOkəɹO">Kokoro</phoneme> <break/></speak>"""
 
-INLINE = ("Hello [pause:0.5s] [tomato](/təmˈɑːtO/), S Q L and World Wide Web. Call 5 5 5, 0 1 3 4 on the third "
+INLINE = ("Hello [pause:0.5s] [tomato](/təmˈɑtO/), S Q L and World Wide Web. Call 5 5 5, 0 1 3 4 on the third "
           "[pause:0.7s]\n[speed:0.75] Slowly [speed:1] [voice:x] done [voice:default] 4 2 one thousand and "
           "twenty-four [Kokoro](/kˈOkəɹO/) [pause:0.4s]")
 

@@ -125,8 +125,9 @@ class Session:
         self.dtype = fp32_precision.check_dtype(dtype, fp32_precision.KOKORO_DTYPES, "Kokoro dtype")
         self.pipeline = Pipeline(lang)
         self._pipelines = {self.pipeline.lang: self.pipeline}  # one per language asked for, made on first use
-        self._default_packs: dict[str, torch.Tensor] = {}  # the default voice of a request's other language
-        self._text_voices: dict[str, torch.Tensor] = {}  # packs of the voices texts name ([voice:...])
+        # a voice named by a client or a text (a stock voice, an OpenAI name or a blend, never a file) -> its pack
+        # (0.5 MB; a blend averaged once): bounded, as the names are the clients'
+        self.named_voice = lru_cache(maxsize=64)(lambda spec: load_voice(spec, allow_paths=False))
         self.normalize = bool(normalize)
         self._voice = None if voice is None else load_voice(voice)  # the default pack is read on first use
         self.memory_budget = parse_memory(memory_budget)
@@ -246,7 +247,7 @@ class Session:
         normalize = self.normalize if normalize is None else bool(normalize)
         with profiling.of(self.profiler).stage("phonemize"):
             # a language the text names ([lang:...], SSML <lang>) is read by that language's pipeline
-            head, rest = pipeline.iter_chunks(text, phonemes, first_limit, normalize, self._text_voice,
+            head, rest = pipeline.iter_chunks(text, phonemes, first_limit, normalize, self.named_voice,
                                               lambda code: self.pipeline_for(code).phonemize)
             jobs = [self._job(c, pack, speed) for c in head]
         self._check_budget(jobs)
@@ -260,19 +261,7 @@ class Session:
             return load_voice(voice), speed, seed
         if pipeline is self.pipeline:
             return self.voice, speed, seed
-        if pipeline.lang not in self._default_packs:
-            self._default_packs[pipeline.lang] = load_voice(default_voice(pipeline.lang))
-        return self._default_packs[pipeline.lang], speed, seed
-
-    def _text_voice(self, spec: str) -> torch.Tensor:
-        """The pack of a voice a text names ([voice:...]), kept for the session's next chunks (at most 32)."""
-        pack = self._text_voices.get(spec)
-        if pack is None:
-            pack = load_voice(spec, allow_paths=False)
-            if len(self._text_voices) >= 32:
-                self._text_voices.clear()
-            self._text_voices[spec] = pack
-        return pack
+        return self.named_voice(default_voice(pipeline.lang)), speed, seed
 
     def _check_budget(self, jobs: list[Job]) -> None:
         over = max((job.frames for job in jobs), default=0)
@@ -284,7 +273,7 @@ class Session:
         if not chunk.phonemes:  # a pause alone: silence, no model input
             return Job(torch.zeros(0, dtype=torch.long), torch.zeros(1, 256), speed, chunk.text, "", (), chunk.pause)
         if chunk.voice is not None:  # [voice:...] in the text: a name or a blend, never a file
-            pack = self._text_voice(chunk.voice)
+            pack = self.named_voice(chunk.voice)
         # [speed:...] in the text scales the request's speed, kept within Kokoro's range
         speed = min(max(speed * chunk.speed, SPEED_RANGE[0]), SPEED_RANGE[1])
         return Job(encode(chunk.phonemes)[0].to(self.device), style_for(pack, len(chunk.phonemes)).to(self.device),

@@ -40,7 +40,6 @@ import asyncio
 import base64
 import concurrent.futures
 import contextlib
-import functools
 import hmac
 import json
 import logging
@@ -60,7 +59,7 @@ from tilewave.engine import SAMPLE_RATE, Cancelled, QueueFull, Session, join_chu
 from tilewave.engine.session import FIRST_CHUNK_PHONEMES
 from tilewave.engine.timestamps import format_timestamps, word_timestamps
 from tilewave.engine.voice_catalog import CATALOG, OPENAI_VOICES, voice_language
-from tilewave.engine.voices import installed_voices, load_voice
+from tilewave.engine.voices import installed_voices
 from tilewave.errors import InputError, TilewaveError
 from tilewave.server.encoding import MEDIA_TYPES, EagerJoiner, encoder
 from tilewave.server.metrics import Metrics
@@ -142,8 +141,6 @@ def create_app(session: Session | None = None, *, api_key: str | None = None, ma
         session = Session(**session_args)
     state = {"ready": False, "error": None}
     metrics = Metrics(session, lambda: state["ready"])
-    # voice spec -> pack (510 x 256 floats, 0.5 MB): a blend is averaged once; bounded, as specs are the clients'
-    pack_of = functools.lru_cache(maxsize=64)(lambda spec: load_voice(spec, allow_paths=False))
 
     async def load() -> None:
         try:
@@ -262,7 +259,7 @@ def create_app(session: Session | None = None, *, api_key: str | None = None, ma
             raise OpenAIError(400, f"'timestamps_format' {req.timestamps_format!r} is not served; use one of "
                               f"{', '.join(TIMESTAMP_FORMATS)}", param="timestamps_format", code="invalid_value")
         ready()
-        pack = await _voice_pack(req.voice, pack_of)
+        pack = await _voice_pack(req.voice, session.named_voice)
         lang = _language(req)
         try:
             normalize = None if req.normalization_options is None else req.normalization_options.normalize
@@ -420,8 +417,8 @@ def _language(req: SpeechRequest) -> str | None:
 
 
 async def _voice_pack(spec: str | None, pack_of):
-    """The pack for a voice spec; names and blends only (load_voice with allow_paths=False opens no file
-    a request names, so its error says nothing of the file system)."""
+    """The pack for a voice spec; names and blends only (Session.named_voice opens no file a request names, so its
+    error says nothing of the file system)."""
     if spec is None:
         return None  # the session's default voice
     try:

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterator, NamedTuple
 
+from tilewave.text.normalize import MONTH_ABBREVIATIONS
 from tilewave.text.vocab import MAX_PHONEMES
 
 log = logging.getLogger("tilewave.text")
@@ -33,7 +34,7 @@ _CLAUSE_END = re.compile(r"[:;,—：；，、][\"”’')\]」』）]*$")
 _NOT_A_SENTENCE_END = re.compile(r"(?:^|\W)(?:Dr|Mr|Mrs|Ms|Prof|St|Mt|Ft|Jr|Sr|vs|etc|e\.g|i\.e|approx|No|Gen|Capt|Lt|ext|[Ff]ig|[Vv]ol|pp|"
                                  r"Col|Sgt|Rev|Gov|Sen|Rep)\.\s+$")
 _TITLE_REACH = 8  # > 1 + len("approx"): a title's full stop is the match's first mark (a quote or a 2nd mark: no title)
-_MONTH_ABBREVIATION = re.compile(r"(?:^|\W)(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.$")
+_MONTH_ABBREVIATION = re.compile(rf"(?:^|\W)(?:{MONTH_ABBREVIATIONS})\.$")
 
 
 class Word(NamedTuple):

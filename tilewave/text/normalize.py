@@ -148,8 +148,9 @@ def _time_range(m: re.Match) -> str:
 
 MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December"]
+MONTH_ABBREVIATIONS = r"Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec"  # a regex alternation (chunking's too)
 _MONTH = r"(?P<month>January|February|March|April|May|June|July|August|September|October|November|December|" \
-         r"(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\b\.?)"
+         rf"(?:{MONTH_ABBREVIATIONS})\b\.?)"
 
 
 def _month(name: str) -> str:

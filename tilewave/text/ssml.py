@@ -2,11 +2,11 @@
 
     <speak>Hello <break time="500ms"/> <phoneme alphabet="ipa" ph="təˈmɑːtoʊ">tomato</phoneme>,
            <say-as interpret-as="characters">SQL</say-as>, <sub alias="World Wide Web">WWW</sub>.</speak>
-    -> "Hello [pause:0.5s] [tomato](/təmˈɑːtO/), S Q L, World Wide Web."
+    -> "Hello [pause:0.5s] [tomato](/təmˈɑtO/), S Q L, World Wide Web."
 
 The subset other engines' users ask for (Kokoro-FastAPI issue 396, hexgrad/kokoro pull 302) and that maps onto what
 the engine does: `break` (time, or strength: none 0, x-weak 0.1, weak 0.2, medium 0.4, strong 0.7, x-strong 1 s),
-`phoneme` (alphabet "ipa", whose English diphthongs and affricates are written as Kokoro's single symbols, or
+`phoneme` (alphabet "ipa", rewritten into Kokoro's symbols as espeak's IPA is, or
 "kokoro": Kokoro's symbols as they are), `sub` (its alias is said), `say-as` (characters / spell-out, digits,
 cardinal / number, ordinal, telephone; others read as written), `voice name=` (a stock voice: a dialogue in one
 request), `prosody rate=` (x-slow 0.5, slow 0.75, medium 1, fast 1.25, x-fast 1.5, "80%", or "+10%" of the enclosing
@@ -21,17 +21,19 @@ import re
 import xml.etree.ElementTree as ET
 
 from tilewave.errors import InputError
+from tilewave.text.espeak import espeak_to_kokoro, espeak_to_kokoro_other
 from tilewave.text.inline import pause_seconds
 from tilewave.text.languages import check_language
 
 _XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
 _STRENGTH_S = {"none": 0.0, "x-weak": 0.1, "weak": 0.2, "medium": 0.4, "strong": 0.7, "x-strong": 1.0}
 _RATES = {"x-slow": 0.5, "slow": 0.75, "medium": 1.0, "default": 1.0, "fast": 1.25, "x-fast": 1.5}
-# IPA as English dictionaries write it -> Kokoro's symbols (misaki's: one symbol per diphthong and affricate)
-_IPA_ENGLISH = [("eɪ", "A"), ("aɪ", "I"), ("aʊ", "W"), ("ɔɪ", "Y"), ("oʊ", "O"), ("əʊ", "Q"), ("tʃ", "ʧ"),
-                ("dʒ", "ʤ"), ("ɝ", "ɜɹ"), ("r", "ɹ")]
-_IPA_ANY = [("g", "ɡ"), ("'", "ˈ"), (",", "ˌ"), ("ɫ", "l")]
-# IPA marks stress before the syllable (təˈmɑːtoʊ), Kokoro's phonemes before its vowel (təmˈɑːtO)
+# IPA as dictionaries write it goes through espeak's rewrite into Kokoro's symbols (espeak.py, misaki's tables),
+# once its diphthongs and affricates carry espeak's tie ("oʊ" -> "o^ʊ" -> "O"), and what espeak never writes is
+# written as espeak would (ASCII g, an apostrophe for stress, r-coloured ɝ)
+_TIED = ("aɪ", "aʊ", "eɪ", "ɔɪ", "oʊ", "əʊ", "tʃ", "dʒ", "ts", "dz")
+_NOT_ESPEAKS = (("ɝ", "ɜːɹ"), ("g", "ɡ"), ("'", "ˈ"))
+# IPA marks stress before the syllable (təˈmɑːtoʊ), Kokoro's phonemes before its vowel (təmˈɑtO)
 _STRESS_BEFORE_ONSET = re.compile(r"([ˈˌ])([^aeiouyæɑɒɔəɚɛɜɪʊʌɐɨʉøœɤɯᵻᵊAIOQWYˈˌ\s]+)")
 
 
@@ -150,8 +152,11 @@ def _phonemes(element, lang: str) -> str:
     if alphabet != "ipa":
         raise InputError(f"<phoneme alphabet={alphabet!r}>: use \"ipa\" or \"kokoro\" (Kokoro's own symbols)")
     ph = ph.replace("ˑ", "").replace("\u0361", "").replace("\u035c", "")  # half-long marks and tie bars
-    for written, kokoro in (_IPA_ENGLISH if lang.startswith("en") else []) + _IPA_ANY:
-        ph = ph.replace(written, kokoro)
+    for pair in _TIED:
+        ph = ph.replace(pair, f"{pair[0]}^{pair[1]}")
+    for written, espeaks in _NOT_ESPEAKS:
+        ph = ph.replace(written, espeaks)
+    ph = espeak_to_kokoro(ph, lang == "en-gb") if lang.startswith("en") else espeak_to_kokoro_other(ph)
     return _STRESS_BEFORE_ONSET.sub(r"\2\1", ph)
 
 
