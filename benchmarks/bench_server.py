@@ -115,6 +115,11 @@ def main() -> int:
     ap.add_argument("--switch-interval", type=float, default=None,
                     help="the schedulers' thread switch interval, seconds (engine.scheduler.SWITCH_INTERVAL_S; "
                     "default: the engine's)")
+    ap.add_argument("--graphed-batches", action="store_true",
+                    help="padded batches replay the graphs of their batch bucket (GraphPolicy.padded_batches)")
+    ap.add_argument("--padded-min", type=int, default=None,
+                    help="batches of fewer items run as graphed singles (GraphPolicy.padded_min)")
+    ap.add_argument("--fused-albert", action="store_true", help="ALBERT on the fused products (fuse_albert)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     if args.switch_interval is not None:  # before the sessions make their schedulers, which apply it
@@ -128,6 +133,14 @@ def main() -> int:
 
     device = resolve_device(args.device)
     model = load_model(args.weights, str(device))  # loaded once, shared by both sessions
+    if device.type == "cuda":
+        from dataclasses import replace
+
+        from tilewave.models.kokoro.model import DEFAULT_GRAPHS
+
+        policy = replace(DEFAULT_GRAPHS, padded_batches=args.graphed_batches or DEFAULT_GRAPHS.padded_batches,
+                         padded_min=args.padded_min or DEFAULT_GRAPHS.padded_min)
+        model.use_cuda_graphs(policy).fuse_albert(args.fused_albert or model.bert.fused_on)
     sessions = {name: Session(device, model=model, dtype=args.dtype) for name in ("tilewave", "one-at-a-time")}
     sessions["one-at-a-time"].load().scheduler.max_batch = 1
     data = {name: {"rounds": [], "errors": []} for name in sessions}

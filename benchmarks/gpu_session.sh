@@ -127,6 +127,22 @@ precision)  # single utterances and vocoders in every mode and dtype, the fideli
 load)  # load [NAME MIN args]: the load test (clients in a process of their own), batches by mode and size
   install; shift
   load_test "${1:-load}" "${2:-4}" "${@:3}" ;;
+s24a)  # this session's CUDA suites (fused ALBERT, graphed padded batches), the linear kernel, ALBERT's tiles,
+  # singles fused / unfused beside the official, batches: graphed singles, eager padded, graphed padded
+  install
+  timeout 100 python3 -m tilewave test --device cuda -f linear > "$OUT/test_linear.txt" 2>&1; tail -n2 "$OUT/test_linear.txt"
+  timeout 170 python3 -m pytest -q -p no:cacheprovider -x tests/models/test_kokoro_albert.py \
+    tests/models/test_kokoro_graphs.py 2>&1 | tee "$OUT/pytest_s24.txt" | tail -6
+  timeout 60 python3 benchmarks/tune_linear.py --json "$OUT/tune_linear.json" 2>&1 | tail -12
+  timeout 250 python3 benchmarks/diag_padded_gpu.py --json "$OUT/diag_padded.json" 2>&1 | grep -v Warning \
+    | tee "$OUT/diag_padded.txt" ;;
+s24b)  # the load test (clients in a process of their own) in bfloat16: padded batches eager, from graphs;
+  # then float32; first audio
+  install
+  for a in "bfloat16" "bfloat16 --graphed-batches --padded-min 2" "float32 --graphed-batches --padded-min 2"; do
+    echo "## $a"; timeout 180 python3 benchmarks/bench_server.py --device cuda --clients 16 --requests 2 \
+      --text-words 48 --timeout 160 --dtype $a --json "$OUT/server_${a// /}.json" 2>&1 | tail -5
+  done ;;
 launches)  # the launches re-recorded alone (tilewave/harness/launches.json, what the build gate compiles)
   install
   timeout 150 python3 -m tilewave.harness.launches > "$OUT/launches.txt" 2>&1; tail -1 "$OUT/launches.txt"

@@ -14,7 +14,7 @@ class EagerGraphs:
     def __init__(self):
         self.keys = []
 
-    def run(self, key, fn, inputs):
+    def run(self, key, fn, inputs, record_after=0):
         self.keys.append(key)
         return fn(*inputs)
 
@@ -26,7 +26,7 @@ class ShapeCheckingGraphs(EagerGraphs):
         super().__init__()
         self.inputs = {}
 
-    def run(self, key, fn, inputs):
+    def run(self, key, fn, inputs, record_after=0):
         shapes = [(tuple(t.shape), t.dtype) for t in inputs]
         assert self.inputs.setdefault(key, shapes) == shapes, f"graph {key} replayed with other input shapes"
         return super().run(key, fn, inputs)
@@ -72,7 +72,7 @@ def test_a_graph_refuses_inputs_of_other_shapes_than_it_recorded():
     from tilewave.ops.graphs import GraphCache
 
     cache = GraphCache(2)
-    cache._graphs["k"] = (None, (torch.zeros(1, 96, 4),), ())  # recorded at 96: a replay would copy_ into it
+    cache._graphs["k"] = (None, (torch.zeros(1, 96, 4),), (), 0)  # recorded at 96: a replay would copy_ into it
     for wrong in (torch.zeros(1, 128, 4), torch.zeros(1, 1, 4), torch.zeros(1, 96, 4, dtype=torch.float64)):
         with pytest.raises(ValueError, match="recorded with input 0"):
             cache.run("k", None, (wrong,))
@@ -251,3 +251,104 @@ def test_a_stream_through_the_engine_takes_the_graphed_path_for_its_single_items
         assert torch.equal(g.durations, e.durations) and g.audio.shape == e.audio.shape and np.isfinite(g.audio).all()
         assert log_spectral_distance(torch.from_numpy(g.audio), torch.from_numpy(e.audio)) <= tolerance("float32",
                                                                                                          "spectral")
+
+
+class _FakeGraph:
+    def __init__(self, fn, static_in):
+        self.fn, self.static_in, self.replays = fn, static_in, 0
+
+    def replay(self):
+        self.replays += 1
+
+
+def _fake_capture(cache, fn, inputs):
+    static_in = tuple(t.clone() for t in inputs)
+    out = tuple(fn(*static_in))
+    cache.captures += 1
+    return _FakeGraph(fn, static_in), static_in, out, sum(t.numel() * t.element_size() for t in (*static_in, *out))
+
+
+def test_a_key_runs_eagerly_until_it_is_seen_again_and_the_cache_keeps_to_its_bytes(monkeypatch):
+    from tilewave.ops.graphs import GraphCache
+
+    cache = GraphCache(8, max_bytes=3 * 2 * 4 * 16)  # three graphs of one 16-float input and output each
+    monkeypatch.setattr(GraphCache, "_capture", lambda self, fn, inputs: _fake_capture(self, fn, inputs))
+    x = torch.randn(16, generator=torch.Generator().manual_seed(0))
+    fn = lambda t: (t * 2,)  # noqa: E731
+    first = cache.run("a", fn, (x,), record_after=1)
+    assert cache.captures == 0 and len(cache) == 0 and torch.equal(first[0], x * 2)  # eager, not recorded
+    cache.run("a", fn, (x,), record_after=1)
+    assert cache.captures == 1 and cache.keys == ["a"]  # the second call records
+    cache.run("a", fn, (x,), record_after=1)
+    assert cache.captures == 1 and cache._graphs["a"][0].replays == 2  # then replays
+    for key in "bcd":
+        cache.run(key, fn, (x,))  # record_after 0: recorded at once
+    assert cache.keys == ["b", "c", "d"] and cache.bytes == 3 * 2 * 4 * 16  # "a", least recent, dropped for bytes
+
+
+@pytest.mark.parametrize("items", [2, 5])
+def test_a_graphed_padded_batch_gives_each_item_its_solo_durations_and_features(kokoro_cpu, items):
+    # A padded batch from the graphs of its batch bucket (GraphPolicy.padded_batches; EagerGraphs runs what a GPU
+    # records): 5 items in a bucket of 6 rows, the last repeated into the spare row. Each item's durations are its
+    # solo run's exactly, its features and audio within the float32 bounds of its solo run's.
+    from tilewave.models.kokoro.model import GraphPolicy
+
+    rng = torch.Generator().manual_seed(items)
+    cases = [(random_token_ids(n, 20 + n), voice_style(n, v), speed) for n, v, speed in
+             [(int(torch.randint(4, 70, (1,), generator=rng)), ("jf_alpha", "jm_kumo")[i % 2], (1.0, 0.5)[i % 2])
+              for i in range(items)]]
+    ids = [c[0][0] for c in cases]
+    ref_s = torch.cat([c[1] for c in cases])
+    speeds = [c[2] for c in cases]
+    solo = [kokoro_cpu.features(i, r, s) for i, r, s in cases]
+    solo_audio = [kokoro_cpu(i, r, s, torch.Generator().manual_seed(b)) for b, (i, r, s) in enumerate(cases)]
+    kokoro_cpu.graphs, kokoro_cpu.graph_policy = EagerGraphs(), GraphPolicy(padded_batches=True)
+    try:
+        f = kokoro_cpu._features(ids, ref_s, speeds, None)
+        outs = kokoro_cpu.forward_batch(ids, ref_s, speeds, [torch.Generator().manual_seed(b) for b in range(items)],
+                                        padded=True)
+        keys = kokoro_cpu.graphs.keys
+    finally:
+        kokoro_cpu.graphs, kokoro_cpu.graph_policy = None, GraphPolicy()
+    bucket = GraphPolicy().batch_bucket(items)
+    assert {k[0] for k in keys} == {"tokens", "frames", "generator"} and all(k[-1] == bucket for k in keys)
+    for b, (one, out, audio) in enumerate(zip(solo, outs, solo_audio)):
+        n = one["durations"].shape[0]
+        frames = int(one["durations"].sum())
+        assert torch.equal(f["durations"][b], one["durations"]) and torch.equal(out.durations, one["durations"])
+        for name in ("bert", "d_en", "d", "duration_logits"):
+            assert scaled_max_error(f[name][b:b + 1, :n], one[name]) <= tolerance("float32", "reduction"), name
+        for name, cut in (("en", frames), ("asr", frames), ("F0", 2 * frames), ("N", 2 * frames),
+                          ("decoder", 2 * frames)):
+            assert scaled_max_error(f[name][b:b + 1, ..., :cut], one[name]) <= tolerance("float32", "reduction"), name
+        assert torch.isfinite(out.audio).all() and out.audio.shape == audio.audio.shape
+        assert log_spectral_distance(out.audio, audio.audio) <= tolerance("float32", "spectral")
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+def test_on_a_gpu_a_padded_batch_from_graphs_runs_eagerly_then_records_then_replays(kokoro_weights):
+    # GraphPolicy.padded_batches: 5 items in the bucket of 6; the first call of its keys eager, the second
+    # recorded, the third replayed: all three bit-identical, and the durations the eager padded batch's
+    from tilewave.models.kokoro import KokoroModel
+    from tilewave.models.kokoro.model import GraphPolicy
+
+    model = KokoroModel.from_weights(kokoro_weights, "cuda")
+    cases = [(random_token_ids(n, 30 + n)[0].cuda(), voice_style(n, "jm_kumo").cuda()) for n in (9, 40, 77, 23, 61)]
+    ids, ref_s = [c[0] for c in cases], torch.cat([c[1] for c in cases])
+    speeds = [1.0, 1.3, 0.8, 1.0, 1.0]
+
+    def run():
+        return model.forward_batch(ids, ref_s, speeds, [torch.Generator("cuda").manual_seed(b) for b in range(5)],
+                                   padded=True)
+
+    eager = run()
+    model.use_cuda_graphs(GraphPolicy(padded_batches=True))
+    outs = [run() for _ in range(3)]
+    assert model.graphs.captures == 3  # tokens, frames, generator: recorded on the second call
+    for out in outs:
+        for a, b in zip(out, outs[0]):
+            assert torch.equal(a.audio, b.audio) and torch.equal(a.durations, b.durations)
+    for a, e in zip(outs[0], eager):
+        assert torch.equal(a.durations, e.durations) and torch.isfinite(a.audio).all()
+        assert log_spectral_distance(a.audio, e.audio) <= tolerance("float32", "spectral")

@@ -65,28 +65,46 @@ def concurrently(device: torch.device, *fns: Callable[[], object]) -> list:
 
 
 class GraphCache:
-    def __init__(self, max_graphs: int = 8) -> None:
+    """Graphs by key: at most max_graphs, and at most max_bytes of their static inputs and outputs (None: no byte
+    bound), least recently used dropped first. A key may ask to run eagerly on its first `record_after` calls
+    (run's argument): one seen once is not worth a recording, which costs more than the eager pass."""
+
+    def __init__(self, max_graphs: int = 8, max_bytes: int | None = None) -> None:
         if max_graphs < 1:
             raise ValueError(f"max_graphs must be >= 1, got {max_graphs}")
-        self.max_graphs = max_graphs
+        self.max_graphs, self.max_bytes = max_graphs, max_bytes
         self._graphs: OrderedDict[Hashable, tuple] = OrderedDict()
+        self._seen: OrderedDict[Hashable, int] = OrderedDict()  # eager calls of keys not yet recorded
         self._pool = None
+        self.bytes = 0  # of the kept graphs' static inputs and outputs
         self.captures = 0  # how many graphs were recorded (a replay of a known key records none)
 
     def __len__(self) -> int:
         return len(self._graphs)
 
+    @property
+    def keys(self) -> list:
+        return list(self._graphs)
+
     def run(self, key: Hashable, fn: Callable[..., tuple[torch.Tensor, ...]],
-            inputs: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+            inputs: tuple[torch.Tensor, ...], record_after: int = 0) -> tuple[torch.Tensor, ...]:
         entry = self._graphs.get(key)
         if entry is None:
+            seen = self._seen.pop(key, 0)
+            if seen < record_after:
+                self._seen[key] = seen + 1
+                while len(self._seen) > 4 * self.max_graphs:
+                    self._seen.popitem(last=False)
+                return tuple(fn(*inputs))
             entry = self._capture(fn, inputs)
             self._graphs[key] = entry
-            while len(self._graphs) > self.max_graphs:
-                self._graphs.popitem(last=False)
+            self.bytes += entry[3]
+            while len(self._graphs) > 1 and (len(self._graphs) > self.max_graphs or (
+                    self.max_bytes is not None and self.bytes > self.max_bytes)):
+                self.bytes -= self._graphs.popitem(last=False)[1][3]
         else:
             self._graphs.move_to_end(key)
-        graph, static_in, static_out = entry
+        graph, static_in, static_out, _ = entry
         for i, (buffer, value) in enumerate(zip(static_in, inputs)):
             # copy_ would broadcast a smaller input or fail deep in ATen: a key must fix its inputs' shapes
             if value.shape != buffer.shape or value.dtype != buffer.dtype:
@@ -109,4 +127,5 @@ class GraphCache:
             static_out = fn(*static_in)
         self._pool = graph.pool()
         self.captures += 1
-        return graph, static_in, tuple(static_out)
+        size = sum(t.numel() * t.element_size() for t in (*static_in, *static_out))
+        return graph, static_in, tuple(static_out), size

@@ -72,6 +72,42 @@ GRAPHED_PADDED_MIN = 4
 STORAGE_DTYPES = tuple(precision.torch_dtype(name) for name in precision.KOKORO_DTYPES)  # torch dtypes of KOKORO_DTYPES
 
 
+@dataclass(frozen=True)
+class GraphPolicy:
+    """How a model on a GPU replays its forwards from CUDA graphs (use_cuda_graphs). A bench or a session passes
+    its own; the defaults are the measured ones (the module's constants above say why).
+
+    padded_batches: a padded batch of up to batch_buckets[-1] items replays the graphs of its batch bucket (the
+    smallest of batch_buckets that holds it; the last item repeated into the spare rows) — tokens, frames and
+    generator, as a single does — where it would run eagerly (~1,500-1,800 launches, host-bound at a few items).
+    Off until its GPU phase shows it beating the eager padded pass and graphed singles. A batch key's graph is
+    recorded on its call after record_after eager ones (a server's batches draw from many keys, and a recording
+    costs more than the eager pass it replaces); batches of more than max_batch_frames decoder frames over their
+    bucket's rows run their frame stages and generator eagerly. The cache keeps at most max_bytes of graph inputs
+    and outputs, least recently used dropped first."""
+    token_bucket: int = TOKEN_BUCKET
+    frame_bucket: int = GRAPH_BUCKET
+    max_frames: int = GRAPH_MAX_FRAMES
+    padded_min: int = GRAPHED_PADDED_MIN
+    padded_batches: bool = False
+    batch_buckets: tuple[int, ...] = (1, 2, 3, 4, 6, 8, 12, 16)
+    max_batch_frames: int = 16384
+    record_after: int = 1
+    max_bytes: int = 4 << 30
+
+    def batch_bucket(self, items: int) -> int | None:
+        """The batch bucket that holds `items`, or None past the largest."""
+        return next((b for b in self.batch_buckets if b >= items), None)
+
+    @property
+    def max_graphs(self) -> int:
+        return GRAPH_KINDS * self.max_frames // self.frame_bucket * (len(self.batch_buckets) if self.padded_batches
+                                                                     else 1)
+
+
+DEFAULT_GRAPHS = GraphPolicy()
+
+
 # set by `eager()`: the model may be shared (engine.session.load_model keeps one per weights and device), and a
 # session made with cuda_graphs=False must not replay the graphs another session's calls recorded
 _eager: contextvars.ContextVar[bool] = contextvars.ContextVar("tilewave_kokoro_eager", default=False)
@@ -105,18 +141,27 @@ class KokoroModel(nn.Module):
         self.decoder = Decoder(cfg)
         self._decoders: dict = {}  # (dtype, device) -> the decoder with 16-bit conv weights (_decoder_in)
         self.graphs = None  # a GraphCache once use_cuda_graphs() is called
+        self.graph_policy = DEFAULT_GRAPHS
 
-    def use_cuda_graphs(self, max_graphs: int = GRAPH_KINDS * GRAPH_MAX_FRAMES // GRAPH_BUCKET) -> "KokoroModel":
-        """Replay single utterances on a GPU from CUDA graphs (at most max_graphs kept; see ops.graphs): the token
-        stages from a graph per TOKEN_BUCKET of tokens, then, for items of up to GRAPH_MAX_FRAMES decoder frames,
-        the frame stages and the generator from graphs per GRAPH_BUCKET of decoder frames. Each graphed pass runs
-        on the padded bucket with the lengths that keep padding out of the result (the masked passes of a padded
-        batch); between them the one read-back of the durations, the harmonic source (random draws) and the iSTFT
-        stay eager on the item's own length. A profiled call (profile= given) runs its stages before the
-        generator eagerly, so that each is timed."""
+    def use_cuda_graphs(self, policy: GraphPolicy = DEFAULT_GRAPHS, max_graphs: int | None = None) -> "KokoroModel":
+        """Replay forwards on a GPU from CUDA graphs as `policy` says (GraphPolicy; see ops.graphs): the token
+        stages from a graph per token bucket, then, for items of up to policy.max_frames decoder frames, the frame
+        stages and the generator from graphs per frame bucket; a single item always, a padded batch when
+        policy.padded_batches. Each graphed pass runs on the padded bucket with the lengths that keep padding out
+        of the result (the masked passes of a padded batch); between them the one read-back of the durations, the
+        harmonic source (random draws) and the iSTFT stay eager on each item's own length. A profiled call
+        (profile= given) runs its stages before the generator eagerly, so that each is timed. max_graphs: the
+        cache's bound in graphs (default: every bucket's, policy.max_graphs)."""
         from tilewave.ops.graphs import GraphCache
 
-        self.graphs = GraphCache(max_graphs) if self.device.type == "cuda" else None
+        self.graph_policy = policy
+        self.graphs = (GraphCache(max_graphs or policy.max_graphs, max_bytes=policy.max_bytes)
+                       if self.device.type == "cuda" else None)
+        return self
+
+    def fuse_albert(self, on: bool = True) -> "KokoroModel":
+        """Run ALBERT and its projection through ops.linear's fused products on a GPU (modules.Albert)."""
+        self.bert.fused_on = on
         return self
 
     def _graphed(self) -> bool:
@@ -244,7 +289,7 @@ class KokoroModel(nn.Module):
         similar lengths), or False: the items one after another through forward. None: padded on a GPU, one
         after another on a CPU, where the work is compute-bound and padding only adds to it (measured: 8 mixed
         sentences padded took 2.3x as long as one by one; benchmarks/RESULTS.md), and one after another on a
-        GPU with graphs when the batch has fewer than GRAPHED_PADDED_MIN items. dtype: as for forward."""
+        GPU with graphs when the batch has fewer than graph_policy.padded_min items. dtype: as for forward."""
         self._check_batch(input_ids, ref_s, speeds, generators)
         self._check_dtype(dtype)
         speeds = [float(v) for v in speeds]
@@ -257,10 +302,10 @@ class KokoroModel(nn.Module):
 
     def _runs_padded(self, items: int, padded: bool | None) -> bool:
         """forward_batch's choice: `padded` as given, else on a GPU unless graphs replay each of fewer than
-        GRAPHED_PADDED_MIN items faster than an eager padded pass runs them all."""
+        graph_policy.padded_min items faster than an eager padded pass runs them all."""
         if padded is not None:
             return padded
-        return self.device.type == "cuda" and not (self._graphed() and items < GRAPHED_PADDED_MIN)
+        return self.device.type == "cuda" and not (self._graphed() and items < self.graph_policy.padded_min)
 
     # -----------------------------------------------------------------------------------------------
     def _features(self, input_ids: list[torch.Tensor], ref_s, speeds: list[float], profile, durations=None,
@@ -268,8 +313,8 @@ class KokoroModel(nn.Module):
         """The batched pass up to the generator's input. Token and frame axes are padded to the longest item;
         `*_lengths` are None when every item fills the axis (then nothing is masked: a batch of one runs
         exactly the unpadded ops)."""
-        if self._graphed() and len(input_ids) == 1 and profile is None:
-            return self._features_graphed(input_ids[0], ref_s, speeds[0], durations, dtype)
+        if profile is None and self._graphs_take(len(input_ids)):
+            return self._features_graphed(input_ids, ref_s, speeds, durations, dtype)
         stage = _stages(profile)
         n_tok = [int(t.shape[0]) for t in input_ids]
         ids = torch.zeros(len(n_tok), _axis(n_tok), dtype=torch.long, device=self.device)
@@ -285,37 +330,61 @@ class KokoroModel(nn.Module):
             d, logits, dur = self.predictor.durations(d_en, s_pro, speeds, tok_lengths)
             if durations is not None:
                 dur = [t.to(self.device, torch.long) for t in durations]
+        out = {"bert": bert, "d_en": d_en, "d": d, "duration_logits": logits, "durations": dur}
+        return self._frame_features(out, lambda: self.text_encoder(ids, tok_lengths), s_pro, s_dec, dtype,
+                                    stage, items_alone)
+
+    def _frame_features(self, out, t_en, s_pro, s_dec, dtype, stage=None, items_alone=False):
+        """The eager frame stages (alignment, the F0/energy curves, the text encoder's alignment, the decoder) on
+        out's durations; t_en: a function giving the text encoder's output [B, 512, T >= each item's tokens]."""
+        stage = stage or _stages(None)
+        dur = out["durations"]
         n_frames = [int(t.sum()) for t in dur]
         frames = _axis(n_frames)
         frame_lengths = self._lengths(n_frames, frames)
         with stage("f0_energy"):
-            en = _align(d.transpose(1, 2), dur, frames)
+            en = _align(out["d"].transpose(1, 2), dur, frames)
             f0, n = self.predictor.f0_energy(en, s_pro, frame_lengths, items_alone)
         with stage("text_encoder"):
-            asr = _align(self.text_encoder(ids, tok_lengths), dur, frames)
+            asr = _align(t_en(), dur, frames)
         with stage("decoder"):
             x = self._decoder_in(dtype).features(asr, f0, n, s_dec, frame_lengths)
-        return {"bert": bert, "d_en": d_en, "d": d, "duration_logits": logits, "durations": dur, "en": en,
-                "F0": f0, "N": n, "asr": asr, "decoder": x, "frames": n_frames}
+        return dict(out, en=en, F0=f0, N=n, asr=asr, decoder=x, frames=n_frames)
 
-    def _features_graphed(self, ids: torch.Tensor, ref_s, speed: float, durations, dtype):
-        """_features for one item from CUDA graphs (see use_cuda_graphs), the same dict with tensors of the item's
-        own lengths. Its arithmetic is a padded batch's masked passes (ALBERT with its key mask, the LSTMs, norms
-        and convs with lengths), so its durations are forward's and its features equal forward's to float32
-        rounding; the audio then lies within the float32 spectral bound of forward's (the harmonic source's phase
-        integral carries F0's rounding into the waveform, as in a padded batch)."""
-        n, dev = int(ids.shape[0]), self.device
-        nb = -(-n // TOKEN_BUCKET) * TOKEN_BUCKET
-        ids_b = torch.zeros(1, nb, dtype=torch.long, device=dev)
-        ids_b[0, :n] = ids.to(dev)
-        ref_s = ref_s.to(dev, torch.float32)
+    def _graphs_take(self, items: int) -> bool:
+        """Whether a forward of `items` items runs its stages from graphs: one item on a graphed model; a padded
+        batch where the policy says so and a batch bucket holds it."""
+        if not self._graphed():
+            return False
+        return items == 1 or (self.graph_policy.padded_batches and self.graph_policy.batch_bucket(items) is not None)
+
+    def _features_graphed(self, input_ids: list[torch.Tensor], ref_s, speeds: list[float], durations, dtype):
+        """_features from CUDA graphs (see use_cuda_graphs): the same dict, its tensors on the axes an eager
+        padded pass gives (a single item's own lengths). B items run in the graphs of their batch bucket Bb, the
+        last item repeated into the spare rows (its durations too, so the spare rows' frames never set the frame
+        bucket). Its arithmetic is a padded batch's masked passes (ALBERT with its key mask, the LSTMs, norms and
+        convs with lengths), so the durations are forward's and the features equal forward's to float32 rounding;
+        the audio then lies within the float32 spectral bound of forward's (the harmonic source's phase integral
+        carries F0's rounding into the waveform, as in a padded batch)."""
+        policy, dev = self.graph_policy, self.device
+        B = len(input_ids)
+        Bb = policy.batch_bucket(B)
+        rows = list(range(B)) + [B - 1] * (Bb - B)
+        n_tok = [int(t.shape[0]) for t in input_ids]
+        nb = -(-max(n_tok) // policy.token_bucket) * policy.token_bucket
+        ids_b = torch.zeros(Bb, nb, dtype=torch.long)
+        for r, b in enumerate(rows):
+            ids_b[r, :n_tok[b]] = input_ids[b]
+        ids_b = ids_b.to(dev)
+        ref_s = ref_s.to(dev, torch.float32)[rows]
         s_pro, s_dec = ref_s[:, self.cfg.style_dim:], ref_s[:, :self.cfg.style_dim]
         # On CUDA `frames / speed` (a Python float) multiplies by 1 / speed, taken in double and rounded to float32
         # (ATen's division by a CPU scalar; the CUDA test checks it); the graph takes that reciprocal as a tensor,
         # so every speed replays one graph with forward's rounding
-        inv_speed = torch.tensor([1.0 / speed], dtype=torch.float32).to(dev)
-        tok_lengths = torch.tensor([n], dtype=torch.long, device=dev)
+        inv_speed = torch.tensor([[1.0 / speeds[b]] for b in rows], dtype=torch.float32).to(dev)
+        tok_lengths = torch.tensor([n_tok[b] for b in rows], dtype=torch.long).to(dev)
         mode = (precision.current(), current_backend())
+        after = 0 if Bb == 1 else policy.record_after
 
         def tokens(ids_b, tok_lengths, s_pro, inv_speed):
             valid = torch.arange(nb, device=dev)[None, :] < tok_lengths[:, None]
@@ -323,27 +392,28 @@ class KokoroModel(nn.Module):
             # made this graph up to 1.4x slower at 383 tokens (benchmarks/RESULTS.md, S11a/S11b; ops.graphs)
             with precision.float32_class():
                 bert = self.bert(ids_b, valid).masked_fill_(~valid[..., None], 0.0)
-                d_en = self.bert_encoder(bert).masked_fill_(~valid[..., None], 0.0)
+                d_en = self.bert.project(self.bert_encoder, bert).masked_fill_(~valid[..., None], 0.0)
                 d, logits, frames = self.predictor.frames_per_token(d_en, s_pro, tok_lengths)
                 dur = torch.round(frames * inv_speed).clamp(min=1).long().masked_fill_(~valid, 0)
             return bert, d_en, d, logits, dur, self.text_encoder(ids_b, tok_lengths)
 
-        bert, d_en, d, logits, dur_b, t_en = self.graphs.run(("tokens", nb) + mode, tokens,
-                                                             (ids_b, tok_lengths, s_pro, inv_speed))
+        bert, d_en, d, logits, dur_b, t_en = self.graphs.run(("tokens", nb) + mode + (Bb,), tokens,
+                                                             (ids_b, tok_lengths, s_pro, inv_speed), after)
         if durations is not None:
-            dur_b.zero_()[0, :n] = durations[0].to(dev, torch.long)
-        dur = dur_b[0, :n]
-        frames = int(dur.sum())  # the one read-back: the frame count decides every later shape
-        out = {"bert": bert[:, :n], "d_en": d_en[:, :n], "d": d[:, :n], "duration_logits": logits[:, :n],
-               "durations": [dur], "frames": [frames]}
-        if 2 * frames > GRAPH_MAX_FRAMES:  # a long item: its frame stages eager (its generator is, too)
-            en = _align(out["d"].transpose(1, 2), [dur], frames)
-            f0, n_curve = self.predictor.f0_energy(en, s_pro)
-            asr = _align(t_en[:, :, :n], [dur], frames)
-            return dict(out, en=en, F0=f0, N=n_curve, asr=asr,
-                        decoder=self._decoder_in(dtype).features(asr, f0, n_curve, s_dec))
-        fb = -(-2 * frames // GRAPH_BUCKET) * GRAPH_BUCKET // 2
-        frame_lengths = torch.tensor([frames], dtype=torch.long, device=dev)
+            dur_b.zero_()
+            for r, b in enumerate(rows):
+                dur_b[r, :n_tok[b]] = durations[b].to(dev, torch.long)
+        elif Bb > B:
+            dur_b[B:] = dur_b[B - 1]
+        frames = dur_b[:B].sum(dim=1).tolist()  # the one read-back: the frame counts decide every later shape
+        t_ax, f_ax = _axis(n_tok), _axis(frames)
+        out = {"bert": bert[:B, :t_ax], "d_en": d_en[:B, :t_ax], "d": d[:B, :t_ax], "duration_logits": logits[:B, :t_ax],
+               "durations": [dur_b[b, :n_tok[b]] for b in range(B)], "frames": frames}
+        fb = -(-2 * max(frames) // policy.frame_bucket) * policy.frame_bucket // 2
+        if 2 * fb > policy.max_frames or (Bb > 1 and 2 * fb * Bb > policy.max_batch_frames):
+            # long items: their frame stages eager (their generator is, too)
+            return self._frame_features(out, lambda: t_en[:B], s_pro[:B], s_dec[:B], dtype)
+        frame_lengths = torch.tensor([frames[b] for b in rows], dtype=torch.long).to(dev)
 
         def frame_stages(d, t_en, dur_b, frame_lengths, s_pro, s_dec):
             token, keep = _frame_tokens(dur_b, fb)
@@ -353,10 +423,10 @@ class KokoroModel(nn.Module):
             return en, f0, n_curve, asr, self._decoder_in(dtype).features(asr, f0, n_curve, s_dec, frame_lengths)
 
         # its inputs are token-bucket long: the token bucket is part of what the graph recorded
-        en, f0, n_curve, asr, x = self.graphs.run(("frames", fb, nb, dtype) + mode, frame_stages,
-                                                  (d, t_en, dur_b, frame_lengths, s_pro, s_dec))
-        return dict(out, en=en[..., :frames], F0=f0[:, :2 * frames], N=n_curve[:, :2 * frames],
-                    asr=asr[..., :frames], decoder=x[..., :2 * frames])
+        en, f0, n_curve, asr, x = self.graphs.run(("frames", fb, nb, dtype) + mode + (Bb,), frame_stages,
+                                                  (d, t_en, dur_b, frame_lengths, s_pro, s_dec), after)
+        return dict(out, en=en[:B, :, :f_ax], F0=f0[:B, :2 * f_ax], N=n_curve[:B, :2 * f_ax],
+                    asr=asr[:B, :, :f_ax], decoder=x[:B, :, :2 * f_ax])
 
     def _items_alone(self) -> bool:
         """Whether a padded batch runs ALBERT and the F0/energy curves item by item on its own tokens and frames:
@@ -375,16 +445,16 @@ class KokoroModel(nn.Module):
         rounding-level change there moves the waveform visibly. Else one masked pass over the padded batch."""
         if all(n == ids.shape[1] for n in n_tok):
             bert = self.bert(ids)
-            return bert, self.bert_encoder(bert)
+            return bert, self.bert.project(self.bert_encoder, bert)
         if not items_alone:
             valid = torch.arange(ids.shape[1], device=ids.device)[None, :] < torch.tensor(n_tok, device=ids.device)[:, None]
             bert = self.bert(ids, valid).masked_fill_(~valid[..., None], 0.0)
-            return bert, self.bert_encoder(bert).masked_fill_(~valid[..., None], 0.0)
+            return bert, self.bert.project(self.bert_encoder, bert).masked_fill_(~valid[..., None], 0.0)
         bert = ids.new_zeros(ids.shape[0], ids.shape[1], self.cfg.albert_hidden, dtype=torch.float32)
         d_en = ids.new_zeros(ids.shape[0], ids.shape[1], self.cfg.hidden_dim, dtype=torch.float32)
         for b, n in enumerate(n_tok):
             bert[b:b + 1, :n] = self.bert(ids[b:b + 1, :n])
-            d_en[b:b + 1, :n] = self.bert_encoder(bert[b:b + 1, :n])
+            d_en[b:b + 1, :n] = self.bert.project(self.bert_encoder, bert[b:b + 1, :n])
         return bert, d_en
 
     def _generate(self, f, ref_s, generators, profile, dtype):
@@ -402,8 +472,9 @@ class KokoroModel(nn.Module):
             # the source's STFT frames padded as far past the longest as the decoder's frames are
             har = _pad_cat(hars, max(h.shape[-1] for h in hars) + 2 * (frames - max(n_frames))
                            * (gen.samples_per_frame // self.cfg.gen_istft_hop_size))
-            if self._graphed() and len(n_frames) == 1 and f["decoder"].shape[-1] <= GRAPH_MAX_FRAMES:
-                spec, spec_lengths = self._spectrum_graphed(gen, f["decoder"], s_dec, har), None
+            if self._graphs_take(len(n_frames)) and self._spectrum_fits(f["decoder"].shape[-1], len(n_frames)):
+                spec, spec_lengths = self._spectrum_graphed(gen, f["decoder"], s_dec, har, n_frames,
+                                                            [h.shape[-1] for h in hars])
             else:
                 spec, spec_lengths = gen.spectrum(f["decoder"], s_dec, har,
                                                   None if frame_lengths is None else 2 * frame_lengths,
@@ -417,24 +488,42 @@ class KokoroModel(nn.Module):
                          for b, n in enumerate(spec_lengths.tolist())]
         return har, spec, audio
 
-    def _spectrum_graphed(self, gen, x, s, har):
-        """gen.spectrum for one item from the graph of its frame bucket: x [1, 512, n], har [1, 22, 60n + 1]
-        zero-padded to the bucket, the true lengths as device tensors (every op of spectrum takes them there)."""
-        n, h = x.shape[-1], har.shape[-1]
-        nb = -(-n // GRAPH_BUCKET) * GRAPH_BUCKET
+    def _spectrum_fits(self, decoder_frames: int, items: int) -> bool:
+        """Whether a generator over this many decoder frames (the padded axis) replays from a graph."""
+        policy = self.graph_policy
+        nb = -(-decoder_frames // policy.frame_bucket) * policy.frame_bucket
+        Bb = policy.batch_bucket(items)
+        return decoder_frames <= policy.max_frames and (Bb == 1 or nb * Bb <= policy.max_batch_frames)
+
+    def _spectrum_graphed(self, gen, x, s, har, n_frames: list[int], har_frames: list[int]):
+        """gen.spectrum for B items from the graph of their batch and frame bucket: x [B, 512, n], har [B, 22, h]
+        zero-padded to the bucket (the last item repeated into the spare rows), the true lengths as device tensors
+        (every op of spectrum takes them there). Returns (spectrum, its frames per item; None for a single, whose
+        spectrum is cut to its own frames)."""
+        policy = self.graph_policy
+        B, n, h = x.shape[0], x.shape[-1], har.shape[-1]
+        Bb = policy.batch_bucket(B)
+        rows = list(range(B)) + [B - 1] * (Bb - B)
+        nb = -(-n // policy.frame_bucket) * policy.frame_bucket
         hb = h + (nb - n) * (gen.samples_per_frame // self.cfg.gen_istft_hop_size)
-        frames = n  # the conv_post output's frames for n decoder frames, as spectrum's lengths arithmetic gives
-        for i, up in enumerate(gen.ups):
-            frames = up.out_lengths(frames) + (1 if i == len(gen.ups) - 1 else 0)
-        lengths = torch.tensor([n], dtype=torch.long, device=x.device)
-        har_lengths = torch.tensor([h], dtype=torch.long, device=x.device)
+
+        def out_frames(frames):  # the conv_post output's frames for `frames` decoder frames (spectrum's lengths)
+            for i, up in enumerate(gen.ups):
+                frames = up.out_lengths(frames) + (1 if i == len(gen.ups) - 1 else 0)
+            return frames
+
+        lengths = torch.tensor([2 * n_frames[b] for b in rows], dtype=torch.long).to(x.device)
+        har_lengths = torch.tensor([har_frames[b] for b in rows], dtype=torch.long).to(x.device)
+        pad = torch.nn.functional.pad
         # what a graph recorded depends on the precision and backend in force when it was recorded
-        key = ("generator", nb, x.dtype, precision.current(), current_backend())
+        key = ("generator", nb, x.dtype, precision.current(), current_backend(), Bb)
         spec, = self.graphs.run(
             key, lambda *a: (gen.spectrum(*a)[0],),
-            (torch.nn.functional.pad(x, (0, nb - n)), s, torch.nn.functional.pad(har, (0, hb - h)), lengths,
-             har_lengths))
-        return spec[:, :, :frames]
+            (pad(x[rows], (0, nb - n)), s[rows], pad(har[rows], (0, hb - h)), lengths, har_lengths),
+            0 if Bb == 1 else policy.record_after)
+        if B == 1:
+            return spec[:, :, :out_frames(2 * n_frames[0])], None
+        return spec[:B], torch.tensor([out_frames(2 * v) for v in n_frames])
 
     def _decoder_in(self, dtype: torch.dtype) -> Decoder:
         """The decoder with its convs' weights in `dtype` (float32: self.decoder itself). A 16-bit one is made at

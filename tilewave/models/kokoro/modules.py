@@ -23,8 +23,10 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from tilewave import precision
 from tilewave.ops import activation as act
 from tilewave.ops import attention, conv, graphs, norm, rnn, spectral
+from tilewave.ops.linear import linear as fused_linear
 from tilewave.models.kokoro.config import KokoroConfig
 
 # The official residual blocks scale by torch.rsqrt(torch.tensor(2)) in float32; the same constant here.
@@ -224,14 +226,32 @@ class AlbertAttention(nn.Module):
         self.heads = cfg.albert_heads
         self.query, self.key, self.value, self.dense = (nn.Linear(H, H) for _ in range(4))
         self.LayerNorm = LayerNorm(H, cfg.albert_ln_eps)
+        self._qkv = None  # (key, weight, bias): query, key and value stacked, for fused passes
 
-    def forward(self, x, valid=None):  # valid [B, T] bool: the keys each item attends (None: all)
+    def forward(self, x, valid=None, fused: bool = False):  # valid [B, T] bool: the keys each item attends
         B, T, H = x.shape
         split = lambda t: t.view(B, T, self.heads, H // self.heads).transpose(1, 2)  # noqa: E731
-        q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
+        if fused:
+            weight, bias = self._stacked()
+            # views of one [B, T, 3H] output (row stride 3H): the attention kernel takes strides
+            q, k, v = (split(t) for t in fused_linear(x, weight, bias).split(H, dim=-1))
+        else:
+            q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
         scale = 1.0 / math.sqrt(H // self.heads)
-        ctx = attention.sdpa_bidirectional(q, k, v, valid, scale=scale)
-        return self.LayerNorm(x + self.dense(ctx.transpose(1, 2).reshape(B, T, H)))
+        ctx = attention.sdpa_bidirectional(q, k, v, valid, scale=scale).transpose(1, 2).reshape(B, T, H)
+        if fused:
+            return self.LayerNorm(fused_linear(ctx, self.dense.weight, self.dense.bias, residual=x))
+        return self.LayerNorm(x + self.dense(ctx))
+
+    def _stacked(self):
+        """query, key and value as one [3H, H] product, made again whenever one of their parameters changes (a
+        load, a .to()); made outside inference mode, so that it is kept across a session's calls."""
+        params = [p for m in (self.query, self.key, self.value) for p in (m.weight, m.bias)]
+        key = tuple((p.data_ptr(), p._version, p.device, p.dtype) for p in params)
+        if self._qkv is None or self._qkv[0] != key:
+            with torch.inference_mode(False), torch.no_grad():
+                self._qkv = (key, torch.cat(params[0::2]), torch.cat(params[1::2]))
+        return self._qkv[1], self._qkv[2]
 
 
 class AlbertLayer(nn.Module):
@@ -242,8 +262,12 @@ class AlbertLayer(nn.Module):
         self.ffn_output = nn.Linear(cfg.albert_ffn, cfg.albert_hidden)
         self.full_layer_layer_norm = LayerNorm(cfg.albert_hidden, cfg.albert_ln_eps)
 
-    def forward(self, x, valid=None):
-        a = self.attention(x, valid)
+    def forward(self, x, valid=None, fused: bool = False):
+        a = self.attention(x, valid, fused)
+        if fused:  # the GELU and the residual in the products' epilogues
+            h = fused_linear(a, self.ffn.weight, self.ffn.bias, act="gelu_tanh")
+            return self.full_layer_layer_norm(fused_linear(h, self.ffn_output.weight, self.ffn_output.bias,
+                                                           residual=a))
         return self.full_layer_layer_norm(a + self.ffn_output(act.gelu_tanh(self.ffn(a))))
 
 
@@ -260,22 +284,40 @@ class AlbertEncoder(nn.Module):
         self.albert_layer_groups = nn.ModuleList([AlbertLayerGroup(cfg)])
         self.n_layers = cfg.albert_layers
 
-    def forward(self, x, valid=None):
+    def forward(self, x, valid=None, fused: bool = False):
         x = self.embedding_hidden_mapping_in(x)
         layer = self.albert_layer_groups[0].albert_layers[0]
         for _ in range(self.n_layers):  # one set of weights, applied n_layers times
-            x = layer(x, valid)
+            x = layer(x, valid, fused)
         return x
 
 
 class Albert(nn.Module):
+    """ALBERT's layers; `fused` (Albert.fused_on, set by KokoroModel.fuse_albert) runs its products through
+    ops.linear: query, key and value as one stacked product, the GELU and the residuals in the products'
+    epilogues, and on a GPU float32 products on the tensor cores in the mode's float32-class form ('tf32x3')
+    where nn.Linear runs cuBLAS's FMA sgemm. Exact float32 ('ieee') and the CPU take PyTorch's products either
+    way (ops.linear's rule), so there the stacking alone differs from the unfused pass."""
+
     def __init__(self, cfg: KokoroConfig):
         super().__init__()
         self.embeddings = AlbertEmbeddings(cfg)
         self.encoder = AlbertEncoder(cfg)
+        self.fused_on = False
+
+    def fused(self, x: torch.Tensor) -> bool:
+        """Whether this call runs fused: asked for, on a GPU, and in a mode whose products the kernel takes."""
+        return self.fused_on and x.is_cuda and precision.current() != "ieee"
 
     def forward(self, ids, valid=None):  # [B, T] -> [B, T, 768]; valid [B, T]: the attention mask (None: all)
-        return self.encoder(self.embeddings(ids), valid)
+        x = self.embeddings(ids)
+        return self.encoder(x, valid, self.fused(x))
+
+    def project(self, linear: nn.Linear, bert: torch.Tensor) -> torch.Tensor:
+        """The model's bert_encoder on ALBERT's output, through the fused product when ALBERT ran fused."""
+        if self.fused(bert):
+            return fused_linear(bert, linear.weight, linear.bias)
+        return linear(bert)
 
 
 # ---------------------------------------------------------------------------------------------------
