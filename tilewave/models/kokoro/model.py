@@ -383,7 +383,7 @@ class KokoroModel(nn.Module):
         # so every speed replays one graph with forward's rounding
         inv_speed = torch.tensor([[1.0 / speeds[b]] for b in rows], dtype=torch.float32).to(dev)
         tok_lengths = torch.tensor([n_tok[b] for b in rows], dtype=torch.long).to(dev)
-        mode = (precision.current(), current_backend())
+        mode = (precision.current(), current_backend(), self.bert.fused_on)  # what the token graph recorded
         after = 0 if Bb == 1 else policy.record_after
 
         def tokens(ids_b, tok_lengths, s_pro, inv_speed):
