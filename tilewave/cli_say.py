@@ -148,7 +148,7 @@ def run(args) -> int:
     except TilewaveError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, InputError) else 1
-    # the text's phonemes in a second process while this one imports torch (tilewave.text.ahead; RESULTS.md C9)
+    # the text's phonemes in a second process while this one imports torch (tilewave.text.ahead)
     ahead = Ahead(None, None) if args.phonemes else phonemize_ahead(text, args.lang, args.normalize)
     with ahead:
         return _run(args, text, ahead, start)

@@ -51,9 +51,9 @@ DEFAULT_FRAME_BUDGET = 4_096
 # The interpreter's thread switch interval once a scheduler runs (seconds; None leaves it alone). PyTorch releases
 # the GIL inside every op, so the worker takes it back after each launch; while another thread runs Python (HTTP
 # handlers, audio encoding, the caller's own threads) it waits until the holder is made to drop it: up to the
-# interval, 5 ms by default, per op. Beside a thread spinning in Python a graphed single on the H200 took 1,096 ms at
-# 5 ms, 90 ms at 0.5 ms, 26 ms at 0.1 ms, 13.8 ms alone (RESULTS.md, S21a; the CPU alike, C13); 0.1 ms cost a
-# phonemizing neighbour 13-22% of its rate. Shorter only: a process that set a shorter one keeps it.
+# interval, 5 ms by default, per op. Beside a thread spinning in Python a graphed single took ~80x its time alone at
+# 5 ms and ~6x at 0.5 ms (benchmarks/diag_gil.py); 0.1 ms took a fifth of a phonemizing neighbour's rate. Shorter
+# only: a process that set a shorter one keeps it.
 SWITCH_INTERVAL_S: float | None = 0.0005
 
 

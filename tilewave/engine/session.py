@@ -106,8 +106,7 @@ class Session:
     threads PyTorch's ops use, for the whole process (torch.set_num_threads); None leaves torch's choice: one
     per core, or OMP_NUM_THREADS where that is set. `cuda_graphs` (on a GPU): single items (a batch of one, as a
     stream's first chunk runs) replay their stages from CUDA graphs, those before the durations at any length and
-    the rest up to 25.6 s of audio (KokoroModel.use_cuda_graphs: launch time is most of a short item's forward;
-    H200, a 77-phoneme sentence 52.3 -> 26.4 ms exact, benchmarks/RESULTS.md S10a)."""
+    the rest up to 25.6 s of audio (KokoroModel.use_cuda_graphs: launch time is most of a short item's forward)."""
 
     def __init__(self, device: str | torch.device | None = None, precision: str = fp32_precision.DEFAULT,
                  lang: str = "en-us", voice=None, weights: str | os.PathLike | None = None, model=None,
@@ -401,7 +400,7 @@ class Session:
         """What a server runs before it says it is ready: batches of each size in `batches`, of sentences of
         different lengths, outside the profile. On a GPU the first launch of each kernel binary compiles it
         (Triton; cached on disk after) and single items' graphs are captured at their first length: without this
-        the first clients of a fresh server waited for those (one batch 22 s on the H200, RESULTS.md S13a)."""
+        the first clients of a fresh server waited for those (seconds a batch)."""
         scheduler, profiler = self.scheduler, self.profiler
         scheduler.profile = self.profiler = None
         try:

@@ -7,12 +7,10 @@ linear   y[m, n] = act(Σ_k x[m, k]·w[n, k] + b[n]) + r[m, n]       x [M, K], w
 Why a kernel of our own for what cuBLAS does: float32 products on the tensor cores at float32-class error. A
 float32 model's stages that decide something discrete (Kokoro's ALBERT and duration predictor decide the
 durations) may not run on one TF32 product (precision.float32_class), so on a GPU they ran cuBLAS's FMA sgemm —
-ALBERT's twelve layers of [T, 768] products, the largest sgemm share of a Kokoro forward (RESULTS.md S18b:
-sgemm ×62 2.4 ms of a 17.9 ms bfloat16 forward at 383 tokens). Here 'tf32x3' is tl.dot's three TF32 MMAs on the
+ALBERT's twelve layers of [T, 768] products, the largest sgemm share of a Kokoro forward. Here 'tf32x3' is tl.dot's three TF32 MMAs on the
 operands' high and low parts (the error of float32 products), and the bias, the activation and the residual
 are applied to the float32 accumulator before the one store: a BERT layer is 7 launches, not 12.
-No model calls it yet: Kokoro's ALBERT moves onto it once its tiles and the forward are timed beside cuBLAS on
-the GPU (benchmarks/RESULTS.md, session 22: no GPU was lent to measure them).
+Kokoro's ALBERT runs on it where KokoroModel.fuse_albert says so (models/kokoro/modules.py, Albert).
 'ieee' (exact FMAs) and 16-bit operands run too; ops.linear sends exact float32 to cuBLAS, whose sgemm is faster
 than a Triton FMA dot.
 

@@ -34,9 +34,8 @@ run one at a time, so there NSPLIT = 1 (one program owns every unit of its direc
 tl.dot needs M, N, K >= 16 on the GPU: BLOCK_B >= 16, 4·UNITS >= 16, H padded to a power of two >= 16.
 Rows (BLOCK_B = 1, ROWS_MAX_B): for a few items each item's row is a multiply-reduce of h against the held slice
 (tl.sum over K in exact float32 FMAs, whatever the mode asked: never less exact than its dot) instead of a dot over
-a 16-row tile that is 15/16 padding at batch 1. H200, 383 steps, 640 -> 2x256 (RESULTS S17l): at batch 1 the row
-step takes 1.67 µs, the 'ieee' dot 6.33, 'tf32x3' 3.84, one TF32 MMA 2.38, cuDNN 10.55; the rows cost ~1 µs a
-further item (batch 8: 8.58 against the dots' 7.25 / 4.87 / 3.15, S17b), so past a few items the dot wins.
+a 16-row tile that is 15/16 padding at batch 1: at batch 1 the row step beats every dot and cuDNN, but the rows
+cost about a step's time again per further item, so past a few items the dot wins (ROWS_MAX_B).
 """
 from __future__ import annotations
 
@@ -56,11 +55,10 @@ MIN_DOT = 16              # tl.dot's smallest M / N / K on the GPU
 # registers and ~190 B of spills with the whole slice held (Triton's own tf32x3, and the same by hand: 380 B), so
 # tf32x3 is three TF32 dots by hand over 64-wide chunks of K with W_hh re-read each step (_dot_tf32x3): chunks
 # unrolled 247-250 registers (4 units) / 136 (8), no spills (in a loop 150 / 128, and its step 1.33x as long on
-# the H200: RESULTS.md S14c/S14e); BLOCK_B = 64 ieee spilled 3.8 KB. Larger B loops blocks.
+# the GPU); BLOCK_B = 64 ieee spilled 3.8 KB. Larger B loops blocks.
 MAX_BLOCK_B = 16
 # the most items the plan steps a row at a time (module doc), per mode: up to where rows (~0.7 + 1.0·B µs a step)
-# beat the mode's dot (H200, 383 steps, S17b, µs a step: rows 1.67 / 2.93 / 3.88 / 4.74 / 5.75 at B = 1-5, the
-# 'ieee' dot 6.32-6.78, 'tf32x3' 3.83 / 4.15 / 4.29 / 4.34, 'tf32' 2.37 / 2.45)
+# beat the mode's dot (timed at Kokoro's 383 steps by benchmarks/diag_lstm_gpu.py)
 ROWS_MAX_B = {"ieee": 5, "tf32x3": 3, "tf32": 1}
 NUM_WARPS, NUM_STAGES = 4, 1  # one stage: the step loop carries a barrier, nothing to prefetch across it
 MAX_HIDDEN = 256          # the width whose sm_90 compile is checked (Kokoro's); wider runs on kernels.rnn.lstm

@@ -40,8 +40,7 @@ ADAIN_BLOCK = 8192   # frames per statistics chunk and per program's pass: 32 el
                      # fp32) per thread at 8 warps, enough bytes in flight to stream a long row near HBM's share
 ADAIN_MAX_CHUNKS = 128  # chunks per row (1,048,576 frames): their moments combine as one vector of this size
 # Rows longer than one chunk are split over (row, chunk) programs when there are at most this many: fewer rows
-# than the H200's 132 SMs leave SMs idle in the row form (S18a: 128 x 112,320 bfloat16 31.9 us split, 39.7 per
-# row), 256 rows of 3 chunks do not (16.1 per row, 18.5 split)
+# than the GPU's SMs leave SMs idle in the row form; 256 rows of a few chunks fill them (the split then loses)
 ADAIN_SPLIT_MAX_ROWS = 128
 ADAIN_ACTS = ("none", "leaky_relu", "snake")
 MAX_C = 16384        # layer_norm keeps one whole row in registers

@@ -17,7 +17,7 @@ and joined back into the recording stream, so that a replay runs them at once; a
 fill a fraction of the H200's SMs, and its stages have independent parts (the F0 blocks beside the energy blocks,
 the generator's noise branch beside its upsampling and its three resblocks beside one another). Never an LSTM in a
 branch: its kernel's programs meet at a barrier after every step and must all be resident, and beside other work
-its steps stall (the text encoder beside ALBERT made the 383-token graph 1.4x slower; benchmarks/RESULTS.md, S11b).
+its steps stall (the text encoder beside ALBERT made a long item's token graph slower: benchmarks/RESULTS.md).
 Outside a recording they run one after another: eager CUDA work across streams would need record_stream for every
 tensor that crosses, and the CPU has one stream. The branches' kernels and their order within each branch are the
 sequential run's, so a replay's results are bit-identical to it.

@@ -1,8 +1,7 @@
 """A text's chunks made in a second process while this one starts: `tilewave say` forks one before it imports
 torch, so that the phonemizer's import (the phonemizer package and espeak) and the text's phonemes come in the
-time torch's import takes instead of after it. Measured (benchmarks/RESULTS.md, C9: 2 cores, a short sentence):
-0.12 s of a 5.9 s `say`, less than the 0.46 s its phonemes took in-process, as the child's imports share the
-cores with torch's.
+time torch's import takes instead of after it (its cost, measured in benchmarks/RESULTS.md, is what the child's
+imports take of the cores they share with torch's).
 
 The child is forked before torch or any thread exists in the parent, imports nothing but tilewave.text and the
 phonemizer, and sends back JSON (the chunks, or the message of the InputError the text raised). Where fork is

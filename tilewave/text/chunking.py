@@ -97,8 +97,8 @@ def _fit(pieces: list[str], level: int, to_phonemes, limit: int) -> list[TextChu
 def _fit_one(piece: str, said, level: int, to_phonemes, limit: int) -> list[TextChunk]:
     """A piece with its phonemes, as chunks of at most `limit`: itself, or its cuts at the first finer level that
     cuts it. A level that leaves it whole is skipped: phonemizing the same text again would say the same (a long
-    sentence without ':' or ',' was phonemized four times over on its way to its words; what a stream waits for
-    before its first chunk at a 32-phoneme limit went 1.09 -> 0.71 ms, RESULTS.md C11)."""
+    sentence without ':' or ',' would be phonemized once per level on its way to its words, and a stream's
+    first chunk waits for that)."""
     said = _said(said)
     ps = said.phonemes
     if len(ps) <= limit:

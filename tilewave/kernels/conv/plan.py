@@ -29,9 +29,9 @@ class GemmConfig:
 GEMM_CONFIGS: dict[str, tuple[GemmConfig, ...]] = {
     "16bit": (GemmConfig(128, 128, 64, 8, 3), GemmConfig(64, 128, 64, 8, 3), GemmConfig(32, 128, 64, 8, 3)),
     "tf32": (GemmConfig(128, 128, 32, 8, 3), GemmConfig(64, 128, 32, 8, 3), GemmConfig(32, 128, 32, 8, 3)),
-    # exact float32, stride-1 convs without a fused input activation (tilewave tune conv, H200, S15b: 128×64 at 4
-    # warps 0.76× the old 64×64's time at BigVGAN's 768ch, 0.88× at Kokoro's 256ch resblock, 0.84× at its 128ch;
-    # 64×64 at 3 stages for grids that leave SMs idle, 0.85× at the decoder's 1090ch; 32×128 for 22 rows)
+    # exact float32, stride-1 convs without a fused input activation (from `tilewave tune conv`'s sweep: 128×64 at 4
+    # warps beat 64×64 at BigVGAN's and Kokoro's widths; 64×64 at 3 stages for grids that leave SMs idle; 32×128
+    # for 22 rows)
     "ieee": (GemmConfig(128, 64, 16, 4, 2), GemmConfig(64, 64, 16, 4, 3), GemmConfig(32, 128, 16, 4, 2)),
 }
 # exact float32's transposed and strided convs and its fused input activations keep the tiles they were measured on:
@@ -40,7 +40,7 @@ GEMM_CONFIGS: dict[str, tuple[GemmConfig, ...]] = {
 IEEE_NARROW_CONFIGS = (GemmConfig(64, 64, 16, 4, 2), GemmConfig(32, 64, 16, 4, 2))
 
 # Tiles `tilewave tune conv` times beside the tables' (no plan picks them until a measurement moves them into a
-# table): S15b's sweep of exact float32's FMA tiles, kept to time the shapes and forms it did not cover.
+# table): the sweep of exact float32's FMA tiles, kept to time the shapes and forms it did not cover.
 GEMM_TRIAL_CONFIGS: dict[str, tuple[GemmConfig, ...]] = {
     "ieee": (GemmConfig(64, 128, 16, 4, 2), GemmConfig(128, 64, 16, 4, 2), GemmConfig(64, 128, 16, 8, 2),
              GemmConfig(128, 64, 16, 8, 2), GemmConfig(128, 128, 16, 8, 2), GemmConfig(64, 64, 32, 4, 3),

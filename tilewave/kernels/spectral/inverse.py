@@ -265,7 +265,7 @@ def _add_at(acc, which: tl.constexpr, x):
 
 
 # One binary for every length and every view: each new specialisation is a fresh compile of this unrolled
-# kernel, and a server met them mid-load (benchmarks/RESULTS.md, S13a: one batch 22 s). Its loads are scalar per
+# kernel, and a server met them mid-load (seconds a batch). Its loads are scalar per
 # thread whatever T, the strides and the pointers' alignment; only the store's vector width can gain from L_out.
 # The interior and edge programs are two launches of two binaries: compiled as one kernel (both forms behind a
 # runtime branch) Triton's coalescing pass took 19.7 s, apart 4.9 + 5.6 s (sm_90 from this repo's CPU).

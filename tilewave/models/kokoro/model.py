@@ -46,9 +46,8 @@ from tilewave.ops.dispatch import current_backend
 STAGES = ("albert", "duration", "f0_energy", "text_encoder", "decoder", "generator", "istft")
 GRAPH_BUCKET = 64  # decoder frames (0.8 s of audio): a graphed generator runs on inputs padded to a multiple
 # Graphs for items up to this many decoder frames (25.6 s of audio, 32 buckets): what they save is launch time,
-# most of a short item's forward and some of a long one's (H200, tf32x3, eager -> graphs in the same run: 77
-# phonemes 61.4 -> 18.8 ms, 383 phonemes 68.4 -> 52.7 ms with this limit, 74.0 -> 83.8 with 1,024, where it ran
-# its frame stages eager; RESULTS S10a, S10e); longer items run their frame stages and generator eager, so a
+# most of a short item's forward and some of a long one's (a lower limit made a 383-phoneme item slower than
+# eager, its frame stages then eager); longer items run their frame stages and generator eager, so a
 # stream of long chunks cannot cycle through more buckets than graphs are kept
 GRAPH_MAX_FRAMES = 2048
 # The stages before the generator from graphs too: the token stages (ALBERT, the duration predictor, the text
@@ -60,14 +59,13 @@ GRAPH_KINDS = 3  # graphs of a length: its token stages, its frame stages, its g
 # A padded batch's token and frame axes are rounded up to a multiple of this. Triton compiles an integer argument
 # again for each of its classes (a multiple of 16 or not; the tap conv's output length is kept specialised: its
 # stores vectorise), so a padded batch's lengths, taken at random, met convs in a class the server's warm-up had
-# not compiled: 3 compiles, 1.2-1.4 s, after a server said it was ready (RESULTS S16f, S16g). Rounded, every
+# not compiled: compiles of a second each after a server said it was ready. Rounded, every
 # padded batch's convs fall in one class per layer (the graphs' buckets are multiples already). A batch of one
 # keeps its own length (exactly the unpadded ops).
 PAD_MULTIPLE = 16
 # With graphs, a padded batch (eager: ~1,500-1,800 launches, host-bound when small) of fewer items than this runs
-# as its items' graphed forwards one after another. H200, tf32x3, RESULTS S16a/S16b: 2 mixed sentences padded 58.5
-# ms against 26.1 one by one from graphs; in the server's load test batches of 2 / 3 / 4-5 took 65 / 42 / 29-35 ms
-# an item at 650-700 frames, a graphed single of 627 frames 38.5 ms
+# as its items' graphed forwards one after another: measured, 2 mixed sentences padded took twice their time one
+# by one from graphs, and in the server's load test batches of 2-3 cost more an item than a graphed single
 GRAPHED_PADDED_MIN = 4
 STORAGE_DTYPES = tuple(precision.torch_dtype(name) for name in precision.KOKORO_DTYPES)  # torch dtypes of KOKORO_DTYPES
 
@@ -389,7 +387,7 @@ class KokoroModel(nn.Module):
         def tokens(ids_b, tok_lengths, s_pro, inv_speed):
             valid = torch.arange(nb, device=dev)[None, :] < tok_lengths[:, None]
             # one stream: the text encoder on a side stream (its LSTM beside ALBERT's or the predictor's kernels)
-            # made this graph up to 1.4x slower at 383 tokens (benchmarks/RESULTS.md, S11a/S11b; ops.graphs)
+            # made this graph up to 1.4x slower at 383 tokens (ops.graphs)
             with precision.float32_class():
                 bert = self.bert(ids_b, valid).masked_fill_(~valid[..., None], 0.0)
                 d_en = self.bert.project(self.bert_encoder, bert).masked_fill_(~valid[..., None], 0.0)
@@ -531,7 +529,7 @@ class KokoroModel(nn.Module):
         other parameter (the style affines, snake alphas, the source's merge, conv_post: float32) with
         self.decoder. Two threads making it at once make two, and keep the first. Made outside inference mode
         (a session's calls run in it): its weights are kept across calls, and the GPU kernels' packed-weight
-        cache reads their version counters, which inference tensors lack (S14b)."""
+        cache reads their version counters, which inference tensors lack."""
         if dtype == torch.float32:
             return self.decoder
         key = (dtype, self.device)

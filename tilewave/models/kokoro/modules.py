@@ -64,7 +64,7 @@ def adain_scale_shift(gamma, beta, norm_weight, norm_bias) -> tuple[torch.Tensor
 
 # Devices where a stage's AdaIN1d affines are computed together (style_affines): on a GPU each AdaIN1d's own (fc's
 # gemv, then 1 + gamma, its products with the norm's weight and bias, + beta) was five kernels, ~350 of a graphed
-# forward's ~1,450 launches (benchmarks/RESULTS.md, S18b); stacked they are one gemv an item and four element-wise
+# forward's launches; stacked they are one gemv an item and four element-wise
 # kernels a stage. Not on the CPU, whose GEMMs pick their path by shape: there each module keeps the official
 # model's own product, which the parity tests compare to the bit.
 AFFINES_STACKED_ON = ("cuda",)
