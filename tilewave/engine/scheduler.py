@@ -39,8 +39,8 @@ from tilewave.errors import InputError, TilewaveError
 log = logging.getLogger("tilewave.engine")
 
 # Frames (600 samples, 25 ms) of a chunk, for sizing batches before the durations are known: per token at speed
-# 1.0, plus the pauses at its ends. Kokoro with jf_alpha made 67 frames of 11 phonemes and 251 of 90 (CPU,
-# 2026-12-01), and 936 of 383 (H200, issue 17's figure); the estimate stays above each.
+# 1.0, plus the pauses at its ends: above what Kokoro makes of short and long inputs (about 2.4-6 frames a
+# phoneme with the pauses).
 FRAMES_PER_TOKEN = 3.0
 PAUSE_FRAMES = 30
 DEFAULT_MAX_REQUESTS = 64

@@ -41,10 +41,8 @@ log = logging.getLogger("tilewave.engine")
 # that its audio is out after one short model call; later chunks are the usual up to 510.
 FIRST_CHUNK_PHONEMES = 64
 # Memory one estimated frame of a batch takes while Kokoro makes it, for turning a memory budget into frames.
-# Measured on the CPU (float32, peak resident set above the loaded model, 2026-12-01, a contended machine):
-# per-item forward, a 440-phoneme chunk: 620 MB for 1,353 estimated frames (0.46 MB each); the batched pass
-# (batch branch 6038e86), warm: two 90-phoneme items 383 MB for 594 (0.65), one 348 MB for 297 (1.17); its
-# first call 934 MB for 594 (one-time allocations). 1.2 MB keeps above the warm figures.
+# Measured on the CPU (float32, peak resident set above the loaded model; benchmarks/RESULTS.md): the per-item
+# forward and the warm batched pass take 0.46-1.17 MB an estimated frame; 1.2 MB keeps above them.
 BYTES_PER_FRAME = 1_200_000
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30}
 
