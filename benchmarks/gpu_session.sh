@@ -131,7 +131,7 @@ s24a)  # this session's CUDA suites (fused ALBERT, graphed padded batches), the 
   # singles fused / unfused beside the official, batches: graphed singles, eager padded, graphed padded
   install
   timeout 100 python3 -m tilewave test --device cuda -f linear > "$OUT/test_linear.txt" 2>&1; tail -n2 "$OUT/test_linear.txt"
-  timeout 170 python3 -m pytest -q -p no:cacheprovider -x tests/models/test_kokoro_albert.py \
+  timeout 170 python3 -m pytest -q -p no:cacheprovider -k gpu tests/models/test_kokoro_albert.py \
     tests/models/test_kokoro_graphs.py 2>&1 | tee "$OUT/pytest_s24.txt" | tail -6
   timeout 60 python3 benchmarks/tune_linear.py --json "$OUT/tune_linear.json" 2>&1 | tail -12
   timeout 250 python3 benchmarks/diag_padded_gpu.py --json "$OUT/diag_padded.json" 2>&1 | grep -v Warning \
