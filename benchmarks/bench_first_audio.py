@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 import httpx2 as httpx  # noqa: E402
 
 from benchmarks.bench_server import SENTENCES, machine  # noqa: E402
-from tests.server.serving import serve  # noqa: E402
+from tilewave.server.local import serve  # noqa: E402
 from tilewave.engine import Session  # noqa: E402
 from tilewave.engine.pipeline import resolve_device  # noqa: E402
 from tilewave.engine.session import FIRST_CHUNK_PHONEMES, load_model  # noqa: E402

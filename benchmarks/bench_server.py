@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from benchmarks import load_clients  # noqa: E402
-from tests.server.serving import serve  # noqa: E402
+from tilewave.server.local import serve  # noqa: E402
 from tilewave.engine import SAMPLE_RATE, Session  # noqa: E402
 from tilewave.engine import scheduler  # noqa: E402
 from tilewave.engine.pipeline import resolve_device  # noqa: E402
