@@ -139,7 +139,7 @@ s24a)  # this session's CUDA suites (fused ALBERT, graphed padded batches), the 
 s24b)  # the load test (clients in a process of their own) in bfloat16: padded batches eager, from graphs;
   # then float32; first audio
   install
-  for a in ${S24B_RUNS:-"bfloat16" "bfloat16 --graphed-batches --padded-min 2"}; do
+  for a in "bfloat16" "bfloat16 --graphed-batches --padded-min 2"; do
     echo "## $a"; timeout 200 python3 benchmarks/bench_server.py --device cuda --clients 16 --requests 2 \
       --text-words 48 --timeout 180 --dtype $a --json "$OUT/server_${a// /}.json" 2>&1 | tail -6
   done ;;
