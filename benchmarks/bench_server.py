@@ -115,11 +115,14 @@ def main() -> int:
     ap.add_argument("--switch-interval", type=float, default=None,
                     help="the schedulers' thread switch interval, seconds (engine.scheduler.SWITCH_INTERVAL_S; "
                     "default: the engine's)")
-    ap.add_argument("--graphed-batches", action="store_true",
+    ap.add_argument("--graphed-batches", action=argparse.BooleanOptionalAction, default=None,
                     help="padded batches replay the graphs of their batch bucket (GraphPolicy.padded_batches)")
+    ap.add_argument("--record-after", type=int, default=None,
+                    help="a batch key's eager calls before its graph is recorded (GraphPolicy.record_after)")
     ap.add_argument("--padded-min", type=int, default=None,
                     help="batches of fewer items run as graphed singles (GraphPolicy.padded_min)")
-    ap.add_argument("--fused-albert", action="store_true", help="ALBERT on the fused products (fuse_albert)")
+    ap.add_argument("--fused-albert", action=argparse.BooleanOptionalAction, default=None,
+                    help="ALBERT on the fused products (fuse_albert; default: the model's)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     if args.switch_interval is not None:  # before the sessions make their schedulers, which apply it
@@ -138,9 +141,11 @@ def main() -> int:
 
         from tilewave.models.kokoro.model import DEFAULT_GRAPHS
 
-        policy = replace(DEFAULT_GRAPHS, padded_batches=args.graphed_batches or DEFAULT_GRAPHS.padded_batches,
-                         padded_min=args.padded_min or DEFAULT_GRAPHS.padded_min)
-        model.use_cuda_graphs(policy).fuse_albert(args.fused_albert or model.bert.fused_on)
+        given = {"padded_batches": args.graphed_batches, "padded_min": args.padded_min,
+                 "record_after": args.record_after}
+        policy = replace(DEFAULT_GRAPHS, **{k: v for k, v in given.items() if v is not None})
+        print("graph policy:", policy)
+        model.use_cuda_graphs(policy).fuse_albert(model.bert.fused_on if args.fused_albert is None else args.fused_albert)
     sessions = {name: Session(device, model=model, dtype=args.dtype) for name in ("tilewave", "one-at-a-time")}
     sessions["one-at-a-time"].load().scheduler.max_batch = 1
     data = {name: {"rounds": [], "errors": []} for name in sessions}

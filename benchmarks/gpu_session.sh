@@ -24,7 +24,7 @@
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | load | precision | launches}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | load | precision | launches | s24a | s24b | s25}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -139,10 +139,20 @@ s24a)  # this session's CUDA suites (fused ALBERT, graphed padded batches), the 
 s24b)  # the load test (clients in a process of their own) in bfloat16: padded batches eager, from graphs;
   # then float32; first audio
   install
-  for a in "bfloat16" "bfloat16 --graphed-batches --padded-min 2"; do
+  for a in "bfloat16 --no-graphed-batches --padded-min 4" "bfloat16 --padded-min 4" "bfloat16 --record-after 0"; do
     echo "## $a"; timeout 200 python3 benchmarks/bench_server.py --device cuda --clients 16 --requests 2 \
       --text-words 48 --timeout 180 --dtype $a --json "$OUT/server_${a// /}.json" 2>&1 | tail -6
   done ;;
+s25)  # the defaults: the load test with padded batches eager or from graphs (bfloat16, then float32), a key recorded
+  # on its first call; the 64-item batch through the engine from graphs beside one by one and the official
+  install
+  run_server() { echo "## $*"; timeout 120 python3 benchmarks/bench_server.py --device cuda --clients 16 --requests 2 \
+    --text-words 48 --timeout 100 --padded-min 4 --dtype "$@" --json "$OUT/server_${*// /}.json" 2>&1 | tail -7; }
+  for a in "bfloat16 --no-graphed-batches" "bfloat16 --graphed-batches" "bfloat16 --graphed-batches --record-after 0"
+  do run_server $a; done
+  timeout 150 python3 -m tilewave bench --model kokoro --batch 64 --device cuda --dtype bfloat16 --graphs --reps 2 \
+    --json "$OUT/batch64_bf16.json" 2>&1 | grep -v Warning | tee "$OUT/batch64_bf16.txt" | tail -8
+  for a in "float32 --no-graphed-batches" "float32 --graphed-batches"; do run_server $a; done ;;
 launches)  # the launches re-recorded alone (tilewave/harness/launches.json, what the build gate compiles)
   install
   timeout 150 python3 -m tilewave.harness.launches > "$OUT/launches.txt" 2>&1; tail -1 "$OUT/launches.txt"

@@ -77,7 +77,8 @@ def cmd_bench(args) -> int:
         return _bench_model(args)
     given = [flag for flag, value in (("--batch", args.batch), ("--precision", args.precision),
                                       ("--device", args.device), ("--reps", args.reps), ("--seconds", args.seconds),
-                                      ("--inputs", args.inputs), ("--no-official", args.official is False))
+                                      ("--inputs", args.inputs), ("--no-official", args.official is False),
+                                      ("--graphs", args.graphs))
              if value not in (None, False)]
     if given:
         print(f"error: {', '.join(given)} belong to a model bench: add --model kokoro, bigvgan or decoder",
@@ -123,7 +124,7 @@ def _bench_model(args) -> int:
             precisions=(args.precision or DEFAULT,), dtype=args.dtype[0] if args.dtype else "float32",
             batches=model_bench.parse_batches(args.batch) if args.batch is not None else (), reps=args.reps,
             seconds=args.seconds, inputs=args.inputs, official=args.official is not False,
-            remeasure_peaks=args.remeasure_peaks)
+            graphs=args.graphs, remeasure_peaks=args.remeasure_peaks)
         model_bench.run(opt, args.json)
     except InputError as exc:
         print(f"tilewave bench: {exc}", file=sys.stderr)
@@ -179,6 +180,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     m.add_argument("--batch", metavar="B[,B...]",
                    help="kokoro: B mixed-length sentences one by one, through the engine, padded, and the official "
                         "model one by one (several: 1,8,64)")
+    m.add_argument("--graphs", action="store_true",
+                   help="kokoro --batch on a GPU: the engine's batches replay CUDA graphs (the model's GraphPolicy)")
     m.add_argument("--precision", choices=PRECISIONS,
                    help=f"float32 products on a GPU (default {DEFAULT_PRECISION}; no effect on a CPU)")
     m.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda if present")

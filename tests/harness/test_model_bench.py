@@ -36,6 +36,9 @@ def test_bench_refuses_unknown_choices(argv, message, capsys):
     (["--model", "bigvgan", "--seconds", "0"], "--seconds 0.0: a positive length"),
     (["--model", "decoder", "-f", "conv"], "-f and -v select and detail kernel rows"),
     (["--batch", "8"], "--batch belong to a model bench: add --model"),
+    (["--model", "kokoro", "--device", "cpu", "--batch", "8", "--graphs"], "--graphs is for --batch on a GPU"),
+    (["--model", "kokoro", "--device", "cpu", "--graphs"], "--graphs is for --batch on a GPU"),
+    (["--graphs"], "--graphs belong to a model bench: add --model"),
 ])
 def test_bench_refuses_bad_model_options(argv, message, capsys):
     assert main(["bench", *argv]) == 2

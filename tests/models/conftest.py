@@ -24,6 +24,26 @@ def kokoro_cpu(kokoro_weights):
     return KokoroModel.from_weights(kokoro_weights, "cpu")
 
 
+def own_copy(weights: dict[str, torch.Tensor]) -> KokoroModel:
+    """A CPU model on copies of the weights, for a test that changes parameters in place."""
+    return KokoroModel.from_weights({k: v.clone() for k, v in weights.items()}, "cpu")
+
+
+@pytest.fixture(autouse=True)
+def shared_weights_stay_as_loaded(request):
+    """A model takes a dict's tensors themselves (assign=True), so an in-place change to kokoro_cpu's parameters
+    changes the session's weights for every later test in the worker (and the official model saved before it no
+    longer matches them: a parity failure far from its cause). Version counters see any such change."""
+    if "kokoro_weights" not in request.fixturenames:
+        yield
+        return
+    weights = request.getfixturevalue("kokoro_weights")
+    before = {k: v._version for k, v in weights.items()}
+    yield
+    changed = [k for k, v in weights.items() if v._version != before[k]]
+    assert not changed, f"the test changed the shared weights in place ({', '.join(changed[:3])}): use own_copy"
+
+
 @pytest.fixture(scope="session", autouse=True)
 def float32_references():
     """Parity is defined in float32: on a GPU the official model's cuDNN convs and LSTMs would otherwise use

@@ -5,6 +5,7 @@ against unfused, durations exactly and features within the float32-class bound."
 import pytest
 import torch
 
+from tests.models.conftest import own_copy
 from tests.models.kokoro_reference import random_token_ids, voice_style
 from tilewave import precision
 from tilewave.spec.tolerance import scaled_max_error, tolerance
@@ -53,9 +54,7 @@ def test_a_wrong_split_would_be_seen(kokoro_cpu):
 
 
 def test_the_stack_follows_its_parameters(kokoro_weights):
-    from tilewave.models.kokoro.model import KokoroModel
-
-    model = KokoroModel.from_weights(kokoro_weights, "cpu")
+    model = own_copy(kokoro_weights)
     attn = model.bert.encoder.albert_layer_groups[0].albert_layers[0].attention
     w1, _ = attn._stacked()
     assert torch.equal(w1[:768], attn.query.weight) and torch.equal(w1[1536:], attn.value.weight)

@@ -73,6 +73,7 @@ class Options:
     seconds: float | None = None  # bigvgan, decoder: seconds of audio
     inputs: str | None = None  # kokoro: the phonemes JSON (default INPUTS)
     official: bool = True
+    graphs: bool = False  # kokoro --batch, on a GPU: the engine's batches from CUDA graphs (timed after the others)
     remeasure_peaks: bool = False
     report: dict = field(default_factory=dict)
 
@@ -108,6 +109,8 @@ def check(opt: Options) -> Options:
         raise InputError(f"--seconds {opt.seconds}: a positive length of audio, for --model bigvgan or decoder only")
     if opt.reps is not None and opt.reps < 1:
         raise InputError(f"--reps {opt.reps}: at least 1 timed run")
+    if opt.graphs and (not opt.batches or opt.device != "cuda"):
+        raise InputError("--graphs is for --batch on a GPU (--device cuda): CUDA graphs of the engine's batches")
     return opt
 
 
@@ -292,7 +295,8 @@ def bench_kokoro(opt: Options) -> list[dict]:
     return rows
 
 
-def _batch_fn(mode: str, model, items, device: str, sentences, official, dtype: str = "float32"):
+def _batch_fn(mode: str, model, items, device: str, sentences, official, dtype: str = "float32",
+              graphs: bool = False):
     """A function running the B items one way, returning their outputs (.audio, .durations) in order."""
     ids, ref_s, seeds = items
 
@@ -329,10 +333,10 @@ def _batch_fn(mode: str, model, items, device: str, sentences, official, dtype: 
         from tilewave.engine import Session
         from tilewave.precision import current
 
-        # graphs off: every mode of the batch bench runs the same eager model (the graphs' gain is a row of the
-        # single-utterance bench), and a session must not turn them on for the modes timed after it
+        # graphs off by default: every mode then runs the same eager model; with them (Options.graphs) the session
+        # turns them on for the shared model, so the engine is timed after the other modes of ours
         session = Session(device=device, model=model, voice=VOICE, precision=current(), dtype=dtype,
-                          cuda_graphs=False).load()
+                          cuda_graphs=graphs).load()
         engine.close = session.close
     return {"solo": solo, "padded": padded, "engine": engine, "official": official_one_by_one}[mode]
 
@@ -348,7 +352,7 @@ def bench_kokoro_batches(opt: Options) -> list[dict]:
     reps, warmup = opt.reps or DEFAULT_BATCH_REPS[dev], BATCH_WARMUP[dev]
     model, weights = load_kokoro(dev, opt.dtype)
     official, why = _official_kokoro(weights, dev) if opt.official else (None, "not run (--no-official)")
-    modes = BATCH_MODES + ("official",)
+    modes = (tuple(m for m in BATCH_MODES if m != "engine") + ("engine",) if opt.graphs else BATCH_MODES) + ("official",)
     pack, flop_of, rows = load_voice(VOICE), {}, []
     for batch in opt.batches:
         sentences = batch_sentences(opt.inputs, batch)
@@ -366,7 +370,7 @@ def bench_kokoro_batches(opt: Options) -> list[dict]:
             for mode in modes:
                 if mode == "official" and official is None:
                     continue
-                fn = _batch_fn(mode, model, items, dev, sentences, official, opt.dtype)
+                fn = _batch_fn(mode, model, items, dev, sentences, official, opt.dtype, opt.graphs)
                 try:
                     results[mode] = timed(fn, dev, reps, warmup)
                 finally:

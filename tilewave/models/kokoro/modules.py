@@ -297,13 +297,15 @@ class Albert(nn.Module):
     ops.linear: query, key and value as one stacked product, the GELU and the residuals in the products'
     epilogues, and on a GPU float32 products on the tensor cores in the mode's float32-class form ('tf32x3')
     where nn.Linear runs cuBLAS's FMA sgemm. Exact float32 ('ieee') and the CPU take PyTorch's products either
-    way (ops.linear's rule), so there the stacking alone differs from the unfused pass."""
+    way (ops.linear's rule), so there the stacking alone differs from the unfused pass. On by default: on the GPU
+    it kept every duration and made the bfloat16, tf32 and tf32x3 rows 3-16% faster (benchmarks/RESULTS.md,
+    session 24)."""
 
     def __init__(self, cfg: KokoroConfig):
         super().__init__()
         self.embeddings = AlbertEmbeddings(cfg)
         self.encoder = AlbertEncoder(cfg)
-        self.fused_on = False
+        self.fused_on = True
 
     def fused(self, x: torch.Tensor) -> bool:
         """Whether this call runs fused: asked for, on a GPU, and in a mode whose products the kernel takes."""
