@@ -78,7 +78,8 @@ class GraphPolicy:
     padded_batches: a padded batch of up to batch_buckets[-1] items replays the graphs of its batch bucket (the
     smallest of batch_buckets that holds it; the last item repeated into the spare rows) — tokens, frames and
     generator, as a single does — where it would run eagerly (~1,500-1,800 launches, host-bound at a few items).
-    Off until its GPU phase shows it beating the eager padded pass and graphed singles. A batch key's graph is
+    Off: a batch alone ran faster that way than either, but the server's load test with it from 2 items lost to one
+    request at a time (benchmarks/RESULTS.md, session 24); from 4 items it is not yet measured. A batch key's graph is
     recorded on its call after record_after eager ones (a server's batches draw from many keys, and a recording
     costs more than the eager pass it replaces); batches of more than max_batch_frames decoder frames over their
     bucket's rows run their frame stages and generator eagerly. The cache keeps at most max_bytes of graph inputs
