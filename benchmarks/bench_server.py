@@ -145,7 +145,9 @@ def main() -> int:
                  "record_after": args.record_after}
         policy = replace(DEFAULT_GRAPHS, **{k: v for k, v in given.items() if v is not None})
         print("graph policy:", policy)
-        model.use_cuda_graphs(policy).fuse_albert(model.bert.fused_on if args.fused_albert is None else args.fused_albert)
+        model.use_cuda_graphs(policy)
+        if args.fused_albert is not None:
+            model.fuse_albert(args.fused_albert)
     sessions = {name: Session(device, model=model, dtype=args.dtype) for name in ("tilewave", "one-at-a-time")}
     sessions["one-at-a-time"].load().scheduler.max_batch = 1
     data = {name: {"rounds": [], "errors": []} for name in sessions}
