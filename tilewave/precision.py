@@ -31,9 +31,9 @@ if TYPE_CHECKING:  # torch is imported where a dtype is looked at: the command l
 
 MODES = ("ieee", "tf32x3", "tf32")
 # The engine's default for float32 products on a GPU: three TF32 MMAs per product (float32-class error, what
-# PyTorch's own float32 SDPA computes). Measured on the H200 (benchmarks/RESULTS.md, session 2): Kokoro's durations
-# identical to the official model's and its audio as close as the exact path's, up to 1.6x faster; BigVGAN within
-# 2.1e-6 of the official package, 2x faster. The models' parity tests run the exact 'ieee' path.
+# PyTorch's own float32 SDPA computes): Kokoro's durations stay identical to the official model's and its audio as
+# close as the exact path's, BigVGAN's audio stays within the float32 tolerance of the official package, and both
+# run faster than on the exact path (benchmarks/RESULTS.md). The models' parity tests run the exact 'ieee' path.
 DEFAULT = "tf32x3"
 OUTSIDE_SCOPE = "ieee"  # what current() is outside any scope: exact
 
@@ -86,9 +86,9 @@ def float32_class() -> Iterator[str]:
 
     For the stages whose float32 results decide something discrete — Kokoro's durations, integer frame counts
     rounded from a sum of 50 sigmoids: one TF32 product (~1e-3 relative) moves a sum across a .5 and changes
-    the utterance's timing (measured on the H200: `--precision tf32` changed the durations of a 510-phoneme
-    input). No mode may change the durations, so those stages never run coarser than float32-class; 'ieee'
-    stays exact."""
+    the utterance's timing (`--precision tf32` changed the durations of a 510-phoneme input:
+    benchmarks/RESULTS.md). No mode may change the durations, so those stages never run coarser than
+    float32-class; 'ieee' stays exact."""
     with scope(float32_class_mode()) as mode:
         yield mode
 

@@ -2,17 +2,16 @@
 
 Why: glibc serves every block above its mmap threshold (32 MiB at most) with a fresh mmap and unmaps it on free.
 Kokoro's generator on a CPU makes and drops a few hundred such blocks per utterance (each activation at its last
-stage is 128 channels x 100,000 samples, ~50 MB), so each was a new mapping whose ~12,000 pages the kernel faulted
-in and zeroed again: 1.6 million page faults and 3.4-5.2 s of system time for a 21 s utterance whose convolutions
-take 3.2 s (benchmarks/RESULTS.md, session 8). With mmap off for the heap and no trimming, a freed block goes
-back to malloc's free lists and the next activation of that size reuses it, already mapped: the same forward went
-from 7.5-9.7 s to 5.0-5.2 s, peak resident memory 1,228 -> 1,649 MiB (blocks reused in a different order leave
-holes). Like a GPU caching allocator, the process keeps its high-water mark until it exits.
+stage is 128 channels x 100,000 samples, ~50 MB), so each would be a new mapping whose ~12,000 pages the kernel
+faults in and zeroes again: system time of the order of the convolutions' own. With mmap off for the heap and no
+trimming, a freed block goes back to malloc's free lists and the next activation of that size reuses it, already
+mapped: the forward is faster and its peak resident memory higher (blocks reused in a different order leave
+holes; benchmarks/RESULTS.md). Like a GPU caching allocator, the process keeps its high-water mark until it exits.
 
 A CPU Session without a memory budget applies it (as do the CPU benchmarks, for the same conditions): kept blocks
 are memory a budget would not see, so a session given a budget puts malloc's return of large blocks back for the
-process (measured with the test double of tests/engine/test_scheduler.py: a run's peak 195 MB with malloc as it
-is, 260 MB with blocks kept). TILEWAVE_HOST_MALLOC=system: never applied.
+process (with the test double of tests/engine/test_scheduler.py a run's peak is lower with malloc as it is than
+with blocks kept). TILEWAVE_HOST_MALLOC=system: never applied.
 """
 from __future__ import annotations
 

@@ -43,10 +43,10 @@ def time_cuda(fn, warmup: int = 10, reps: int = 100, flush_l2: bool = True) -> T
 
     flush_l2 (kernel benchmarks): before each run the L2 is flushed outside the timed region (a 256 MB write,
     then a 128 MB read), so that a model-sized input comes from HBM as it would inside a model; the read leaves
-    the L2 holding clean lines (after the write alone ~50 MB of dirty lines were written back during fn: ~6-12
-    µs on the H200, charged to whatever was timed). Before the flush the device spins for twice fn's host
-    launch time, so the host has queued fn before the GPU reaches it: the events bracket fn's device time, not
-    Python's launch overhead (which time_cuda used to include whenever it exceeded the flush's ~80 µs).
+    the L2 holding clean lines (after the write alone, the L2's dirty lines would be written back during fn and
+    charged to whatever was timed). Before the flush the device spins for twice fn's host launch time, so the
+    host has queued fn before the GPU reaches it: the events bracket fn's device time, not Python's launch
+    overhead, even where that overhead is longer than the flush.
     Without flush_l2 (end-to-end runs, peaks) nothing precedes fn: where the host is slower than the GPU, the
     GPU waits inside the timed region, so the time includes the host's launch cost.
     """

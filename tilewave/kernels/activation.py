@@ -25,7 +25,7 @@ from tilewave.kernels._common import block_size, check_channel_params, randn, si
 from tilewave.reference.activation import snake_torch
 
 # 4 KiB per program at 4 warps (8 fp32 or 16 fp16/bf16 elements per thread, 16-byte vector accesses): the
-# fastest of the configurations swept on the H200 (benchmarks/tune_elementwise.py, RESULTS.md).
+# fastest of the configurations that tune_elementwise.py swept (benchmarks/RESULTS.md).
 BLOCK_BYTES = 4096
 NUM_WARPS = 4
 _ITEMSIZE = {"fp32": 4, "fp16": 2, "bf16": 2}
@@ -73,8 +73,8 @@ def _leaky_relu_kernel(x_ptr, y_ptr, n, slope, BLOCK: tl.constexpr):
 @triton.jit
 def erf(z):
     # Abramowitz & Stegun 7.1.26: |error| <= 1.5e-7, one reciprocal, one exp and five FMAs. libdevice's erff
-    # (what tl.erf calls) left 16-bit GELU compute-bound at 70% of copy bandwidth, 3% slower than PyTorch;
-    # this form runs at 78% and 8% faster (benchmarks/tune_gelu.py, RESULTS.md), and is still the erf form.
+    # (what tl.erf calls) leaves 16-bit GELU compute-bound and slower than PyTorch; this form is closer to copy
+    # bandwidth and faster than PyTorch (tune_gelu.py: benchmarks/RESULTS.md), and is still the erf form.
     a = tl.abs(z)
     t = 1.0 / (1.0 + 0.3275911 * a)
     p = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))

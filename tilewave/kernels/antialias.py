@@ -24,7 +24,7 @@ tile is one warp. Rows 0 and ROWS - 1 have no neighbour inside the tile: they on
 and tiles overlap by those two rows ((ROWS - 2) COLS outputs per tile; COLS >= K/2). A program runs ITERS
 consecutive tiles of its row in a loop and loads the next tile's x before the current tile's arithmetic
 (its memory latency hides behind it). The tile stays small on purpose: the fully unrolled tile is the loop
-body, and 16- or 32-column tiles outgrew the instruction cache on the H200 (2-3x slower).
+body, and 16- or 32-column tiles outgrow the instruction cache (benchmarks/RESULTS.md).
 Sines are _common.sin: the SFU's sin.approx after a two-constant reduction to [-pi, pi] on the GPU (~1e-6
 absolute for |alpha u| < 4e5), tl.sin in the interpreter.
 Tiles that touch a row end replace x outside [0, L) by x[0] or x[L - 1] (replicate padding of x) and a
@@ -200,8 +200,8 @@ def _act1d_poly_tile(chunks, x_row, y_row, t0, L, L_aligned, up, down, alpha, in
         ys = ys + (acc,)
     # The whole tile in one store, laid out by the compiler so that a warp's 16-byte vectors are adjacent (a
     # float32 row is two vectors; stored chunk by chunk they were rows apart). L_aligned (== L) says the mask is
-    # constant over a vector: with `q < L` the stores became scalar, each a partial write of 32 sectors in L2 (8x
-    # the write requests; H200, benchmarks/RESULTS.md "session 3").
+    # constant over a vector: with `q < L` the stores become scalar, each a partial write of 32 sectors in L2
+    # (benchmarks/RESULTS.md).
     q = t0 + (r_idx[:, None] - 1) * COLS + tl.arange(0, COLS)[None, :]
     keep = (r_idx[:, None] >= 1) & (r_idx[:, None] < ROWS - 1) & (q < L_aligned)
     tl.store(y_row + q, _tile(ys, COLS).to(y_row.dtype.element_ty), mask=keep)
@@ -324,10 +324,8 @@ def act1d_poly(x, alpha, beta=None, log_scale=False, up_filter=None, down_filter
 
 
 # The tile the launcher uses: 32 rows (one warp: row edges by shuffles) x 8 columns, 8 tiles per program, y
-# stored a whole tile at a time (H200, benchmarks/RESULTS.md "session 3": with 16-byte stores 8 tiles per
-# program beat 1, 2 and 4 at the large shape by 10-30% and the BigVGAN shapes were within 1 µs of their best;
-# 16 tiles was 1% faster at the large shape and 20% slower at BigVGAN's stage 1); each choice is a compiled
-# variant.
+# stored a whole tile at a time: fewer tiles per program are slower at the large shape, more are slower at
+# BigVGAN's short rows (benchmarks/RESULTS.md); each choice is a compiled variant.
 TILE_ROWS, TILE_COLS, TILE_WARPS = 32, 8, 1
 TILES_PER_PROGRAM = {torch.float32: 8, torch.float16: 8, torch.bfloat16: 8}
 

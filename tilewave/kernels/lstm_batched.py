@@ -10,20 +10,17 @@ lstm_batched  x [B, T, I]; w_ih [D, 4H, I], w_hh [D, 4H, H], b_ih, b_hh [D, 4H];
 Why a second LSTM kernel
 ------------------------
 rnn.py's resident kernel computes h_{t-1} W_hhᵀ as a multiply-reduce per batch row block (CUDA-core FMAs,
-BLOCK_B <= 8 rows at a time); measured on the H200 its step costs ~3.2 µs per item, linear in B. Here each
+BLOCK_B <= 8 rows at a time), so its step cost grows linearly in B. Here each
 program keeps its slice of W_hh — the four gates' columns for UNITS hidden units, one [H, 4·UNITS] tile —
 on chip for the whole sequence, and a step is, per block of BLOCK_B items, one tl.dot
 [BLOCK_B, H] x [H, 4·UNITS] (tensor cores at 'tf32x3' / 'tf32', exact FMAs at 'ieee'): all items' recurrent
 products in one instruction stream, so the step cost should stay nearly flat in B (blocks of BLOCK_B = 16
 items, looped inside the step). At H = 256, UNITS = 4: 64 programs per direction, a 16 K-element slice each.
-Measured on the H200 (benchmarks/RESULTS.md, "the batched LSTM without spills", 2026-12-02, diag_batch_gpu.py
---lstm-only): exact ('ieee') steps take 6.3 / 7.7 / 27.7 us at B = 1 / 16 / 64 with 4 units per program,
-10.3 / 11.4 / 42.8 with 8 (each thread's FMA dot twice as long), one TF32 MMA 2.4 / 3.7 / 11.4 with either:
-the exact FMA dot is what a step waits for, so the plan takes the fewest units per program the SMs allow, and
-the float32-class mode 'tf32x3' is three TF32 MMAs on high and low parts (_dot_tf32x3), what ops.rnn runs
-outside 'ieee'.
-(Session 7's 28.7 / 33.9 / 121.5 us for 4 units, and its reading that 8 units are 2.8x faster, were measured
-on a form that spilled 2.5 KB: see the comment at the dot.)
+The exact FMA dot is what a step waits for, and each thread's dot grows with the units its program owns, so
+the plan takes the fewest units per program the SMs allow; one TF32 MMA is faster than either and the same at
+4 or 8 units. The float32-class mode 'tf32x3' is three TF32 MMAs on high and low parts (_dot_tf32x3), what
+ops.rnn runs outside 'ieee'. Step times by batch, units and mode (benchmarks/diag_batch_gpu.py --lstm-only):
+benchmarks/RESULTS.md.
 
 Layout and synchronisation are rnn.py's: the input projection of every step and direction is one GEMM
 before the recurrence (xp [B, T, D·4H]); NSPLIT programs per direction each own UNITS units; `out` doubles
@@ -50,15 +47,14 @@ from tilewave.kernels.rnn import (_cell_update, _check_lstm_args, _direction_bar
 RESIDENT_WEIGHTS = 16384  # float32 W_hh elements per program (4 gates x H x UNITS): 64 KB, as in rnn.py
 MIN_DOT = 16              # tl.dot's smallest M / N / K on the GPU
 # sm_90 compiles (tilewave build, 4 warps, 1 stage, H = 256, BLOCK_B = 16, in the forms the runtime launches:
-# H a multiple of 16, B = 1 a constant at batch 1): 4 units ieee 62 registers (54 at B = 1) / tf32 71 (60),
-# 8 units ieee 69 (62) / tf32 72 (64), no spills (Triton 3.7.1 here and 3.6.0 on the H200 alike); tf32x3 255
-# registers and ~190 B of spills with the whole slice held (Triton's own tf32x3, and the same by hand: 380 B), so
-# tf32x3 is three TF32 dots by hand over 64-wide chunks of K with W_hh re-read each step (_dot_tf32x3): chunks
-# unrolled 247-250 registers (4 units) / 136 (8), no spills (in a loop 150 / 128, and its step 1.33x as long on
-# the GPU); BLOCK_B = 64 ieee spilled 3.8 KB. Larger B loops blocks.
+# H a multiple of 16, B = 1 a constant at batch 1): 'ieee' and 'tf32' at 4 and 8 units without spills; tf32x3
+# spills with the whole slice held (Triton's own tf32x3 and the same by hand alike), so tf32x3 is three TF32 dots
+# by hand over 64-wide chunks of K with W_hh re-read each step (_dot_tf32x3), the chunks unrolled: no spills, and
+# a shorter step than in a loop. BLOCK_B = 64 spills in 'ieee', so larger B loops blocks of 16. Register counts:
+# benchmarks/RESULTS.md.
 MAX_BLOCK_B = 16
-# the most items the plan steps a row at a time (module doc), per mode: up to where rows (~0.7 + 1.0·B µs a step)
-# beat the mode's dot (timed at Kokoro's 383 steps by benchmarks/diag_lstm_gpu.py)
+# the most items the plan steps a row at a time (module doc), per mode: up to where rows (each further item adds
+# about a row step's time) beat the mode's dot (timed at Kokoro's 383 steps by benchmarks/diag_lstm_gpu.py)
 ROWS_MAX_B = {"ieee": 5, "tf32x3": 3, "tf32": 1}
 NUM_WARPS, NUM_STAGES = 4, 1  # one stage: the step loop carries a barrier, nothing to prefetch across it
 MAX_HIDDEN = 256          # the width whose sm_90 compile is checked (Kokoro's); wider runs on kernels.rnn.lstm
@@ -107,7 +103,7 @@ def _lstm_batched_kernel(xp_ptr, whh_ptr, out_ptr, c_ptr, len_ptr, sync_ptr, B, 
             # layout between the loads of the dot's two operands, through shared memory behind a barrier, and
             # where xp loads in another layout (H known a multiple of 16: every launch at Kokoro's shapes) that
             # barrier holds the 512 h values each thread has loaded for its FMAs live at once: ptxas gave that
-            # form 32 registers and 2.5 KB of spills, and its exact step took 4-4.7x as long on the H200.
+            # form 32 registers and spills, and its exact step several times as long (benchmarks/RESULTS.md).
             if PRECISION == "tf32x3":
                 gates = _dot_tf32x3(h_rows, h_mask, w_d + row_of_col[None, :].to(tl.int64) * H, col_mask[None, :], H,
                                     BLOCK_K, BLOCK_B, 4 * UNITS) + poison + xp
@@ -166,8 +162,8 @@ def _tf32_high(x):
 def plan_lstm_batched(B: int, H: int, D: int, device: torch.device, precision: str = "ieee"
                       ) -> tuple[int, int, int, int]:
     """(NSPLIT, UNITS, BLOCK_K, BLOCK_B): W_hh split over as many co-resident programs as the SMs allow (the
-    fewer units per program, the shorter each thread's exact dot: 4 units measured 1.5-1.6x faster than 8 on
-    the H200), items in blocks of BLOCK_B, or a row at a time (BLOCK_B = 1) up to ROWS_MAX_B items."""
+    fewer units per program, the shorter each thread's exact dot and the step: benchmarks/RESULTS.md), items in
+    blocks of BLOCK_B, or a row at a time (BLOCK_B = 1) up to ROWS_MAX_B items."""
     block_k = max(MIN_DOT, triton.next_power_of_2(H))
     block_b = 1 if B <= ROWS_MAX_B[precision] else min(MAX_BLOCK_B, max(MIN_DOT, triton.next_power_of_2(B)))
     if _interpreting():

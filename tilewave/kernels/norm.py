@@ -17,11 +17,11 @@ nᵢ(μᵢ − μ)²): no cancellation anywhere. The variance is still clamped a
 
 Launch invariants: inputs contiguous; adain1d: one program per row looping over its chunks (the row read
 twice, the second mostly from L2), or for few long rows (Kokoro's generator: 128 rows of up to 150,000
-frames, where a program a row reached 36% of the H200's bandwidth, RESULTS.md) one program per (row, chunk)
-in two launches, the chunks' moments through a small float32 buffer. Both forms gather the same chunk
-moments and combine them in the same vector arithmetic, so a row's result does not depend on the form, the
-batch or the padding. layer_norm: ROWS rows of C ≤ MAX_C channels per program, the whole row in registers
-(one read, one write).
+frames, fewer rows than SMs, where a program a row leaves most of the bandwidth unused: benchmarks/RESULTS.md)
+one program per (row, chunk) in two launches, the chunks' moments through a small float32 buffer. Both forms
+gather the same chunk moments and combine them in the same vector arithmetic, so a row's result does not depend
+on the form, the batch or the padding. layer_norm: ROWS rows of C ≤ MAX_C channels per program, the whole row
+in registers (one read, one write).
 """
 from __future__ import annotations
 

@@ -33,9 +33,8 @@ backward direction must start from. h loads use the .cg modifier (L2, never a st
 programs must be co-resident, so the launcher uses this path only when D·NSPLIT ≤ the SM count
 (132 on an H200) and the kernel must not share the GPU with a concurrent kernel that holds SMs.
 Why not one program per direction streaming W_hh from L2 each step: 1 MB per step through one SM's L2
-port (~100-200 GB/s) costs 5-10 µs per step, about what cuDNN takes; splitting over 16 SMs leaves a
-64 KB register-resident slice per SM and the step costs one L2 round trip for h plus the barrier
-(estimated 2-4 µs; not yet measured).
+port costs about what cuDNN's per-step launches take; splitting over 16 SMs leaves a 64 KB register-resident
+slice per SM, and the step costs one L2 round trip for h plus the barrier (step times: benchmarks/RESULTS.md).
 bf16 weights would halve registers but not the latency, and cost precision over 1,000+ steps.
 
 Path "streaming": one program per (direction, block of batch rows), no barrier; each step it loops over
@@ -82,7 +81,7 @@ BARRIER_POLLS = tl.constexpr(1 << 22)
 @triton.jit
 def _cell_update(gi, gf, gg, go, c):
     # σ(x) = 1 / (1 + e^-x) and tanh(x) = 2σ(2x) - 1 written out: float32-accurate, saturating cleanly
-    # at ±inf, and each nested jit call costs the CPU interpreter about a millisecond per step.
+    # at ±inf, and each nested jit call adds to the CPU interpreter's time on every step.
     c_new = c / (1.0 + tl.exp(-gf)) + (2.0 / (1.0 + tl.exp(-2.0 * gg)) - 1.0) / (1.0 + tl.exp(-gi))
     return (2.0 / (1.0 + tl.exp(-2.0 * c_new)) - 1.0) / (1.0 + tl.exp(-go)), c_new
 

@@ -1,7 +1,7 @@
 """CUDA graphs over bucketed shapes: a function's launches recorded once per shape bucket and replayed.
 
-At batch 1 most of Kokoro's generator time on the H200 is host launch time (hundreds of small kernels; measured
-in benchmarks/RESULTS.md: graph replays cut a 51-token sentence's generator 3.3x). A caller pads its inputs to a
+At batch 1 most of Kokoro's generator time on a fast GPU is host launch time (hundreds of small kernels), which
+graph replays remove (benchmarks/RESULTS.md). A caller pads its inputs to a
 bucket (with the lengths that keep the padding out of the result) and calls `GraphCache.run(key, fn, inputs)`:
 the first call of a key runs `fn` once eagerly on a side stream (Triton compiles, workspaces are allocated), then
 records it into a graph; every call copies `inputs` into that graph's static buffers, replays it, and returns
@@ -14,7 +14,7 @@ may reuse another's memory).
 
 Branches: `concurrently(device, *fns)` runs independent parts of a recorded function on side streams forked from
 and joined back into the recording stream, so that a replay runs them at once; at batch 1 most of Kokoro's kernels
-fill a fraction of the H200's SMs, and its stages have independent parts (the F0 blocks beside the energy blocks,
+fill a fraction of a large GPU's SMs, and its stages have independent parts (the F0 blocks beside the energy blocks,
 the generator's noise branch beside its upsampling and its three resblocks beside one another). Never an LSTM in a
 branch: its kernel's programs meet at a barrier after every step and must all be resident, and beside other work
 its steps stall (the text encoder beside ALBERT made a long item's token graph slower: benchmarks/RESULTS.md).

@@ -27,8 +27,8 @@ def lstm(x: torch.Tensor, directions: list[LSTMParams] | tuple[LSTMParams, ...],
         batched = kernels("lstm_batched")
         if w_hh.shape[2] <= batched.MAX_HIDDEN:
             # every step's recurrent product for a few items a row at a time in exact FMAs, for more as one product
-            # (tl.dot) per block of items (the kernel's ROWS_MAX_B: at batch 1 a row step takes 1.7 µs on the H200,
-            # the one-sequence kernel's 5.5-5.9; benchmarks/RESULTS.md). Float32-class in every mode: exact at
+            # (tl.dot) per block of items (the kernel's ROWS_MAX_B: at batch 1 a row step is far shorter than the
+            # one-sequence kernel's; benchmarks/RESULTS.md). Float32-class in every mode: exact at
             # 'ieee' and in rows, three TF32 MMAs otherwise ('tf32' too: the recurrences decide the durations, which
             # no mode may change)
             return batched.lstm_batched(x.contiguous(), w_ih, w_hh, b_ih, b_hh, lengths=lengths,

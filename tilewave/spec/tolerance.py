@@ -13,10 +13,10 @@ import torch
 # pointwise: each output depends on O(1) inputs; reduction: sums of many terms (convs, norms, matmuls);
 # recurrence: errors compound over time steps (LSTM) -- float32 only, as the spec requires.
 # spectral: a whole model's audio against its float32 run, log_spectral_distance (not the scaled max error);
-# only the rows a model runs in. bfloat16: Kokoro measured 0.014-0.017 on the CPU (benchmarks/RESULTS.md), and a
-# new seed of its harmonic source's random draws alone makes 0.042: the bound is that scale, inaudible. float32:
-# a quarter of that scale, above what float32-class arithmetic moves it (tf32x3 against exact: at most 0.0041 on
-# the H200, 2026-12-02), for runs that differ in rounding only (a GPU batch against its items' solo runs).
+# only the rows a model runs in. bfloat16: the bound is the distance that a new seed of Kokoro's harmonic source's
+# random draws alone makes, inaudible, and above what Kokoro's bfloat16 run shows. float32: a quarter of that
+# scale, above what float32-class arithmetic moves it (tf32x3 against exact), for runs that differ in rounding
+# only (a GPU batch against its items' solo runs). The distances: benchmarks/RESULTS.md.
 TOLERANCE: dict[str, dict[str, float]] = {
     "float32": {"pointwise": 1e-4, "reduction": 1e-3, "recurrence": 2e-3, "spectral": 1e-2},
     "tf32": {"pointwise": 1e-3, "reduction": 1e-2, "recurrence": 2e-2},

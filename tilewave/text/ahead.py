@@ -1,6 +1,6 @@
 """A text's chunks made in a second process while this one starts: `tilewave say` forks one before it imports
 torch, so that the phonemizer's import (the phonemizer package and espeak) and the text's phonemes come in the
-time torch's import takes instead of after it (its cost, measured in benchmarks/RESULTS.md, is what the child's
+time torch's import takes instead of after it (its cost, in benchmarks/RESULTS.md, is what the child's
 imports take of the cores they share with torch's).
 
 The child is forked before torch or any thread exists in the parent, imports nothing but tilewave.text and the

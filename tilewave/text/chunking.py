@@ -27,7 +27,7 @@ log = logging.getLogger("tilewave.text")
 # Each level cuts after its marks (and any closing quote or bracket) where whitespace follows.
 # Sentence, clause and phrase marks: Western ones count when a space follows; the full-width marks of Japanese and
 # Mandarin text, which puts no space after them, count as they stand.
-# (A match starts only where a run of marks starts: tried inside a long run, it cost time quadratic in its length.)
+# (A match starts only where a run of marks starts: tried inside a long run, it costs time quadratic in its length.)
 _LEVELS = [re.compile(rf"(?<![{marks}])[{marks}]+[\"”’')\]]*\s+|(?<![{wide}])[{wide}]+[」』”’）]*\s*")
            for marks, wide in ((r".!?…", "。！？"), (r":;", "：；"), (r",—", "，、"))]
 _CLAUSE_END = re.compile(r"[:;,—：；，、][\"”’')\]」』）]*$")
@@ -67,8 +67,8 @@ def _cut(text: str, level: int, written: bool = True) -> list[str]:
     pieces, start = [], 0
     for m in _LEVELS[level].finditer(text):
         # the title before a lone full stop, looked for in the few characters before it (the longest title and
-        # the character before it): searched over text[:m.end()] it was quadratic, 2.3 ms of a 2,000-character
-        # text's first chunk (a stream's first audio waits for it). `pos` keeps ^ at the text's real start.
+        # the character before it): searched over text[:m.end()] it would be quadratic in the text's length, and a
+        # stream's first audio waits for the first chunk. `pos` keeps ^ at the text's real start.
         if level == 0 and (_NOT_A_SENTENCE_END.search(text, max(0, m.start() - _TITLE_REACH), m.end())
                            or (written and _goes_on(text, m))):
             continue

@@ -380,7 +380,7 @@ _END = r"(?=[.,;:!?)\]\"'”’]*(?:\s|$))"  # an address ends before trailing p
 
 RULES = [
     # Each pattern that may run over a long run of its characters starts only where such a run starts (a lookbehind,
-    # not \b): tried at every position of the run, it cost time quadratic in its length (20,000 digits: 15 s)
+    # not \b): tried at every position of the run, it would cost time quadratic in its length
     Rule("email", re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"), _email),
     Rule("url", re.compile(rf"(?i)\b(?:https?://|www\.)\S+?{_END}|(?<![\w.-])(?:[a-z0-9-]+\.)+(?:{_TLD})\b(?:/\S*?)?"
                            rf"{_END}"),

@@ -26,7 +26,7 @@ sdpa_decode_sink             one query per (batch, head): o = Σ_j p_j v_j with 
                              sink by a second, combine launch (one program per head; on sm_90 a programmatic
                              dependent launch, whose start overlaps the split kernel), or in the same launch by
                              the split of a head tile that arrives last (an arrival counter per tile), where
-                             that measured faster (_decode_plan: the float32 forms up to 8k keys).
+                             that is faster (_decode_plan: the float32 forms up to 8k keys; benchmarks/TILE_HISTORY.md).
                              A sink of -inf means no sink.
 
 A query whose keys are all masked (padding, an empty window, an empty cache) outputs 0, not NaN.

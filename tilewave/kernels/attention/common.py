@@ -108,7 +108,7 @@ def _config(device: torch.device, dtype: torch.dtype, precision: str, block_d: i
 
 
 def _cdiv(a: int, b: int) -> int:
-    # triton.cdiv is a jit function: ~10 µs a host call, and the decode launcher makes several
+    # triton.cdiv is a jit function, slow to call from the host, and the decode launcher makes several
     return -(-a // b)
 
 

@@ -45,7 +45,7 @@ def _merge_splits(part_ptr, sink_ptr, heads, g_ok, d, d_ok, parts_per_head, firs
     return acc / tl.where(l == 0.0, 1.0, l)[:, None]
 
 
-# Over 80 lines: the key loop and the fused merge share the tile's state; the compiled form is measured as it stands.
+# Over 80 lines: the key loop and the fused merge share the tile's state; the compiled form is checked as it stands.
 @triton.jit
 def _decode_split_kernel(q_ptr, k_ptr, v_ptr, lens_ptr, sink_ptr, o_ptr, part_ptr, counter_ptr,
                          sqb, sqh, skb, skh, skt, svb, svh, svt, sob, soh,

@@ -12,13 +12,14 @@ from tilewave.kernels.attention.common import _cdiv, _dot_form, _pick, _sm_count
 
 COMBINE_BLOCK_S = 32  # splits merged per step of the separate decode combine pass
 
-# Warps of the separate combine: one warp per (batch, head) measured fastest (TILE_HISTORY.md).
+# Warps of the separate combine: one warp per (batch, head), the fastest (benchmarks/TILE_HISTORY.md).
 COMBINE_WARPS = 1
 
 _KPM_SCAN: tl.constexpr = tl.constexpr(1024)  # key-padding mask bytes a forward program scans per step
 
 # The fused decode merge (the last split of a head tile folds every split's partials): (head rows at a time,
-# partial elements a step, pipeline stages); 16 rows, 2 splits a step, unpipelined beat the 8-row pipelined forms.
+# partial elements a step, pipeline stages); 16 rows, 2 splits a step, unpipelined: faster than the 8-row pipelined
+# forms (benchmarks/TILE_HISTORY.md).
 _DEC_MERGE = (16, 2048, 1)
 
 # (BLOCK_M, BLOCK_N, num_warps, num_stages). The CPU interpreter runs one program at a time, so its tiles
@@ -28,7 +29,7 @@ _DEC_MERGE = (16, 2048, 1)
 _FWD_CPU = (16, 16, 4, 1)
 
 # (BLOCK_M, BLOCK_N, num_warps, num_stages) per dot form, the largest that compile for sm_90 without spills;
-# tf32x3 (high and low parts of each operand) and exact float32 per head block (TILE_HISTORY.md).
+# tf32x3 (high and low parts of each operand) and exact float32 per head block (benchmarks/TILE_HISTORY.md).
 _FWD_GPU = {"16bit": (64, 64, 4, 3), "tf32": (64, 32, 4, 2), "tf32x3": {64: (32, 32, 4, 2), 128: (16, 32, 4, 2)},
             "ieee": {64: (32, 16, 4, 1), 128: (32, 16, 8, 1)}}
 
@@ -65,7 +66,7 @@ class _DecodePlan(NamedTuple):
 
 
 # Long caches (more than _DEC_FUSED_MAX_KEYS keys) by dot form and head block: 4 warps and the separate
-# combine (TILE_HISTORY.md); a form not listed takes its _DEC_GPU config and the separate combine.
+# combine (benchmarks/TILE_HISTORY.md); a form not listed takes its _DEC_GPU config and the separate combine.
 _DEC_GPU_LONG = {"16bit": {64: _DecodePlan((128, 4, 3), False, _DEC_MERGE, False),
                            128: _DecodePlan((64, 4, 3), False, _DEC_MERGE, False)},
                  "tf32x3": {64: _DecodePlan((64, 4, 3), False, _DEC_MERGE, True),
@@ -77,16 +78,16 @@ _DEC_GPU_LONG = {"16bit": {64: _DecodePlan((128, 4, 3), False, _DEC_MERGE, False
 
 
 # The fused merge saves a launch but merges every split of a tile in dependent steps: fused up to this many
-# keys per (batch, KV head), where the form is not in _DEC_SHORT_SEPARATE (TILE_HISTORY.md).
+# keys per (batch, KV head), where the form is not in _DEC_SHORT_SEPARATE (benchmarks/TILE_HISTORY.md).
 _DEC_FUSED_MAX_KEYS = 8192
 
-# Forms that take the separate combine (a programmatic dependent launch) at short caches too: measured
-# faster in 16-bit at 4k keys.
+# Forms that take the separate combine (a programmatic dependent launch) at short caches too: it is faster in
+# 16-bit at 4k keys (benchmarks/TILE_HISTORY.md).
 _DEC_SHORT_SEPARATE = ("16bit",)
 
 # q loaded inside the key loop (a mask that depends on the loop index keeps it there), so Triton's pipeliner
 # fetches it with the first K/V tiles instead of the K/V prologue waiting behind q's store to shared memory;
-# by dot form, where it measured faster (TILE_HISTORY.md). _launch_decode's q_in_loop overrides it.
+# by dot form, where that is faster (benchmarks/TILE_HISTORY.md). _launch_decode's q_in_loop overrides it.
 _DEC_Q_IN_LOOP = {"16bit": False, "tf32": True, "tf32x3": True, "ieee": True}
 
 _DEC_CPU_PROGRAMS = 16  # enough splits on the interpreter that tests cross split boundaries

@@ -27,7 +27,8 @@ pick_tap_config / pick_interleaved_config / pick_gemm_config), each launched by 
   registers. In the CPU interpreter the same rectangles come through masked loads from x. GPUs without
   TMA keep the gather kernel.
   A transposed conv runs there in one of two forms (`uses_interleaved_phases`, per tile class and stride,
-  from H200 measurements): one phase per program, each storing its outputs `stride` elements apart, or
+  whichever is faster: benchmarks/TILE_HISTORY.md): one phase per program, each storing its outputs `stride`
+  elements apart, or
   phase-interleaved: all phases of a time tile in one program, as ONE stride-1 conv whose rows are (o, φ)
   (P = next_power_of_2(s) rows per output channel, zero for φ ≥ s) over the union of the phases' input
   shifts (U' = span of base_φ − u·d/g; a phase's missing shifts are zero weights). Row (o, φ), column j of

@@ -34,9 +34,9 @@ GEMM_CONFIGS: dict[str, tuple[GemmConfig, ...]] = {
     # for 22 rows)
     "ieee": (GemmConfig(128, 64, 16, 4, 2), GemmConfig(64, 64, 16, 4, 3), GemmConfig(32, 128, 16, 4, 2)),
 }
-# exact float32's transposed and strided convs and its fused input activations keep the tiles they were measured on:
-# the sweep did not time the transposed ones, a fused leaky ReLU + transposed conv took 11× its time on 128×64 at 4
-# warps, and the strided noise conv's launched form spills 68 B there (sm_90 build gate)
+# exact float32's transposed and strided convs and its fused input activations keep these narrower tiles: the sweep
+# did not time the transposed ones, a fused leaky ReLU + transposed conv is far slower on 128×64 at 4 warps, and the
+# strided noise conv's launched form spills there (sm_90 build gate; benchmarks/RESULTS.md)
 IEEE_NARROW_CONFIGS = (GemmConfig(64, 64, 16, 4, 2), GemmConfig(32, 64, 16, 4, 2))
 
 # Tiles `tilewave tune conv` times beside the tables' (no plan picks them until a measurement moves them into a
@@ -53,19 +53,19 @@ TAP_CONFIGS: dict[str, tuple[GemmConfig, ...]] = {
     "16bit": (GemmConfig(128, 256, 64, 8, 3), GemmConfig(128, 128, 64, 8, 4), GemmConfig(64, 128, 64, 4, 4),
               GemmConfig(64, 64, 64, 4, 5)),
     "tf32": (GemmConfig(128, 256, 32, 8, 3), GemmConfig(128, 128, 32, 8, 3), GemmConfig(64, 128, 32, 4, 4)),
-    # tf32x3 splits each operand into high and low parts in registers: 128×256 spills, and 64×128 beat
-    # 128×128 at every model shape (decoder conv_in: 296 µs vs 414; large 1536ch: 7050 vs 7255)
+    # tf32x3 splits each operand into high and low parts in registers: 128×256 spills, and 64×128 is faster
+    # than 128×128 at every model shape (benchmarks/TILE_HISTORY.md)
     "tf32x3": (GemmConfig(64, 128, 32, 4, 4),),
 }
 
-# The strides whose transposed conv runs phase-interleaved per tile class: those measured faster than per
-# phase on the H200 (benchmarks/TILE_HISTORY.md); the others keep one phase per program.
+# The strides whose transposed conv runs phase-interleaved per tile class: those where it is faster than one
+# phase per program (benchmarks/TILE_HISTORY.md); the others keep one phase per program.
 INTERLEAVED_STRIDES: dict[str, frozenset[int]] = {"16bit": frozenset({2, 3, 6, 8}), "tf32": frozenset(),
                                                   "tf32x3": frozenset({8})}
 
 
 # Interleave while the zero weights add at most this many multiply-adds per output (C_in/G · (U'·P/s − U)):
-# the measured wins stayed below it, the losses above.
+# the interleaved form's wins lie below it, its losses above (benchmarks/TILE_HISTORY.md).
 INTERLEAVED_MAX_EXTRA_MACS = 1024
 
 # The interleaved form's tiles in order of preference (pick_interleaved_config); measurements in
@@ -92,7 +92,7 @@ _SM_COUNT_DEFAULT = 132  # H100/H200; read from the device when there is one
 # A fused input activation runs once per (tap, output-channel tile) that reads the element. Leaky ReLU
 # costs ~2 ops, so it is always fused; snake costs ~8 with the SFU sine (kernels._common.sin) and a
 # division, so past 3 repeats one separate snake pass (2 bytes moved per element and a launch) is cheaper, on the
-# gather kernel and the tap kernel alike (tap, H200, session 3: Kokoro 256ch k11 resblock 109 -> 37 µs).
+# gather kernel and the tap kernel alike (benchmarks/RESULTS.md).
 SNAKE_FUSED_MAX_REPEATS = 3
 
 
@@ -204,14 +204,14 @@ def uses_tap_kernel(dtype: torch.dtype, precision: str, transposed: bool, stride
 def uses_interleaved_phases(dtype: torch.dtype, precision: str, C_in_g: int, K: int, stride: int, padding: int,
                             dilation: int) -> bool:
     """Whether a transposed conv on the tap kernel computes all phases of a time tile in one program (contiguous
-    stores) rather than one phase per program (stores `stride` elements apart): for the strides measured
+    stores) rather than one phase per program (stores `stride` elements apart): for the strides where that is
     faster (INTERLEAVED_STRIDES) while the zero weights cost at most INTERLEAVED_MAX_EXTRA_MACS per output."""
     return (stride in INTERLEAVED_STRIDES[_tap_class(dtype, precision)]
             and interleaved_extra_macs(C_in_g, K, stride, padding, dilation) <= INTERLEAVED_MAX_EXTRA_MACS)
 
 
 # Tile classes whose per-phase transposed conv writes a phase-major scratch, interleaved by
-# _interleave_phases_kernel: scattered 2-byte strided stores bound the per-phase kernel (TILE_HISTORY.md).
+# _interleave_phases_kernel: scattered 2-byte strided stores bound the per-phase kernel (benchmarks/TILE_HISTORY.md).
 PHASE_MAJOR_CLASSES = frozenset({"16bit", "tf32", "tf32x3"})
 
 # The tap kernel makes its TMA descriptors on the device (a host descriptor is encoded on the CPU at every
@@ -380,7 +380,7 @@ def conv_plan(transposed: bool, x: torch.Tensor, C_out: int, L_out: int, K: int,
     tiles_n, n_tiles, persistent, pos_lo, pos_hi = _tap_geometry(
         per_phase, B, g["rows_g"], groups, g["positions"], g["phases"], g["taps"] if interleave else K, stride,
         padding, dilation, g["tap_step"], g["base"], cfg,
-        # never persistent with a fused or phase-major epilogue, nor on the wide interleaved tile (not measured)
+        # never persistent with a fused or phase-major epilogue, nor on the wide interleaved tile (never timed there)
         0 if fused or phase_major or cfg.BLOCK_N > TAP_FUSED_MAX_N and interleave
         else tap_persistent[_tap_class(dtype, precision)],
         sm_count)

@@ -47,7 +47,7 @@ def _store_phase_interleaved(acc, y_ptr, bias_ptr, res_ptr, b, g, C_out, C_out_g
 
 
 # Over 80 lines: the reduction loop and its three epilogues are one tile's body; the compiled form (registers,
-# spills: tilewave build) is measured as it stands.
+# spills: tilewave build) is checked as it stands.
 @triton.jit
 def _conv_tap_tile(tile, x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, phase_base_ptr, a_ptr, b_ptr,
                    C_in, L_in, C_out, L_out, G, C_in_g, C_out_g, C_in_pad, U, n_phases,
@@ -119,8 +119,8 @@ def _conv_tap_tile(tile, x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr,
                           scale, HAS_BIAS, HAS_RES)
         elif PHASE_MAJOR:
             # y: the phase-major scratch [B·C_out, n_phases, L_out], L_out = positions per phase: each phase's
-            # outputs leave contiguous (stored `out_step` apart they were partial-sector writes, ~5x slower at
-            # stride 10); _interleave_phases_kernel then writes the output
+            # outputs leave contiguous (stored `out_step` apart they would be partial-sector writes:
+            # benchmarks/RESULTS.md); _interleave_phases_kernel then writes the output
             # (in two column halves: the contiguous stores want another register layout than the MMA's, and
             # converting the whole tile at once spills)
             lo, hi = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
@@ -231,7 +231,7 @@ def _tma_scratch(size: int, alignment: int, stream):
 def _use_tma_scratch() -> None:
     """Kernels that make TMA descriptors need global scratch for them: from PyTorch's allocator. Set at every
     launch: Triton keeps the allocator in a context variable, so one set in the main thread is not there in the
-    engine's scheduler thread (measured on the H200: "no allocator was set" from the worker's first conv)."""
+    engine's scheduler thread (there the worker's first conv would fail with "no allocator was set")."""
     triton.set_allocator(_tma_scratch)
 
 

@@ -25,13 +25,11 @@ Kernel forms:
   FMAs (_fft_tile): a DFT-N1 GEMM over a tile of frames, twiddles, a per-frame transpose, a DFT-N2 GEMM for the
   first N2/2 outputs plus the Nyquist bin as a reduction. Per frame 2·n_fft·(N1 + N2) real MACs (1024: 131k)
   against 2·n_fft·(n_fft/2 + 1) = 1.05M for a direct DFT. Roofline at 1024/256, float32, [16, 480000]: 7.9 GFLOP
-  and 153 MB (polar out): ~155 µs of FMA work with "ieee" (51 TFLOP/s measured), ~60 µs of tensor-core work with
-  "tf32x3" (3 MMAs per product, 405 TFLOP/s tf32), 36 µs of memory: compute-bound, not a copy-bandwidth kernel.
+  and 153 MB (polar out), so both the FMA work ("ieee") and the tensor-core work ("tf32x3", 3 MMAs per product)
+  take longer than the memory traffic: compute-bound, not a copy-bandwidth kernel.
   A log-mel adds only 2·F·n_mels MACs per frame (100 mels: 0.1M) and the float32 spectrum's round trip (2·4·F B per
-  frame) to that. Measured (H200, large shapes, float32): stft 440 µs "ieee" / 358 µs "tf32x3" against cuFFT's
-  197 µs, istft 399 / 319 µs against 606 µs, mel 714 / 752 µs against 524 µs; 16-bit data (tf32): 244, 208 and
-  240 µs against 223, 766 and 548 µs. The four-step kernels are latency-bound (few frames per program, several
-  dependent tl.dot and layout steps), not at either roofline; at the 10 s model shapes they beat torch 2-5x.
+  frame) to that. The four-step kernels are latency-bound (few frames per program, several dependent tl.dot and
+  layout steps), not at either roofline; timings against cuFFT and torch: benchmarks/RESULTS.md.
   The inverse writes windowed frames to a float32 scratch [B, T, n_fft] that a gather kernel overlap-adds;
   the mel variant writes the float32 power (or magnitude) spectrum [B, T, F] and a filterbank GEMM takes the log.
 - Other sizes: a DFT as a GEMM, frames gathered from the signal (reflect padding folded into the gather) times a

@@ -187,8 +187,8 @@ def _frames(name: str, N: int, n_fft: int, hop: int, pad: int) -> int:
 
 def _fft_precision(precision: str, dtype: torch.dtype) -> str:
     """The FFT kernels' dot precision: as asked for float32 data; 16-bit data takes tf32 when "ieee" is asked for,
-    since tf32's ~1e-3 relative error is far below what 16-bit storage resolves (H200: 1.8x faster than the FMA
-    path at the large shapes, within the float16/bfloat16 tolerance rows)."""
+    since tf32's ~1e-3 relative error is far below what 16-bit storage resolves (faster than the FMA path, and
+    within the float16/bfloat16 tolerance rows: benchmarks/RESULTS.md)."""
     precision = check_precision(precision)
     return "tf32" if precision == "ieee" and dtype in (torch.float16, torch.bfloat16) else precision
 

@@ -13,7 +13,7 @@ from tilewave.kernels.spectral.common import INTERPRETED, _polar_to_cartesian, _
 
 
 # Four-step FFT kernels (n_fft a power of two >= 1024): (frames per program, warps) per dot precision, the
-# fastest measured (TILE_HISTORY.md).
+# fastest (benchmarks/TILE_HISTORY.md).
 FFT_TILES = {"ieee": (2, 4), "tf32x3": (4, 8), "tf32": (4, 4)}
 if INTERPRETED:
     FFT_TILES = {p: (16, 4) for p in FFT_TILES}
@@ -86,7 +86,7 @@ def _stft_fft_kernel(x_ptr, f1c_ptr, f1s_ptr, twc_ptr, tws_ptr, f2c_ptr, f2s_ptr
         tl.store(a_ptr + rows + NF - 1, nyq, mask=(t < T) & (k1 == 0))
     else:
         # [B, F, T] has frames contiguous: store [k1, k2, frame] tiles so that neighbouring lanes hold neighbouring
-        # frames (the FFT's (frame, k1) rows scatter every element to its own sector: 1.6x slower on the H200)
+        # frames (the FFT's (frame, k1) rows would scatter every element to its own sector)
         kk1 = tl.arange(0, N1)
         tt = t0 + tl.arange(0, BT)
         offs = (b * NF + kk1[:, None, None] + N1 * k2[None, :, None]) * T + tt[None, None, :]
@@ -151,8 +151,8 @@ def _istft_fft_frames_kernel(a_ptr, c_ptr, g2c_ptr, g2s_ptr, twc_ptr, tws_ptr, g
 
 def fft_split(n_fft: int) -> tuple[int, int] | None:
     """(N1, N2) with N1·N2 = n_fft for the four-step FFT kernels, or None. N1 >= N2 >= 32: the inverse kernel's
-    dot reduces over N2/2 bins, and tl.dot needs a reduction of at least 16 on the GPU (n_fft 256 = 16·16 failed
-    to compile on the H200), so smaller sizes take the DFT-GEMM kernels."""
+    dot reduces over N2/2 bins, and tl.dot needs a reduction of at least 16 on the GPU (n_fft 256 = 16·16 does
+    not compile for sm_90), so smaller sizes take the DFT-GEMM kernels."""
     if n_fft & (n_fft - 1) or n_fft < 1024:
         return None
     n2 = 1 << ((n_fft.bit_length() - 1) // 2)

@@ -27,13 +27,13 @@ OLA_BLOCK_S = 256
 
 # Small inverse transform, frame-vector form (n_fft <= DIRECT_MAX_NFFT): frames per program, warps, how the
 # overlap-add leaves (0 one strided store per tap-row, 1 contiguous chunks of at most ISTFT_OLA_CHUNK samples
-# assembled by gathers, 2 joined [frames, hop] tiles): the fastest of the measured forms (TILE_HISTORY.md).
+# assembled by gathers, 2 joined [frames, hop] tiles): the fastest of the forms timed (benchmarks/TILE_HISTORY.md).
 ISTFT_OLA_FRAMES, ISTFT_OLA_WARPS, ISTFT_OLA_MODE, ISTFT_OLA_CHUNK = 256, 4, 1, 4096
 
 # The rows form (_istft_rows_kernel): frames per thread (at least the overlap − 1), tile rows per program,
 # warps, whether the phase gets a range reduction before the SFU, whether the inverse DFT splits even and odd
 # bins (small_istft_constants). Used while a thread's taps (frames·n_fft) fit ISTFT_ROWS_MAX_TAPS (registers,
-# and ptxas compile time), else the frame-vector form (TILE_HISTORY.md).
+# and ptxas compile time), else the frame-vector form (benchmarks/TILE_HISTORY.md).
 ISTFT_ROWS_FRAMES, ISTFT_ROWS_TILE, ISTFT_ROWS_WARPS, ISTFT_ROWS_REDUCE, ISTFT_ROWS_SPLIT = 4, 32, 1, True, True
 
 ISTFT_ROWS_MAX_TAPS = 96

@@ -63,7 +63,7 @@ def adain_scale_shift(gamma, beta, norm_weight, norm_bias) -> tuple[torch.Tensor
 
 
 # Devices where a stage's AdaIN1d affines are computed together (style_affines): on a GPU each AdaIN1d's own (fc's
-# gemv, then 1 + gamma, its products with the norm's weight and bias, + beta) was five kernels, ~350 of a graphed
+# gemv, then 1 + gamma, its products with the norm's weight and bias, + beta) is five kernels, ~350 of a graphed
 # forward's launches; stacked they are one gemv an item and four element-wise
 # kernels a stage. Not on the CPU, whose GEMMs pick their path by shape: there each module keeps the official
 # model's own product, which the parity tests compare to the bit.
@@ -298,8 +298,7 @@ class Albert(nn.Module):
     epilogues, and on a GPU float32 products on the tensor cores in the mode's float32-class form ('tf32x3')
     where nn.Linear runs cuBLAS's FMA sgemm. Exact float32 ('ieee') and the CPU take PyTorch's products either
     way (ops.linear's rule), so there the stacking alone differs from the unfused pass. On by default: on the GPU
-    it kept every duration and made the bfloat16, tf32 and tf32x3 rows 3-16% faster (benchmarks/RESULTS.md,
-    session 24)."""
+    it keeps every duration and makes the bfloat16, tf32 and tf32x3 forwards faster (benchmarks/RESULTS.md)."""
 
     def __init__(self, cfg: KokoroConfig):
         super().__init__()

@@ -376,7 +376,8 @@ def check_weights(weights: dict[str, torch.Tensor], expected: dict[str, torch.Si
         raise WeightsError(f"{source}: {len(bad)} parameters have the wrong shape: {'; '.join(bad[:4])}")
     # a sum with a NaN or inf term is not finite, so a finite sum clears a tensor in one cheap pass; on one thread:
     # each of the ~600 sums is otherwise a parallel region that waits for a second thread to be scheduled
-    # (measured on a busy 2-core CPU: 1.3 s on 2 threads, 0.03 s on one, page faults of the mapped file included)
+    # (on a busy 2-core CPU one thread is many times faster, page faults of the mapped file included:
+    # benchmarks/RESULTS.md)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
