@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from tests.engine.fake_model import FakeKokoro
-from tilewave.engine import Session, session as engine_session
+from tilewave.engine import Session
 from tilewave.engine.scheduler import Cancelled, Job, QueueFull, Scheduler
 from tilewave.errors import InputError, TilewaveError
 
@@ -240,12 +240,16 @@ def test_the_process_exits_cleanly_while_a_cancelled_batch_is_still_running():
 def test_a_budget_that_fits_one_item_runs_batch_by_batch_under_it(monkeypatch):
     # The double holds 15 kB per padded frame while it runs, and its audio temporaries ~35 kB more; the
     # session is told 60 kB, as it is told what Kokoro takes.
-    monkeypatch.setattr(engine_session, "BYTES_PER_FRAME", 60_000)
+    from dataclasses import replace
+
+    from tilewave.engine.policy import BatchPolicy
+
+    policy = replace(BatchPolicy(), bytes_per_frame=60_000)
     texts = ["ðɪs " * 120 + "ðɪs.", "hˈɛlO " * 80 + "wˈɜɹld.", "ɡˈʊd " * 100 + "nˈIt."]  # a chunk of ~500 each
 
     def run(budget):
         model = FakeKokoro(bytes_per_frame=15_000)
-        with Session(device="cpu", model=model, memory_budget=budget) as session:
+        with Session(device="cpu", model=model, memory_budget=budget, policy=policy) as session:
             audio = session.speak_many(texts, speed=0.5, seed=4, phonemes=True)
             return audio, [len(b) for b in model.batches], session.peak_memory()
 
@@ -260,9 +264,9 @@ def test_a_budget_that_fits_one_item_runs_batch_by_batch_under_it(monkeypatch):
     for (a, _), (b, _) in zip(one, together, strict=True):
         np.testing.assert_array_equal(a, b)
     with pytest.raises(InputError, match="below what one full chunk"):
-        Session(device="cpu", model=FakeKokoro(), memory_budget="90MB")
+        Session(device="cpu", model=FakeKokoro(), memory_budget="90MB", policy=policy)
     with pytest.raises(InputError, match="not a size"):
-        Session(device="cpu", model=FakeKokoro(), memory_budget="lots")
+        Session(device="cpu", model=FakeKokoro(), memory_budget="lots", policy=policy)
 
 
 @pytest.mark.parametrize("before", [0.005, 0.02, 0.0001])

@@ -39,11 +39,11 @@ def test_speak_many_checks_every_item_before_any_audio():
 
 
 def test_a_batch_takes_the_default_frame_budget_on_a_cpu_and_what_a_memory_budget_gives():
-    from tilewave.engine.scheduler import DEFAULT_FRAME_BUDGET
-    from tilewave.engine.session import BYTES_PER_FRAME
+    from tilewave.engine.policy import BatchPolicy
 
-    assert Session(model=FakeKokoro(), device="cpu").frame_budget == DEFAULT_FRAME_BUDGET
-    assert Session(model=FakeKokoro(), device="cpu", memory_budget="30GB").frame_budget == 30 * 10**9 // BYTES_PER_FRAME
+    assert Session(model=FakeKokoro(), device="cpu").frame_budget == BatchPolicy().frame_budget
+    budget = Session(model=FakeKokoro(), device="cpu", memory_budget="30GB").frame_budget
+    assert budget == 30 * 10**9 // BatchPolicy().bytes_per_frame
 
 
 def test_values_are_checked_when_the_session_is_made():
