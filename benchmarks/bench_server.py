@@ -49,9 +49,9 @@ import torch  # noqa: E402
 from benchmarks import load_clients  # noqa: E402
 from tilewave.server.local import serve  # noqa: E402
 from tilewave.engine import SAMPLE_RATE, Session  # noqa: E402
-from tilewave.engine import scheduler  # noqa: E402
 from tilewave.engine.pipeline import resolve_device  # noqa: E402
 from tilewave.engine.policy import BatchPolicy  # noqa: E402
+from tilewave.engine.process import SWITCH_INTERVAL_S, configure_process  # noqa: E402
 from tilewave.engine.session import load_model  # noqa: E402
 from tilewave.server.app import create_app  # noqa: E402
 
@@ -115,9 +115,9 @@ def main() -> int:
     ap.add_argument("--dtype", default="float32", help="the sessions' storage dtype (Session(dtype=...))")
     ap.add_argument("--clients-in-process", action="store_true",
                     help="the client threads in the server's process (the form before S21d: they share its GIL)")
-    ap.add_argument("--switch-interval", type=float, default=None,
-                    help="the schedulers' thread switch interval, seconds (engine.scheduler.SWITCH_INTERVAL_S; "
-                    "default: the engine's)")
+    ap.add_argument("--switch-interval", type=float, default=SWITCH_INTERVAL_S,
+                    help="the process's thread switch interval at most this, seconds "
+                    "(engine.process.configure_process; default: the engine's)")
     ap.add_argument("--graphed-batches", action=argparse.BooleanOptionalAction, default=None,
                     help="padded batches replay the graphs of their batch bucket (BatchPolicy.padded_batches)")
     ap.add_argument("--record-after", type=int, default=None,
@@ -128,8 +128,6 @@ def main() -> int:
                     help="ALBERT on the fused products (fuse_albert; default: the model's)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
-    if args.switch_interval is not None:  # before the sessions make their schedulers, which apply it
-        scheduler.SWITCH_INTERVAL_S = args.switch_interval
     deadline = time.monotonic() + args.timeout
     # the last resort: whatever hangs (a stuck stream, a server that does not stop), the process ends
     watchdog = threading.Timer(args.timeout + 30, lambda: (print(f"bench_server: past {args.timeout:.0f} s, "
@@ -138,6 +136,7 @@ def main() -> int:
     watchdog.start()
 
     device = resolve_device(args.device)
+    configure_process(device, switch_interval=args.switch_interval)  # as a server's startup does
     model = load_model(args.weights, str(device))  # loaded once, shared by both sessions
     given = {"padded_batches": args.graphed_batches, "padded_min": args.padded_min, "record_after": args.record_after}
     policy = replace(BatchPolicy(), **{k: v for k, v in given.items() if v is not None})

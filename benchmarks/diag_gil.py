@@ -6,7 +6,7 @@
 PyTorch releases the GIL inside every op, so the thread running a model takes it back after each launch. When
 another thread is running Python at that moment, the model's thread waits until the holder is made to drop it,
 up to the switch interval (sys.setswitchinterval; 5 ms by default). A server's model thread always has such
-neighbours: its requests' phonemes, HTTP handlers, audio encoding (engine/scheduler.py, SWITCH_INTERVAL_S).
+neighbours: its requests' phonemes, HTTP handlers, audio encoding (engine/process.py, SWITCH_INTERVAL_S).
 
 One item (the first N phonemes of the benchmark's medium input) through KokoroModel.forward and its audio read
 back, on a CUDA device from its graphs (as the engine runs a single), timed on the main thread: alone, beside a

@@ -9,10 +9,10 @@ back to malloc's free lists and the next activation of that size reuses it, alre
 from 7.5-9.7 s to 5.0-5.2 s, peak resident memory 1,228 -> 1,649 MiB (blocks reused in a different order leave
 holes). Like a GPU caching allocator, the process keeps its high-water mark until it exits.
 
-A CPU Session without a memory budget applies it (as do the CPU benchmarks, for the same conditions): kept blocks
-are memory a budget would not see, so a session given a budget puts malloc's return of large blocks back for the
-process (measured with the test double of tests/engine/test_scheduler.py: a run's peak 195 MB with malloc as it
-is, 260 MB with blocks kept). TILEWAVE_HOST_MALLOC=system: never applied.
+A program running the engine on a CPU without a memory budget applies it (engine.process.configure_process; the
+CPU benchmarks too, for the same conditions): kept blocks are memory a budget would not see, so with a budget
+configure_process puts malloc's return of large blocks back for the process (measured with the test double of
+tests/engine/test_scheduler.py: a run's peak 195 MB with malloc as it is, 260 MB with blocks kept). TILEWAVE_HOST_MALLOC=system: never applied.
 """
 from __future__ import annotations
 

@@ -27,10 +27,10 @@ import torch
 
 from tilewave import precision as fp32_precision
 from tilewave import profiling
-from tilewave.engine.host_memory import keep_freed_memory
 from tilewave.engine.pipeline import (SAMPLE_RATE, SPEED_RANGE, Chunk, Pipeline, check_seed, check_speed, join_chunks,
                                      resolve_device)
 from tilewave.engine.policy import BatchPolicy
+from tilewave.engine.process import set_threads
 from tilewave.engine.scheduler import DEFAULT_MAX_REQUESTS, Cancelled, Job, Request, Scheduler
 from tilewave.engine.voices import default_voice, load_voice, style_for
 from tilewave.errors import InputError, TilewaveError, WeightsError
@@ -91,9 +91,10 @@ class Session:
     `profile`: True for a new stage profiler (its report: `profiler.format()`), or any object with `.stage(name)`. `memory_budget` ('2GB', or bytes): the memory a
     batch may take above the loaded model, which bounds its size x frames; `max_requests`: the requests held
     at once (more wait, or get QueueFull). `normalize=False`: the phonemizer gets the text as written (no
-    reading of numbers, money, dates, abbreviations as words; tilewave.text.normalize). `threads`: the CPU
-    threads PyTorch's ops use, for the whole process (torch.set_num_threads); None leaves torch's choice: one
-    per core, or OMP_NUM_THREADS where that is set. `cuda_graphs` (on a GPU): single items (a batch of one, as a
+    reading of numbers, money, dates, abbreviations as words; tilewave.text.normalize). `threads`: asked for, the
+    CPU threads PyTorch's ops use, set for the whole process (engine.process.set_threads); None leaves them as they
+    are. A session sets nothing else of the process: a program sets the switch interval and the host allocator
+    once, for all its sessions (engine.process.configure_process). `cuda_graphs` (on a GPU): single items (a batch of one, as a
     stream's first chunk runs) replay their stages from CUDA graphs, those before the durations at any length and
     the rest up to 25.6 s of audio (KokoroRunner.use_cuda_graphs: launch time is most of a short item's forward).
     `policy`: how batches are formed and run (engine.policy.BatchPolicy; the session's runner and scheduler follow
@@ -104,10 +105,7 @@ class Session:
                  memory_budget=None, profile=False, max_requests: int = DEFAULT_MAX_REQUESTS,
                  normalize: bool = True, dtype: str = "float32", threads: int | None = None,
                  cuda_graphs: bool = True, policy: BatchPolicy = BatchPolicy()) -> None:
-        if threads is not None:
-            if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-                raise InputError(f"threads must be a whole number of at least 1, got {threads!r}")
-            torch.set_num_threads(threads)
+        set_threads(threads)
         self.device = resolve_device(device)
         self.cuda_graphs = bool(cuda_graphs) and self.device.type == "cuda"
         self.policy = policy
@@ -121,8 +119,6 @@ class Session:
         self.normalize = bool(normalize)
         self._voice = None if voice is None else load_voice(voice)  # the default pack is read on first use
         self.memory_budget = parse_memory(memory_budget)
-        if self.device.type == "cpu":  # the generator's 50 MB activations reused, not faulted in again (host_memory)
-            keep_freed_memory(self.memory_budget is None)
         self.frame_budget = policy.frame_budget if self.memory_budget is None else self._frames_for(self.memory_budget)
         if profile is True:
             profile = profiling.StageProfiler(self.device)

@@ -330,10 +330,12 @@ def _batch_fn(mode: str, model, items, device: str, sentences, official, dtype: 
         # made before the clock, like the model and the voice pack: one session serves every request (the
         # caller closes it); its requests are timed from preparation to the last chunk
         from tilewave.engine import Session
+        from tilewave.engine.process import configure_process
         from tilewave.precision import current
 
         # graphs off by default: every mode then runs the same eager model; with them (Options.graphs) the session's
         # runner replays its own (the other modes stay eager)
+        configure_process(device)  # what a program serving the engine sets (the CLI's commands, a server)
         session = Session(device=device, model=model, voice=VOICE, precision=current(), dtype=dtype,
                           cuda_graphs=graphs).load()
         engine.close = session.close
