@@ -119,3 +119,17 @@ def test_a_language_the_text_names_is_read_by_that_languages_phonemizer():
         assert [c.phonemes for c in chunks][1] == spanish and chunks[0].phonemes != spanish
         assert [c["ids"][0].tolist() for c in model.calls[-3:]][1] == encode(spanish)[0].tolist()
         assert set(session._pipelines) == {"en-us", "es"}  # the request's and the one the text named
+
+
+def test_each_session_counts_its_own_placements():
+    from tilewave.ops.dispatch import use_triton
+
+    def probe(record):  # an op the model's batch dispatches (ops.dispatch records where it ran)
+        use_triton("probe", torch.zeros(1))
+
+    with Session(device="cpu", model=FakeKokoro(on_batch=probe)) as a, Session(device="cpu", model=FakeKokoro()) as b:
+        a.speak("Hello.", seed=1)
+        b.speak("Hello.", seed=1)
+        assert a.placements() == [("probe", "torch", "tensors on cpu", 1)] and b.placements() == []
+        a.reset_placements()
+        assert a.placements() == []

@@ -18,6 +18,7 @@ import os
 import re
 import threading
 import weakref
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from typing import AsyncIterator, Iterator, Sequence
@@ -34,6 +35,7 @@ from tilewave.engine.process import set_threads
 from tilewave.engine.scheduler import DEFAULT_MAX_REQUESTS, Cancelled, Job, Request, Scheduler
 from tilewave.engine.voices import default_voice, load_voice, style_for
 from tilewave.errors import InputError, TilewaveError, WeightsError
+from tilewave.ops.dispatch import counting
 from tilewave.text import check_language, encode
 
 log = logging.getLogger("tilewave.engine")
@@ -128,6 +130,7 @@ class Session:
         self.max_requests = max_requests
         self._model, self._weights = model, None if weights is None else os.fspath(weights)
         self.runner = None  # what the scheduler runs batches on (made with it: _runner)
+        self._placements: Counter = Counter()  # this session's ops by (op, where, why) (ops.dispatch.counting)
         self._scheduler: Scheduler | None = None
         self._rest: ThreadPoolExecutor | None = None  # phonemizes the rest of streams (submit with first_limit)
         self._starting = threading.Lock()  # the first requests of several threads make one scheduler
@@ -192,7 +195,7 @@ class Session:
 
     @contextlib.contextmanager
     def _batch_context(self):
-        with torch.inference_mode(), fp32_precision.scope(self.precision):
+        with torch.inference_mode(), fp32_precision.scope(self.precision), counting(self._placements):
             yield
 
     def load(self) -> "Session":
@@ -406,18 +409,13 @@ class Session:
         finally:
             scheduler.profile = self.profiler = profiler
 
-    @staticmethod
-    def placements() -> list[tuple[str, str, str, int]]:
-        """(op, 'triton'|'torch', why, calls): where each op ran since the last reset (ops.dispatch)."""
-        from tilewave.ops import placements
+    def placements(self) -> list[tuple[str, str, str, int]]:
+        """(op, 'triton'|'torch', why, calls): where each of this session's ops ran since its last reset (its
+        batches and vocoding; ops.dispatch), most frequent first."""
+        return [(op, where, why, n) for (op, where, why), n in self._placements.most_common()]
 
-        return placements()
-
-    @staticmethod
-    def reset_placements() -> None:
-        from tilewave.ops import reset_placements
-
-        reset_placements()
+    def reset_placements(self) -> None:
+        self._placements.clear()
 
     def peak_memory(self) -> int | None:
         """Bytes at the peak above what was held before the first batch (CUDA allocator, or resident set)."""
@@ -438,7 +436,7 @@ class Session:
         """Audio [B, N] per input file (a wav for copy-synthesis, or a mel .npy), in the session's precision."""
         from tilewave.engine.vocode import vocode_file
 
-        with torch.inference_mode(), fp32_precision.scope(self.precision):
+        with torch.inference_mode(), fp32_precision.scope(self.precision), counting(self._placements):
             return [vocode_file(vocoder, path, chunk_frames, self.profiler) for path in paths]
 
 
