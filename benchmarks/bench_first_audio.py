@@ -30,8 +30,8 @@ from benchmarks.bench_server import SENTENCES, machine  # noqa: E402
 from tilewave.server.local import serve  # noqa: E402
 from tilewave.engine import Session  # noqa: E402
 from tilewave.engine.pipeline import resolve_device  # noqa: E402
+from tilewave.engine.process import configure_process  # noqa: E402
 from tilewave.engine.session import FIRST_CHUNK_PHONEMES, load_model  # noqa: E402
-from tilewave.server import app as app_module  # noqa: E402
 from tilewave.server.app import create_app  # noqa: E402
 
 
@@ -103,16 +103,17 @@ def main() -> int:
     ap.add_argument("--no-http", action="store_true", help="the engine only (no server, no HTTP rounds)")
     args = ap.parse_args()
     device = resolve_device(args.device)
+    configure_process(device)  # as a server's startup does
     model = load_model(None, str(device))
     session = Session(device, args.precision, model=model, cuda_graphs=not args.no_graphs, dtype=args.dtype).load()
-    app_module.FIRST_CHUNK_PHONEMES = args.first_limit  # the app serves in this process (tests.server.serving)
     texts = [long_text(args.chars, r * 3) for r in range(args.reps + 1)]
     for text in texts:  # warm-up, every text once: kernels compile; on a GPU each first chunk's graph bucket is recorded
         engine_round(session, text, 999, args.first_limit)
     engine = [engine_round(session, texts[r], r, args.first_limit) for r in range(args.reps)]
     http = []
     if not args.no_http:
-        with serve(create_app(session), timeout=600) as url:  # a GPU server warms its batches up before ready
+        # a GPU server warms its batches up before ready
+        with serve(create_app(session, first_chunk_phonemes=args.first_limit), timeout=600) as url:
             http_round(url, texts[-1], 999)  # warm-up
             for r in range(args.reps):
                 http.append(http_round(url, texts[r], r))

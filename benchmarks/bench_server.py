@@ -5,12 +5,13 @@
 One process loads the real Kokoro model once (session.load_model) and starts the real app (server.app.create_app)
 twice under uvicorn on 127.0.0.1 (free ports, tests/server/serving.py), each over its own Session on that model:
 
-  tilewave       the session as it is: its scheduler batches the chunks of concurrent requests (max_batch
-                 DEFAULT_MAX_BATCH, the default frame budget).
-  one-at-a-time  the same app and session with its scheduler's max_batch set to 1. The scheduler takes the
-                 oldest request's next chunk first, so with batches of one it runs requests strictly one after
-                 another in arrival order, each chunk alone: a server that queues requests and serves them
-                 serially (nothing of the product is changed; the attribute is set on the running scheduler).
+  tilewave       the session as it is: its scheduler batches the chunks of concurrent requests (the policy's
+                 max_batch and frame budget).
+  one-at-a-time  the same app and session with the policy's max_batch 1. The scheduler takes the oldest
+                 request's next chunk first, so with batches of one it runs requests strictly one after another
+                 in arrival order, each chunk alone: a server that queues requests and serves them serially.
+Both sessions take the same BatchPolicy (engine.policy; the flags below replace its fields) and have graphs of
+their own on a GPU.
 
 The load: C client threads (in a child process, benchmarks/load_clients.py, so that they take no GIL from the
 server's threads; --clients-in-process runs them in this one, as before S21d), each with its own connection, send
@@ -35,6 +36,7 @@ import os
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -47,8 +49,9 @@ import torch  # noqa: E402
 from benchmarks import load_clients  # noqa: E402
 from tilewave.server.local import serve  # noqa: E402
 from tilewave.engine import SAMPLE_RATE, Session  # noqa: E402
-from tilewave.engine import scheduler  # noqa: E402
 from tilewave.engine.pipeline import resolve_device  # noqa: E402
+from tilewave.engine.policy import BatchPolicy  # noqa: E402
+from tilewave.engine.process import SWITCH_INTERVAL_S, configure_process  # noqa: E402
 from tilewave.engine.session import load_model  # noqa: E402
 from tilewave.server.app import create_app  # noqa: E402
 
@@ -112,21 +115,19 @@ def main() -> int:
     ap.add_argument("--dtype", default="float32", help="the sessions' storage dtype (Session(dtype=...))")
     ap.add_argument("--clients-in-process", action="store_true",
                     help="the client threads in the server's process (the form before S21d: they share its GIL)")
-    ap.add_argument("--switch-interval", type=float, default=None,
-                    help="the schedulers' thread switch interval, seconds (engine.scheduler.SWITCH_INTERVAL_S; "
-                    "default: the engine's)")
+    ap.add_argument("--switch-interval", type=float, default=SWITCH_INTERVAL_S,
+                    help="the process's thread switch interval at most this, seconds "
+                    "(engine.process.configure_process; default: the engine's)")
     ap.add_argument("--graphed-batches", action=argparse.BooleanOptionalAction, default=None,
-                    help="padded batches replay the graphs of their batch bucket (GraphPolicy.padded_batches)")
+                    help="padded batches replay the graphs of their batch bucket (BatchPolicy.padded_batches)")
     ap.add_argument("--record-after", type=int, default=None,
-                    help="a batch key's eager calls before its graph is recorded (GraphPolicy.record_after)")
+                    help="a batch key's eager calls before its graph is recorded (BatchPolicy.record_after)")
     ap.add_argument("--padded-min", type=int, default=None,
-                    help="batches of fewer items run as graphed singles (GraphPolicy.padded_min)")
+                    help="batches of fewer items run as graphed singles (BatchPolicy.padded_min)")
     ap.add_argument("--fused-albert", action=argparse.BooleanOptionalAction, default=None,
                     help="ALBERT on the fused products (fuse_albert; default: the model's)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
-    if args.switch_interval is not None:  # before the sessions make their schedulers, which apply it
-        scheduler.SWITCH_INTERVAL_S = args.switch_interval
     deadline = time.monotonic() + args.timeout
     # the last resort: whatever hangs (a stuck stream, a server that does not stop), the process ends
     watchdog = threading.Timer(args.timeout + 30, lambda: (print(f"bench_server: past {args.timeout:.0f} s, "
@@ -135,21 +136,16 @@ def main() -> int:
     watchdog.start()
 
     device = resolve_device(args.device)
+    configure_process(device, switch_interval=args.switch_interval)  # as a server's startup does
     model = load_model(args.weights, str(device))  # loaded once, shared by both sessions
+    given = {"padded_batches": args.graphed_batches, "padded_min": args.padded_min, "record_after": args.record_after}
+    policy = replace(BatchPolicy(), **{k: v for k, v in given.items() if v is not None})
     if device.type == "cuda":
-        from dataclasses import replace
-
-        from tilewave.models.kokoro.model import DEFAULT_GRAPHS
-
-        given = {"padded_batches": args.graphed_batches, "padded_min": args.padded_min,
-                 "record_after": args.record_after}
-        policy = replace(DEFAULT_GRAPHS, **{k: v for k, v in given.items() if v is not None})
-        print("graph policy:", policy)
-        model.use_cuda_graphs(policy)
+        print("batch policy:", policy)
         if args.fused_albert is not None:
             model.fuse_albert(args.fused_albert)
-    sessions = {name: Session(device, model=model, dtype=args.dtype) for name in ("tilewave", "one-at-a-time")}
-    sessions["one-at-a-time"].load().scheduler.max_batch = 1
+    sessions = {name: Session(device, model=model, dtype=args.dtype, policy=replace(policy, max_batch=max_batch))
+                for name, max_batch in (("tilewave", policy.max_batch), ("one-at-a-time", 1))}
     data = {name: {"rounds": [], "errors": []} for name in sessions}
     with contextlib.ExitStack() as stack:
         if args.clients_in_process:

@@ -32,12 +32,15 @@ from tilewave.harness.model_bench import batch_sentences  # noqa: E402
 @contextlib.contextmanager
 def lstm_placement(name: str):
     import tilewave.ops.rnn as R
-    from tilewave.kernels import lstm_batched as KB
+    from tilewave.ops.dispatch import kernels
     from tilewave.reference.rnn import lstm_torch_flat
 
-    saved_hidden, saved_lstm = KB.MAX_HIDDEN, R.lstm
-    if name == "one_seq":
-        KB.MAX_HIDDEN = 0
+    saved_lstm = R.lstm
+    if name == "one_seq":  # the op's kernel for hidden widths past lstm_batched's (kernels.rnn.lstm)
+        def one_seq(x, directions, lengths=None):
+            w_ih, w_hh, b_ih, b_hh = (torch.stack(ts) for ts in zip(*directions))
+            return kernels("rnn").lstm(x.contiguous(), w_ih, w_hh, b_ih, b_hh, lengths=lengths)
+        R.lstm = one_seq
     elif name == "cudnn":
         def cudnn(x, directions, lengths=None):
             flat = [t for d in directions for t in d]
@@ -46,7 +49,7 @@ def lstm_placement(name: str):
     try:
         yield
     finally:
-        KB.MAX_HIDDEN, R.lstm = saved_hidden, saved_lstm
+        R.lstm = saved_lstm
 
 
 def timed(fn, reps=3):
@@ -130,7 +133,7 @@ def main() -> int:
     ap.add_argument("--lstm-only", action="store_true", help="only lstm_batched's step costs and batch invariance")
     ap.add_argument("--no-lstm", action="store_true", help="skip the LSTM step costs and the invariance checks")
     ap.add_argument("--graphs", action="store_true",
-                    help="the solo runs from CUDA graphs (model.use_cuda_graphs), as a server's batches of one")
+                    help="the solo runs from CUDA graphs (KokoroRunner.use_cuda_graphs), as a server's batches of one")
     ap.add_argument("--kernels", type=int, default=0,
                     help="per B, the padded batch's K heaviest kernels (torch.profiler) for the first placement")
     args = ap.parse_args()
@@ -147,13 +150,13 @@ def main() -> int:
             print("batch invariance (row b of a B-item call vs a 1-item call):", report["invariance"])
         batches = [] if args.lstm_only else [int(b) for b in args.batches.split(",")]
         if batches:  # the model, and the text front end its imports bring (num2words, ...), only for batches
+            from tilewave.engine.runner import KokoroRunner
             from tilewave.engine.voices import load_voice, style_for
             from tilewave.models.kokoro import KokoroModel
             from tilewave.text.vocab import encode
 
             model = KokoroModel.from_pretrained(device=dev)
-            if args.graphs:
-                model.use_cuda_graphs()
+            single = KokoroRunner(model, cuda_graphs=args.graphs)  # the solo runs, from graphs with --graphs
             pack = load_voice("jf_alpha")
         for batch in batches:
             sentences = batch_sentences(None, batch)
@@ -161,16 +164,17 @@ def main() -> int:
             ref_s = torch.cat([style_for(pack, len(ps)).reshape(1, -1) for ps in sentences]).to(dev)
             gens = lambda: [torch.Generator(dev).manual_seed(i) for i in range(batch)]  # noqa: E731
             # solo runs as production makes them (B = 1 takes the one-sequence LSTM kernel whatever the placement)
-            solo = [model(x[None], ref_s[i:i + 1], 1.0, torch.Generator(dev).manual_seed(i)) for i, x in enumerate(ids)]
-            solo_f0 = [model.features(x[None], ref_s[i:i + 1], 1.0)["F0"] for i, x in enumerate(ids)]
-            t_solo = timed(lambda: [model(x[None], ref_s[i:i + 1], 1.0, torch.Generator(dev).manual_seed(i))
+            solo = [single.forward(x[None], ref_s[i:i + 1], 1.0, torch.Generator(dev).manual_seed(i))
+                    for i, x in enumerate(ids)]
+            solo_f0 = [single.features(x[None], ref_s[i:i + 1], 1.0)["F0"] for i, x in enumerate(ids)]
+            t_solo = timed(lambda: [single.forward(x[None], ref_s[i:i + 1], 1.0, torch.Generator(dev).manual_seed(i))
                                     for i, x in enumerate(ids)])
             for placement in args.placements.split(","):
                 with lstm_placement(placement):
-                    outs = model.forward_batch(ids, ref_s, [1.0] * batch, gens(), padded=True)
-                    t_batch = timed(lambda: model.forward_batch(ids, ref_s, [1.0] * batch, gens(), padded=True))
+                    outs = model.forward_batch(ids, ref_s, [1.0] * batch, gens())
+                    t_batch = timed(lambda: model.forward_batch(ids, ref_s, [1.0] * batch, gens()))
                     prof = StageProfiler(dev)
-                    model.forward_batch(ids, ref_s, [1.0] * batch, gens(), profile=prof, padded=True)
+                    model.forward_batch(ids, ref_s, [1.0] * batch, gens(), profile=prof)
                     feats = model._features(ids, ref_s, [1.0] * batch, None)
                 f0_diff = max(scaled(feats["F0"][i:i + 1, :s.shape[-1]], s) for i, s in enumerate(solo_f0))
                 same = sum(torch.equal(o.durations, s.durations) for o, s in zip(outs, solo))
@@ -189,7 +193,7 @@ def main() -> int:
 
                     with lstm_placement(placement):
                         row["kernels"] = kernel_table(
-                            lambda: model.forward_batch(ids, ref_s, [1.0] * batch, gens(), padded=True), 3,
+                            lambda: model.forward_batch(ids, ref_s, [1.0] * batch, gens()), 3,
                             args.kernels, finish=lambda outs: [o.audio.cpu() for o in outs])
                     for name, us in row["kernels"].items():
                         print(f"      {us:10.1f}  {name}")

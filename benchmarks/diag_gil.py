@@ -6,7 +6,7 @@
 PyTorch releases the GIL inside every op, so the thread running a model takes it back after each launch. When
 another thread is running Python at that moment, the model's thread waits until the holder is made to drop it,
 up to the switch interval (sys.setswitchinterval; 5 ms by default). A server's model thread always has such
-neighbours: its requests' phonemes, HTTP handlers, audio encoding (engine/scheduler.py, SWITCH_INTERVAL_S).
+neighbours: its requests' phonemes, HTTP handlers, audio encoding (engine/process.py, SWITCH_INTERVAL_S).
 
 One item (the first N phonemes of the benchmark's medium input) through KokoroModel.forward and its audio read
 back, on a CUDA device from its graphs (as the engine runs a single), timed on the main thread: alone, beside a
@@ -30,6 +30,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tilewave.engine.runner import KokoroRunner  # noqa: E402
 from tilewave.engine.voices import load_voice, style_for  # noqa: E402
 from tilewave.harness.model_bench import VOICE, load_kokoro, read_inputs  # noqa: E402
 from tilewave.precision import scope  # noqa: E402
@@ -53,8 +54,7 @@ def main() -> int:
     torch.set_grad_enabled(False)
     dev = torch.device(args.device)
     model, _ = load_kokoro(args.device, args.dtype)
-    if dev.type == "cuda":
-        model.use_cuda_graphs()
+    runner = KokoroRunner(model, cuda_graphs=dev.type == "cuda")
     ps = read_inputs(None)["medium"][:args.phonemes]
     ids = encode(ps).to(dev)
     ref_s = style_for(load_voice(VOICE), len(ps)).reshape(1, -1).to(dev)
@@ -62,7 +62,7 @@ def main() -> int:
 
     def forward():
         gen = torch.Generator(dev).manual_seed(0)
-        return model(ids, ref_s, 1.0, gen, dtype=dtype).audio.cpu()
+        return runner.forward(ids, ref_s, 1.0, gen, dtype=dtype).audio.cpu()
 
     phonemizer = phonemizer_for("en-us")
     state = {"stop": False, "texts": 0}

@@ -3,7 +3,7 @@
     python benchmarks/diag_graphs_gpu.py [--phonemes N] [--precision tf32x3] [--reps 20] [--kernels K] [--json FILE]
 
 One item (the first N phonemes of the benchmark's medium input, default 54: a stream's first chunk of
-bench_first_audio.py) through KokoroModel.forward with graphs on. The whole forward is timed as it runs; then
+bench_first_audio.py) through KokoroRunner.forward with graphs on. The whole forward is timed as it runs; then
 again with a synchronize after each part (the token graph, the durations' read-back, the frame graph, the
 harmonic source, the generator graph, the iSTFT, the rest), so the parts add up to a longer call than the plain
 one: each part's figure is its own device time plus its host time. Medians of --reps after a warm-up. Both forms
@@ -23,9 +23,11 @@ from collections import defaultdict
 
 import torch
 
+from tilewave.engine.policy import BatchPolicy
+from tilewave.engine.runner import KokoroRunner
 from tilewave.engine.voices import load_voice, style_for
 from tilewave.harness.model_bench import VOICE, load_kokoro, read_inputs
-from tilewave.ops import graphs, spectral
+from tilewave.ops import spectral
 from tilewave.precision import scope
 from tilewave.text.vocab import encode
 
@@ -41,14 +43,14 @@ def main():
     ap.add_argument("--json")
     args = ap.parse_args()
     model, _ = load_kokoro("cuda", args.dtype)
-    model.use_cuda_graphs()
+    runner = KokoroRunner(model, cuda_graphs=True)
     ps = read_inputs(None)["medium"][:args.phonemes]
     ids = encode(ps)[0].cuda()[None]
     ref_s = style_for(load_voice(VOICE), len(ps)).reshape(1, -1).cuda()
     dtype = getattr(torch, args.dtype)
 
     def forward():
-        return model(ids, ref_s, 1.0, torch.Generator("cuda").manual_seed(0), dtype=dtype)
+        return runner.forward(ids, ref_s, 1.0, torch.Generator("cuda").manual_seed(0), dtype=dtype)
 
     parts: dict[str, list[float]] = defaultdict(list)
     timing = {"on": False}
@@ -86,10 +88,9 @@ def main():
     rows = {"phonemes": args.phonemes, "precision": args.precision, "dtype": args.dtype}
     audio = {}
     for form, streams in forms.items():
-        graphs.BRANCH_STREAMS = streams
-        model.use_cuda_graphs()
-        graphs_run = model.graphs.run
-        model.graphs.run = lambda key, fn, inputs, run=graphs_run: timed(f"graph {key[0]}", run)(key, fn, inputs)
+        runner = KokoroRunner(model, BatchPolicy(branch_streams=streams), cuda_graphs=True)
+        graphs_run = runner.graphs.run
+        runner.graphs.run = lambda key, fn, inputs, run=graphs_run: timed(f"graph {key[0]}", run)(key, fn, inputs)
         parts.clear()
         timing["on"] = False
         with scope(args.precision):
@@ -101,7 +102,7 @@ def main():
                 rows["kernels"] = kernel_table(forward, args.reps, args.kernels)
             timing["on"] = True
             whole = calls()
-        r = {"captures": model.graphs.captures, "forward + .cpu(), as it runs": statistics.median(plain),
+        r = {"captures": runner.graphs.captures, "forward + .cpu(), as it runs": statistics.median(plain),
              "forward + .cpu(), a sync after each part": statistics.median(whole)}
         r.update({name: statistics.median(v) for name, v in parts.items()})
         r["the rest (read-back, host code, copies)"] = r["forward + .cpu(), a sync after each part"] - sum(

@@ -1,4 +1,4 @@
-"""ALBERT fused (KokoroModel.fuse_albert) and padded batches from CUDA graphs (GraphPolicy.padded_batches), each
+"""ALBERT fused (KokoroModel.fuse_albert) and padded batches from CUDA graphs (BatchPolicy.padded_batches), each
 beside what it would replace and the official model, in one process on the GPU.
 
 singles: the harness inputs (77 / 383 / 510 phonemes), every (dtype, mode), graphed, ALBERT unfused and fused;
@@ -18,10 +18,11 @@ import sys
 import torch
 
 from tilewave import precision
+from tilewave.engine.policy import BatchPolicy
+from tilewave.engine.runner import KokoroRunner
 from tilewave.engine.voices import load_voice, style_for
 from tilewave.harness import model_bench as MB
 from tilewave.harness.timing import time_model
-from tilewave.models.kokoro.model import GraphPolicy
 from tilewave.spec.tolerance import log_spectral_distance
 from tilewave.text.vocab import encode
 
@@ -35,6 +36,7 @@ def timed(fn, reps=5):
 
 
 def singles(model, official, pack, rows):
+    graphed = KokoroRunner(model, cuda_graphs=True)
     for name, ps in MB.read_inputs(None).items():
         ids, ref_s = encode(ps).cuda(), style_for(pack, len(ps)).cuda()
 
@@ -49,8 +51,8 @@ def singles(model, official, pack, rows):
                 model.fuse_albert(fused)
 
                 def ours():
-                    return model(ids, ref_s, 1.0, torch.Generator("cuda").manual_seed(0),
-                                 dtype=precision.torch_dtype(dtype))
+                    return graphed.forward(ids, ref_s, 1.0, torch.Generator("cuda").manual_seed(0),
+                                           dtype=precision.torch_dtype(dtype))
 
                 with precision.scope(mode):
                     ms, out = timed(ours)
@@ -82,13 +84,13 @@ def batches(model, pack, sizes, fused, rows):
             dt = precision.torch_dtype(dtype)
             res = {}
             with precision.scope(mode):
-                for how, policy, padded in (("graphed singles", GraphPolicy(), False),
-                                            ("eager padded", GraphPolicy(), True),
-                                            ("graphed padded", GraphPolicy(padded_batches=True), True)):
+                for how, policy, padded in (("graphed singles", BatchPolicy(), False),
+                                            ("eager padded", BatchPolicy(), True),
+                                            ("graphed padded", BatchPolicy(padded_batches=True), True)):
                     if B > 16 and how == "graphed padded":
                         continue
-                    model.use_cuda_graphs(policy)
-                    fn = lambda: model.forward_batch(ids, ref_s, speeds, gens(), padded=padded, dtype=dt)  # noqa
+                    runner = KokoroRunner(model, policy, cuda_graphs=True)
+                    fn = lambda: runner.forward_batch(ids, ref_s, speeds, gens(), padded=padded, dtype=dt)  # noqa
                     fn()  # the batch keys' first (eager) call; timed() then records and replays
                     res[how] = timed(fn)
             base = res["graphed singles"][1]
@@ -103,7 +105,6 @@ def batches(model, pack, sizes, fused, rows):
                 print(f"batch {B:2d} {dtype:8s} {mode:6s} fused={fused!s:5s} {how:16s} {ms:8.2f} ms "
                       f"{row['x_real_time']:7.0f}x  dur={row['durations_equal']} lsd={row['max_lsd']:.4f}",
                       flush=True)
-    model.graphs = None
     model.fuse_albert(False)
 
 
@@ -122,7 +123,6 @@ def main() -> int:
     try:
         with torch.inference_mode():
             if "singles" in args.parts:
-                model.use_cuda_graphs()
                 singles(model, official, pack, rows)
             if "batches" in args.parts:
                 sizes = [int(b) for b in args.batches.split(",")]

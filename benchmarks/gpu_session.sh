@@ -16,7 +16,7 @@
 #   serve               : first audio of a 2,000-character text (engine and HTTP, eager and graphed), the load test
 #   precision           : Kokoro and the vocoders in every mode and dtype, the fidelity table, launches re-recorded
 #   load [NAME MIN ...] : the server's load test twice in one process, each batch's model call timed apart
-#                         (diag_server_gpu.py; MIN: model.GRAPHED_PADDED_MIN in that process, default 4)
+#                         (diag_server_gpu.py; MIN: bench_server's --padded-min, default 4)
 #   launches            : the launches re-recorded alone
 # A session's own comparisons (a form against another in one call) are phases named after it (s22a, ...), kept
 # until their result is in RESULTS.md; the earlier sessions' phases are in git history at the commit RESULTS.md
@@ -36,19 +36,12 @@ install() {
     | tee "$OUT/env.txt"
 }
 load_test() {  # NAME MIN [args]: the load test twice in one process (diag_server_gpu.py, 16 clients x 4 requests of
-  # 48 words) with model.GRAPHED_PADDED_MIN = MIN in that process; the whole log in $OUT/diag_server_NAME.txt, the
-  # tables and the batches by mode and size printed
+  # 48 words) with bench_server's --padded-min MIN; the whole log in $OUT/diag_server_NAME.txt, the tables and the
+  # batches by mode and size printed
   local name=$1 min=$2; shift 2
-  timeout 230 python3 - "$min" --passes 2 --device cuda --clients 16 --requests 4 --text-words 48 --timeout 200 \
-    --json "$OUT/server_$name.json" "$@" <<'PY' 2>&1 | grep -v Warning | tee "$OUT/diag_server_$name.txt" \
-    | grep "^| \|^  [ot]\|^machine\|^## pass" | tail -32
-import runpy, sys
-from tilewave.models.kokoro import model
-model.GRAPHED_PADDED_MIN = int(sys.argv[1])
-print("GRAPHED_PADDED_MIN", model.GRAPHED_PADDED_MIN)
-sys.argv = ["diag_server_gpu.py", *sys.argv[2:]]
-runpy.run_path("benchmarks/diag_server_gpu.py", run_name="__main__")
-PY
+  timeout 230 python3 benchmarks/diag_server_gpu.py --passes 2 --device cuda --clients 16 --requests 4 \
+    --text-words 48 --timeout 200 --padded-min "$min" --json "$OUT/server_$name.json" "$@" 2>&1 | grep -v Warning \
+    | tee "$OUT/diag_server_$name.txt" | grep "^| \|^  [ot]\|^machine\|^## pass" | tail -32
 }
 run_server() {  # the load test (bench_server.py) with padded batches from 4 items; args: dtype and flags
   echo "## $*"; timeout 120 python3 benchmarks/bench_server.py --device cuda --clients 16 --requests 2 \

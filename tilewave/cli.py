@@ -181,7 +181,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                    help="kokoro: B mixed-length sentences one by one, through the engine, padded, and the official "
                         "model one by one (several: 1,8,64)")
     m.add_argument("--graphs", action="store_true",
-                   help="kokoro --batch on a GPU: the engine's batches replay CUDA graphs (the model's GraphPolicy)")
+                   help="kokoro --batch on a GPU: the engine's batches replay CUDA graphs (the session's BatchPolicy)")
     m.add_argument("--precision", choices=PRECISIONS,
                    help=f"float32 products on a GPU (default {DEFAULT_PRECISION}; no effect on a CPU)")
     m.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda if present")

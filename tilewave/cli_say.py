@@ -120,10 +120,12 @@ def _progress(total: int, console=None):
 
 def _session(args):
     from tilewave.engine import Session
+    from tilewave.engine.process import configure_process
 
+    configure_process(args.device, args.memory_budget, threads=args.threads)
     return Session(device=args.device, precision=args.precision, dtype=args.dtype, lang=args.lang, voice=args.voice,
                    weights=args.weights, memory_budget=args.memory_budget, profile=args.profile,
-                   normalize=args.normalize, threads=args.threads)
+                   normalize=args.normalize)
 
 
 def _joined(request, chunks: list):

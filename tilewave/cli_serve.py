@@ -41,9 +41,11 @@ def run(args) -> int:
     import uvicorn
 
     from tilewave.engine import Session
+    from tilewave.engine.process import configure_process
     from tilewave.server.app import create_app
 
     try:
+        configure_process(args.device, args.memory_budget)
         session = Session(lang=args.lang, device=args.device, weights=args.weights, precision=args.precision,
                           dtype=args.dtype,
                           memory_budget=args.memory_budget, max_requests=args.max_requests)

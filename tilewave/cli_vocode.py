@@ -55,6 +55,7 @@ def _outputs(args, batch_sizes: list[int]) -> list[list[Path]]:
 
 def run(args) -> int:
     from tilewave.engine import Session
+    from tilewave.engine.process import configure_process
 
     try:
         out = Path(args.output)
@@ -62,6 +63,7 @@ def run(args) -> int:
             if not out.parent.is_dir():
                 raise InputError(f"cannot write {str(out)!r}: the folder {str(out.parent)!r} does not exist")
             audio_format(out)
+        configure_process(args.device)
         session = Session(device=args.device, precision=args.precision, profile=args.profile)
         model = session.vocoder(args.checkpoint, args.dtype)
         session.reset_placements()

@@ -1,6 +1,6 @@
 """host_memory: a CPU run keeps freed blocks for reuse, so a large activation made again is not faulted in again;
-a session with a memory budget and TILEWAVE_HOST_MALLOC=system leave malloc returning them. Each case runs in a
-fresh interpreter: malloc's settings are the process's."""
+a process configured for a memory budget and TILEWAVE_HOST_MALLOC=system leave malloc returning them. Each case runs
+in a fresh interpreter: malloc's settings are the process's (engine.process.configure_process sets them)."""
 import json
 import os
 import subprocess
@@ -14,14 +14,14 @@ FAULTS = r"""
 import json, resource, sys
 import torch
 from tilewave.engine.host_memory import keep_freed_memory
-from tilewave.engine.session import Session
+from tilewave.engine.process import configure_process
 mode = sys.argv[1]
 applied = None
-if mode == "session":
-    Session(device="cpu")
+if mode == "configured":
+    configure_process("cpu")
 elif mode == "budget":
-    Session(device="cpu")
-    Session(device="cpu", memory_budget="2GB")  # a budget puts glibc's return of large blocks back
+    configure_process("cpu")
+    configure_process("cpu", memory_budget="2GB")  # a budget puts glibc's return of large blocks back
 elif mode == "call":
     applied = keep_freed_memory()
 x = torch.randn(64, 1 << 18)  # 64 MB: above any mmap threshold glibc would pick on its own
@@ -40,14 +40,14 @@ def run(mode, **env):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_a_cpu_session_keeps_freed_blocks_so_a_new_activation_is_not_faulted_in_again():
-    plain, kept = run("none"), run("session")
+def test_a_process_configured_for_a_cpu_keeps_freed_blocks_so_a_new_activation_is_not_faulted_in_again():
+    plain, kept = run("none"), run("configured")
     # 32 fresh 64 MB blocks are ~520,000 page faults when each is mapped anew; kept, a few blocks are made
     assert plain["faults"] > 400_000 and kept["faults"] < plain["faults"] / 3, (plain, kept)
     assert plain["finite"] and kept["finite"]
 
 
-def test_a_session_with_a_memory_budget_and_the_environment_switch_leave_malloc_as_it_is():
+def test_a_memory_budget_and_the_environment_switch_leave_malloc_as_it_is():
     assert run("budget")["faults"] > 400_000
     off = run("call", TILEWAVE_HOST_MALLOC="system")
     assert off["applied"] is False and off["faults"] > 400_000

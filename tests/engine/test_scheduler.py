@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from tests.engine.fake_model import FakeKokoro
-from tilewave.engine import Session, session as engine_session
+from tilewave.engine import Session
 from tilewave.engine.scheduler import Cancelled, Job, QueueFull, Scheduler
 from tilewave.errors import InputError, TilewaveError
 
@@ -240,12 +240,16 @@ def test_the_process_exits_cleanly_while_a_cancelled_batch_is_still_running():
 def test_a_budget_that_fits_one_item_runs_batch_by_batch_under_it(monkeypatch):
     # The double holds 15 kB per padded frame while it runs, and its audio temporaries ~35 kB more; the
     # session is told 60 kB, as it is told what Kokoro takes.
-    monkeypatch.setattr(engine_session, "BYTES_PER_FRAME", 60_000)
+    from dataclasses import replace
+
+    from tilewave.engine.policy import BatchPolicy
+
+    policy = replace(BatchPolicy(), bytes_per_frame=60_000)
     texts = ["ðɪs " * 120 + "ðɪs.", "hˈɛlO " * 80 + "wˈɜɹld.", "ɡˈʊd " * 100 + "nˈIt."]  # a chunk of ~500 each
 
     def run(budget):
         model = FakeKokoro(bytes_per_frame=15_000)
-        with Session(device="cpu", model=model, memory_budget=budget) as session:
+        with Session(device="cpu", model=model, memory_budget=budget, policy=policy) as session:
             audio = session.speak_many(texts, speed=0.5, seed=4, phonemes=True)
             return audio, [len(b) for b in model.batches], session.peak_memory()
 
@@ -260,30 +264,45 @@ def test_a_budget_that_fits_one_item_runs_batch_by_batch_under_it(monkeypatch):
     for (a, _), (b, _) in zip(one, together, strict=True):
         np.testing.assert_array_equal(a, b)
     with pytest.raises(InputError, match="below what one full chunk"):
-        Session(device="cpu", model=FakeKokoro(), memory_budget="90MB")
+        Session(device="cpu", model=FakeKokoro(), memory_budget="90MB", policy=policy)
     with pytest.raises(InputError, match="not a size"):
-        Session(device="cpu", model=FakeKokoro(), memory_budget="lots")
+        Session(device="cpu", model=FakeKokoro(), memory_budget="lots", policy=policy)
 
 
 @pytest.mark.parametrize("before", [0.005, 0.02, 0.0001])
-def test_a_scheduler_shortens_the_switch_interval_and_never_lengthens_it(monkeypatch, before):
+def test_configure_process_shortens_the_switch_interval_and_never_lengthens_it(before):
     # the worker takes the GIL back after every op; a long interval makes it wait on other threads' Python
     import sys
 
-    from tilewave.engine import scheduler as sched
+    from tilewave.engine.process import SWITCH_INTERVAL_S, configure_process
 
     kept = sys.getswitchinterval()
     try:
         sys.setswitchinterval(before)
-        monkeypatch.setattr(sched, "SWITCH_INTERVAL_S", 0.0005)
-        scheduler = Scheduler(FakeKokoro())
-        expected = min(before, 0.0005)
-        assert sys.getswitchinterval() == pytest.approx(expected, rel=1e-6)
-        assert list(scheduler.submit([job(1, 4)]))  # and it still serves
-        scheduler.close()
-        monkeypatch.setattr(sched, "SWITCH_INTERVAL_S", None)  # None: left as it is
+        configure_process("cpu")
+        assert sys.getswitchinterval() == pytest.approx(min(before, SWITCH_INTERVAL_S), rel=1e-6)
         sys.setswitchinterval(before)
-        Scheduler(FakeKokoro()).close()
+        configure_process("cpu", switch_interval=None)  # None: left as it is
         assert sys.getswitchinterval() == pytest.approx(before, rel=1e-6)
     finally:
         sys.setswitchinterval(kept)
+
+
+def test_a_session_changes_nothing_of_the_process_unless_asked():
+    # threads, the switch interval and the host allocator are the program's (engine.process.configure_process)
+    import sys
+
+    from tilewave.engine import host_memory
+
+    kept = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(0.005)
+        threads, malloc = torch.get_num_threads(), host_memory._state
+        with Session(device="cpu", model=FakeKokoro()) as session:
+            assert session.speak("Hello.", seed=1)[0].size
+        assert (sys.getswitchinterval(), torch.get_num_threads(), host_memory._state) == (0.005, threads, malloc)
+        with Session(device="cpu", model=FakeKokoro(), threads=1):  # asked for: the process's threads
+            assert torch.get_num_threads() == 1
+    finally:
+        sys.setswitchinterval(kept)
+        torch.set_num_threads(threads)

@@ -39,11 +39,11 @@ def test_speak_many_checks_every_item_before_any_audio():
 
 
 def test_a_batch_takes_the_default_frame_budget_on_a_cpu_and_what_a_memory_budget_gives():
-    from tilewave.engine.scheduler import DEFAULT_FRAME_BUDGET
-    from tilewave.engine.session import BYTES_PER_FRAME
+    from tilewave.engine.policy import BatchPolicy
 
-    assert Session(model=FakeKokoro(), device="cpu").frame_budget == DEFAULT_FRAME_BUDGET
-    assert Session(model=FakeKokoro(), device="cpu", memory_budget="30GB").frame_budget == 30 * 10**9 // BYTES_PER_FRAME
+    assert Session(model=FakeKokoro(), device="cpu").frame_budget == BatchPolicy().frame_budget
+    budget = Session(model=FakeKokoro(), device="cpu", memory_budget="30GB").frame_budget
+    assert budget == 30 * 10**9 // BatchPolicy().bytes_per_frame
 
 
 def test_values_are_checked_when_the_session_is_made():
@@ -119,3 +119,17 @@ def test_a_language_the_text_names_is_read_by_that_languages_phonemizer():
         assert [c.phonemes for c in chunks][1] == spanish and chunks[0].phonemes != spanish
         assert [c["ids"][0].tolist() for c in model.calls[-3:]][1] == encode(spanish)[0].tolist()
         assert set(session._pipelines) == {"en-us", "es"}  # the request's and the one the text named
+
+
+def test_each_session_counts_its_own_placements():
+    from tilewave.ops.dispatch import use_triton
+
+    def probe(record):  # an op the model's batch dispatches (ops.dispatch records where it ran)
+        use_triton("probe", torch.zeros(1))
+
+    with Session(device="cpu", model=FakeKokoro(on_batch=probe)) as a, Session(device="cpu", model=FakeKokoro()) as b:
+        a.speak("Hello.", seed=1)
+        b.speak("Hello.", seed=1)
+        assert a.placements() == [("probe", "torch", "tensors on cpu", 1)] and b.placements() == []
+        a.reset_placements()
+        assert a.placements() == []

@@ -99,6 +99,7 @@ def test_on_a_gpu_graphed_and_batched_forwards_with_the_stack_say_what_per_modul
                                                                                             monkeypatch):
     # the GPU default (stacked) against each module's own products (AFFINES_STACKED_ON emptied), eager; then the
     # stacked forward replayed from graphs, and a padded batch of three (module-major tables, B > 1)
+    from tilewave.engine.runner import KokoroRunner
     from tilewave.models.kokoro import KokoroModel
 
     model = KokoroModel.from_weights(kokoro_weights, "cuda")
@@ -106,17 +107,17 @@ def test_on_a_gpu_graphed_and_batched_forwards_with_the_stack_say_what_per_modul
     ids = [random_token_ids(n, 70 + k).cuda() for k, (n, _, _) in enumerate(items)]
     styles = [voice_style(n, v).cuda() for n, v, _ in items]
 
-    def run(i):
-        return model(ids[i], styles[i], items[i][2], torch.Generator("cuda").manual_seed(i))
+    def run(i, forward=model):
+        return forward(ids[i], styles[i], items[i][2], torch.Generator("cuda").manual_seed(i))
 
     with monkeypatch.context() as m:
         m.setattr(M, "AFFINES_STACKED_ON", ())
         own = [run(i) for i in range(len(items))]
     stacked = [run(i) for i in range(len(items))]
-    model.use_cuda_graphs()
-    graphed = [run(i) for i in range(len(items))] + [run(i) for i in range(len(items))]  # recorded, replayed
+    graphed_forward = KokoroRunner(model, cuda_graphs=True).forward
+    graphed = [run(i, graphed_forward) for _ in range(2) for i in range(len(items))]  # recorded, replayed
     batch = model.forward_batch([t[0] for t in ids], torch.cat(styles), [v for *_, v in items],
-                                [torch.Generator("cuda").manual_seed(i) for i in range(len(items))], padded=True)
+                                [torch.Generator("cuda").manual_seed(i) for i in range(len(items))])
     for i in range(len(items)):
         for got in (stacked[i], graphed[i], graphed[i + len(items)], batch[i]):
             assert torch.equal(got.durations, own[i].durations)

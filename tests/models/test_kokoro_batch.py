@@ -32,7 +32,7 @@ def _assert_matches_solo(out, solo):
 def batch_and_solos(kokoro_cpu):
     ids, ref_s, speeds = _batch(ITEMS)
     gens = [torch.Generator().manual_seed(seed) for *_, seed in ITEMS]
-    outs = kokoro_cpu.forward_batch(ids, ref_s, speeds, gens, padded=True)
+    outs = kokoro_cpu.forward_batch(ids, ref_s, speeds, gens)
     solos = [kokoro_cpu(ids[i][None], ref_s[i:i + 1], speeds[i], torch.Generator().manual_seed(seed))
              for i, (*_, seed) in enumerate(ITEMS)]
     return ids, outs, solos
@@ -48,7 +48,7 @@ def test_each_item_of_a_batch_is_its_solo_run(batch_and_solos, i):
 def test_items_sharing_a_generator_draw_in_index_order(kokoro_cpu):
     # one request's consecutive chunks in one batch: the same generator object, twice
     ids, ref_s, speeds = _batch(ITEMS[2:4])
-    outs = kokoro_cpu.forward_batch(ids, ref_s, speeds, [torch.Generator().manual_seed(5)] * 2, padded=True)
+    outs = kokoro_cpu.forward_batch(ids, ref_s, speeds, [torch.Generator().manual_seed(5)] * 2)
     g = torch.Generator().manual_seed(5)
     for i, out in enumerate(outs):
         _assert_matches_solo(out, kokoro_cpu(ids[i][None], ref_s[i:i + 1], speeds[i], g))
@@ -56,7 +56,7 @@ def test_items_sharing_a_generator_draw_in_index_order(kokoro_cpu):
 
 def test_a_batch_of_one_is_bit_identical_to_forward(kokoro_cpu):
     ids, ref_s, speeds = _batch(ITEMS[3:4])
-    out, = kokoro_cpu.forward_batch(ids, ref_s, speeds, [torch.Generator().manual_seed(3)], padded=True)
+    out, = kokoro_cpu.forward_batch(ids, ref_s, speeds, [torch.Generator().manual_seed(3)])
     solo = kokoro_cpu(ids[0][None], ref_s, speeds[0], torch.Generator().manual_seed(3))
     assert torch.equal(out.durations, solo.durations) and torch.equal(out.audio, solo.audio)
 
@@ -93,8 +93,7 @@ def test_the_masked_batch_a_gpu_runs_gives_each_item_its_solo_durations_and_curv
                   for i, x in enumerate(ids))
     assert feats["d_en"].shape[1] == -(-max(n + 2 for n, *_ in items) // PAD_MULTIPLE) * PAD_MULTIPLE
     assert feats["asr"].shape[-1] == -(-longest // PAD_MULTIPLE) * PAD_MULTIPLE
-    outs = kokoro_cpu.forward_batch(ids, ref_s, speeds, [torch.Generator().manual_seed(s) for *_, s in items],
-                                    padded=True)
+    outs = kokoro_cpu.forward_batch(ids, ref_s, speeds, [torch.Generator().manual_seed(s) for *_, s in items])
     for i, (n, _, _, seed) in enumerate(items):
         solo = kokoro_cpu.features(ids[i][None], ref_s[i:i + 1], speeds[i])
         assert torch.equal(feats["durations"][i], solo["durations"])
@@ -152,24 +151,28 @@ def test_bad_batches_are_refused_with_the_value(kokoro_cpu, change, match):
 
 def test_with_graphs_a_small_batch_runs_as_its_items_graphed_forwards(kokoro_cpu, monkeypatch):
     # an eager padded pass is host-bound at a few items; graphed singles ran 2 items 2.2x faster (RESULTS S16b)
-    from tilewave.models.kokoro import model as M
+    from tilewave.engine.runner import KokoroRunner
 
     cuda = torch.device("cuda")
     monkeypatch.setattr(type(kokoro_cpu), "device", property(lambda self: cuda))
+    runner = KokoroRunner(kokoro_cpu)
+    least = runner.policy.padded_min
     choices = {}
     for graphed in (False, True):
-        monkeypatch.setattr(kokoro_cpu, "_graphed", lambda: graphed)
-        choices[graphed] = [kokoro_cpu._runs_padded(n, None) for n in range(1, 2 * M.GRAPHED_PADDED_MIN)]
-    assert M.GRAPHED_PADDED_MIN > 2
-    assert choices[False] == [True] * (2 * M.GRAPHED_PADDED_MIN - 1)
-    assert choices[True] == [n >= M.GRAPHED_PADDED_MIN for n in range(1, 2 * M.GRAPHED_PADDED_MIN)]
-    assert kokoro_cpu._runs_padded(2, True) and not kokoro_cpu._runs_padded(9, False)  # as asked, always
+        runner.graphs = object() if graphed else None
+        choices[graphed] = [runner._runs_padded(n, None) for n in range(1, 2 * least)]
+    assert least > 2
+    assert choices[False] == [True] * (2 * least - 1)
+    assert choices[True] == [n >= least for n in range(1, 2 * least)]
+    assert runner._runs_padded(2, True) and not runner._runs_padded(9, False)  # as asked, always
 
 
-def test_on_the_cpu_a_batch_runs_its_items_one_after_another_by_default(kokoro_cpu):
+def test_on_the_cpu_a_runner_runs_a_batch_as_its_items_one_after_another_by_default(kokoro_cpu):
+    from tilewave.engine.runner import KokoroRunner
+
     ids, ref_s, speeds = _batch(ITEMS[:2])
     gens = [torch.Generator().manual_seed(seed) for *_, seed in ITEMS[:2]]
-    outs = kokoro_cpu.forward_batch(ids, ref_s, speeds, gens)
+    outs = KokoroRunner(kokoro_cpu).forward_batch(ids, ref_s, speeds, gens)
     for i, (*_, seed) in enumerate(ITEMS[:2]):
         solo = kokoro_cpu(ids[i][None], ref_s[i:i + 1], speeds[i], torch.Generator().manual_seed(seed))
         assert torch.equal(outs[i].durations, solo.durations) and torch.equal(outs[i].audio, solo.audio)

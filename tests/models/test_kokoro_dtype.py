@@ -79,7 +79,7 @@ def test_a_padded_bfloat16_batch_gives_each_item_its_solo_bfloat16_run(kokoro_cp
     ref_s = torch.cat([voice_style(n, v) for n, v, _, _ in items])
     outs = kokoro_cpu.forward_batch(ids, ref_s, [s for _, _, s, _ in items],
                                     [torch.Generator().manual_seed(seed) for *_, seed in items],
-                                    padded=True, dtype=torch.bfloat16)
+                                    dtype=torch.bfloat16)
     for i, (n, voice, speed, seed) in enumerate(items):
         solo = kokoro_cpu(ids[i][None], ref_s[i:i + 1], speed, torch.Generator().manual_seed(seed),
                           dtype=torch.bfloat16)

@@ -4,8 +4,12 @@ import pytest
 import torch
 
 from tests.models.kokoro_reference import random_token_ids, voice_style
-from tilewave.models.kokoro.model import GRAPH_BUCKET, GRAPH_MAX_FRAMES, TOKEN_BUCKET
+from tilewave.engine.policy import BatchPolicy
+from tilewave.engine.runner import KokoroRunner
 from tilewave.spec.tolerance import log_spectral_distance, scaled_max_error, tolerance
+
+POLICY = BatchPolicy()
+GRAPH_BUCKET, GRAPH_MAX_FRAMES, TOKEN_BUCKET = POLICY.frame_bucket, POLICY.max_frames, POLICY.token_bucket
 
 
 class EagerGraphs:
@@ -35,37 +39,32 @@ class ShapeCheckingGraphs(EagerGraphs):
 def test_items_of_one_frame_bucket_and_two_token_buckets_replay_graphs_of_their_own_shapes(kokoro_cpu):
     # 30 and 31 phonemes (32 and 33 tokens: token buckets 32 and 64) said in the same number of frames: the frame
     # stages' inputs are token-bucket long, so each needs its own graph (S13b: one key for both failed on the GPU)
-    kokoro_cpu.graphs = ShapeCheckingGraphs()
-    try:
-        for phonemes in (30, 31, 30):
-            ids, ref_s = random_token_ids(phonemes, phonemes), voice_style(phonemes, "jf_alpha")
-            durations = torch.zeros(phonemes + 2, dtype=torch.long)
-            durations[1:phonemes + 1] = 2
-            durations[1:1 + 64 - 2 * phonemes] += 1  # 64 frames either way
-            kokoro_cpu.features(ids, ref_s, durations=durations)
-        frame_keys = [k for k in kokoro_cpu.graphs.keys if k[0] == "frames"]
-    finally:
-        kokoro_cpu.graphs = None
+    runner = KokoroRunner(kokoro_cpu)
+    runner.graphs = ShapeCheckingGraphs()
+    for phonemes in (30, 31, 30):
+        ids, ref_s = random_token_ids(phonemes, phonemes), voice_style(phonemes, "jf_alpha")
+        durations = torch.zeros(phonemes + 2, dtype=torch.long)
+        durations[1:phonemes + 1] = 2
+        durations[1:1 + 64 - 2 * phonemes] += 1  # 64 frames either way
+        runner.features(ids, ref_s, durations=durations)
+    frame_keys = [k for k in runner.graphs.keys if k[0] == "frames"]
     assert len(frame_keys) == 3 and frame_keys[0][1] == frame_keys[1][1] and len(set(frame_keys)) == 2
 
 
-def test_a_session_without_graphs_runs_eagerly_on_a_model_whose_graphs_another_session_recorded(kokoro_cpu):
+def test_graphs_belong_to_a_runner_so_a_session_without_them_never_replays_another_runners(kokoro_cpu):
     from tilewave.engine import Session
-    from tilewave.models.kokoro.model import eager
 
-    kokoro_cpu.graphs = EagerGraphs()  # as a GPU session with graphs left the shared model
-    try:
-        ids, ref_s = random_token_ids(12, 4), voice_style(12, "jf_alpha")
-        kokoro_cpu.features(ids, ref_s)
-        assert kokoro_cpu.graphs.keys  # the model replays graphs ...
-        kokoro_cpu.graphs.keys.clear()
-        with eager():
-            kokoro_cpu(ids, ref_s, 1.0, torch.Generator().manual_seed(0))
-        with Session(device="cpu", model=kokoro_cpu, cuda_graphs=False) as session:
-            session.speak("Hello.", seed=1)
-        assert kokoro_cpu.graphs.keys == []  # ... but not inside eager(), nor for a session made without them
-    finally:
-        kokoro_cpu.graphs = None
+    runner = KokoroRunner(kokoro_cpu)
+    runner.graphs = EagerGraphs()  # as a GPU session's runner with graphs, on the shared model
+    ids, ref_s = random_token_ids(12, 4), voice_style(12, "jf_alpha")
+    runner.features(ids, ref_s)
+    assert runner.graphs.keys  # the runner replays graphs ...
+    runner.graphs.keys.clear()
+    kokoro_cpu(ids, ref_s, 1.0, torch.Generator().manual_seed(0))
+    with Session(device="cpu", model=kokoro_cpu, cuda_graphs=False) as session:
+        session.speak("Hello.", seed=1)
+        assert session.runner.graphs is None and session.runner.model is kokoro_cpu
+    assert runner.graphs.keys == []  # ... but not the model alone, nor a session made without them
 
 
 def test_a_graph_refuses_inputs_of_other_shapes_than_it_recorded():
@@ -85,13 +84,11 @@ def test_the_bucket_padded_generator_gives_the_unpadded_spectrum(kokoro_cpu, pho
     f["frames"] = [int(f["durations"].sum())]
     gen = torch.Generator().manual_seed(1)
     _, spec, audio = kokoro_cpu._generate(f, ref_s, [gen], None, torch.float32)
-    kokoro_cpu.graphs = EagerGraphs()
-    try:
-        _, spec_b, audio_b = kokoro_cpu._generate(f, ref_s, [torch.Generator().manual_seed(1)], None, torch.float32)
-        assert kokoro_cpu.graphs.keys and kokoro_cpu.graphs.keys[0][1] % GRAPH_BUCKET == 0
-        assert kokoro_cpu.graphs.keys[0][1] > f["decoder"].shape[-1] or f["decoder"].shape[-1] % GRAPH_BUCKET == 0
-    finally:
-        kokoro_cpu.graphs = None
+    runner = KokoroRunner(kokoro_cpu)
+    runner.graphs = EagerGraphs()
+    _, spec_b, audio_b = runner._generate(f, ref_s, [torch.Generator().manual_seed(1)], None, torch.float32)
+    assert runner.graphs.keys and runner.graphs.keys[0][1] % GRAPH_BUCKET == 0
+    assert runner.graphs.keys[0][1] > f["decoder"].shape[-1] or f["decoder"].shape[-1] % GRAPH_BUCKET == 0
     assert spec_b.shape == spec.shape and audio_b[0].shape == audio[0].shape
     assert torch.isfinite(audio_b[0]).all()
     assert scaled_max_error(spec_b, spec) <= tolerance("float32", "reduction")
@@ -111,12 +108,10 @@ def test_the_bucket_padded_stages_before_the_generator_give_the_unpadded_feature
     if given:
         durations[1] = 3  # not all zero
     solo = kokoro_cpu.features(ids, ref_s, speed, durations=durations)
-    kokoro_cpu.graphs = EagerGraphs()
-    try:
-        got = kokoro_cpu.features(ids, ref_s, speed, durations=durations)
-        keys = kokoro_cpu.graphs.keys
-    finally:
-        kokoro_cpu.graphs = None
+    runner = KokoroRunner(kokoro_cpu)
+    runner.graphs = EagerGraphs()
+    got = runner.features(ids, ref_s, speed, durations=durations)
+    keys = runner.graphs.keys
     frames = int(solo["durations"].sum())
     assert [k[:2] for k in keys] == [("tokens", -(-(phonemes + 2) // TOKEN_BUCKET) * TOKEN_BUCKET),
                                      ("frames", -(-2 * frames // GRAPH_BUCKET) * GRAPH_BUCKET // 2)]
@@ -130,12 +125,10 @@ def test_a_graphed_item_past_the_frame_graphs_runs_its_frame_stages_eagerly(koko
     ids, ref_s = random_token_ids(20, 5), voice_style(20, "jm_kumo")
     durations = torch.full((22,), GRAPH_MAX_FRAMES // 2 // 20 + 1)  # past GRAPH_MAX_FRAMES decoder frames
     solo = kokoro_cpu(ids, ref_s, 1.0, torch.Generator().manual_seed(3), durations=durations)
-    kokoro_cpu.graphs = EagerGraphs()
-    try:
-        out = kokoro_cpu(ids, ref_s, 1.0, torch.Generator().manual_seed(3), durations=durations)
-        keys = [k[0] for k in kokoro_cpu.graphs.keys]
-    finally:
-        kokoro_cpu.graphs = None
+    runner = KokoroRunner(kokoro_cpu)
+    runner.graphs = EagerGraphs()
+    out = runner.forward(ids, ref_s, 1.0, torch.Generator().manual_seed(3), durations=durations)
+    keys = [k[0] for k in runner.graphs.keys]
     assert keys == ["tokens"]
     # the token stages' masked passes round F0 at float32's level, which the harmonic source's phase carries into
     # the waveform: the spectrum is the bound for the audio
@@ -166,40 +159,37 @@ def test_on_a_gpu_the_whole_graphed_forward_keeps_the_durations_and_the_spectrum
              for n, speed in ((12, 1.0), (77, 1.3), (420, 0.6))]
     eager = [model(ids, ref_s, speed, torch.Generator("cuda").manual_seed(4)) for ids, ref_s, speed in cases]
     feats = [model.features(ids, ref_s, speed)["F0"] for ids, ref_s, speed in cases]
-    model.use_cuda_graphs()
+    runner = KokoroRunner(model, cuda_graphs=True)
     for _ in range(2):
         for (ids, ref_s, speed), solo, f0 in zip(cases, eager, feats):
-            out = model(ids, ref_s, speed, torch.Generator("cuda").manual_seed(4))
+            out = runner.forward(ids, ref_s, speed, torch.Generator("cuda").manual_seed(4))
             assert torch.equal(out.durations, solo.durations)
             assert torch.isfinite(out.audio).all() and out.audio.shape == solo.audio.shape
-            assert scaled_max_error(model.features(ids, ref_s, speed)["F0"], f0) <= tolerance("float32", "reduction")
+            assert scaled_max_error(runner.features(ids, ref_s, speed)["F0"], f0) <= tolerance("float32", "reduction")
             assert log_spectral_distance(out.audio, solo.audio) <= tolerance("float32", "spectral")
     # tokens, frames, generator once each per bucket; an item past GRAPH_MAX_FRAMES graphs its token stages only
     graphed = [2 * int(solo.durations.sum()) <= GRAPH_MAX_FRAMES for solo in eager]
     assert any(graphed) and not all(graphed)
-    assert model.graphs.captures == sum(3 if g else 1 for g in graphed)
+    assert runner.graphs.captures == sum(3 if g else 1 for g in graphed)
 
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
-def test_on_a_gpu_graphs_with_their_branches_on_side_streams_give_the_one_stream_graphs_bit_for_bit(kokoro_weights,
-                                                                                                      monkeypatch):
+def test_on_a_gpu_graphs_with_their_branches_on_side_streams_give_the_one_stream_graphs_bit_for_bit(kokoro_weights):
     # graphs.concurrently records the independent parts (F0 | energy blocks, noise | upsampling, the three
     # resblocks) on side streams; the kernels and their order within a branch are the one-stream graph's, so the
     # audio must not differ in a bit, at every bucket and on every replay
     from tilewave.models.kokoro import KokoroModel
-    from tilewave.ops import graphs
 
     model = KokoroModel.from_weights(kokoro_weights, "cuda")
     cases = [(random_token_ids(n, 5 + n).cuda(), voice_style(n, "jf_nezumi").cuda(), speed)
              for n, speed in ((9, 1.0), (64, 0.8), (150, 1.2))]
     outs, captures = {}, {}
     for streams in (False, True):
-        monkeypatch.setattr(graphs, "BRANCH_STREAMS", streams)
-        model.use_cuda_graphs()
-        outs[streams] = [[model(ids, ref_s, speed, torch.Generator("cuda").manual_seed(2)) for ids, ref_s, speed
-                          in cases] for _ in range(2)]
-        captures[streams] = model.graphs.captures
+        runner = KokoroRunner(model, BatchPolicy(branch_streams=streams), cuda_graphs=True)
+        outs[streams] = [[runner.forward(ids, ref_s, speed, torch.Generator("cuda").manual_seed(2))
+                          for ids, ref_s, speed in cases] for _ in range(2)]
+        captures[streams] = runner.graphs.captures
     assert captures[True] == captures[False] >= len(cases) + 2  # every graph recorded once, in both forms
     for one, side in zip(outs[False], outs[True]):
         for a, b in zip(one, side):
@@ -217,13 +207,13 @@ def test_on_a_gpu_a_graph_replay_gives_the_eager_audio_and_is_recorded_once_per_
     model = KokoroModel.from_weights(kokoro_weights, "cuda")
     ids, ref_s = random_token_ids(30, 3).cuda(), voice_style(30, "jf_alpha").cuda()
     eager = model(ids, ref_s, 1.0, torch.Generator("cuda").manual_seed(4))
-    model.use_cuda_graphs(max_graphs=3)
-    outs = [model(ids, ref_s, 1.0, torch.Generator("cuda").manual_seed(4)) for _ in range(3)]
+    runner = KokoroRunner(model, cuda_graphs=True, max_graphs=3)
+    outs = [runner.forward(ids, ref_s, 1.0, torch.Generator("cuda").manual_seed(4)) for _ in range(3)]
     for out in outs:
         assert torch.equal(out.durations, eager.durations)
         assert log_spectral_distance(out.audio, eager.audio) <= tolerance("float32", "spectral")
     assert torch.equal(outs[1].audio, outs[0].audio) and torch.equal(outs[2].audio, outs[0].audio)  # replays
-    assert model.graphs.captures == 3 and len(model.graphs) == 3
+    assert runner.graphs.captures == 3 and len(runner.graphs) == 3
 
 
 def test_a_stream_through_the_engine_takes_the_graphed_path_for_its_single_items(kokoro_cpu):
@@ -238,13 +228,11 @@ def test_a_stream_through_the_engine_takes_the_graphed_path_for_its_single_items
     text = "The lamp by the door was lit. Outside, the rain went on for hours, and nobody came."
     with Session(device="cpu", model=kokoro_cpu, voice="jm_kumo") as session:
         eager = list(session.stream(text, seed=2))
-    kokoro_cpu.graphs = EagerGraphs()
-    try:
-        with Session(device="cpu", model=kokoro_cpu, voice="jm_kumo") as session:
-            graphed = list(session.stream(text, seed=2))
-        kinds = {k[0] for k in kokoro_cpu.graphs.keys}
-    finally:
-        kokoro_cpu.graphs = None
+    graphs = EagerGraphs()
+    with Session(device="cpu", model=kokoro_cpu, voice="jm_kumo") as session:
+        session.load().runner.graphs = graphs  # before the first request: what a GPU session's runner has
+        graphed = list(session.stream(text, seed=2))
+    kinds = {k[0] for k in graphs.keys}
     assert len(eager) >= 2 and kinds == {"tokens", "frames", "generator"}
     assert [c.text for c in graphed] == [c.text for c in eager]
     for g, e in zip(graphed, eager, strict=True):
@@ -288,11 +276,9 @@ def test_a_key_runs_eagerly_until_it_is_seen_again_and_the_cache_keeps_to_its_by
 
 @pytest.mark.parametrize("items", [2, 5])
 def test_a_graphed_padded_batch_gives_each_item_its_solo_durations_and_features(kokoro_cpu, items):
-    # A padded batch from the graphs of its batch bucket (GraphPolicy.padded_batches; EagerGraphs runs what a GPU
+    # A padded batch from the graphs of its batch bucket (BatchPolicy.padded_batches; EagerGraphs runs what a GPU
     # records): 5 items in a bucket of 6 rows, the last repeated into the spare row. Each item's durations are its
     # solo run's exactly, its features and audio within the float32 bounds of its solo run's.
-    from tilewave.models.kokoro.model import GraphPolicy
-
     rng = torch.Generator().manual_seed(items)
     cases = [(random_token_ids(n, 20 + n), voice_style(n, v), speed) for n, v, speed in
              [(int(torch.randint(4, 70, (1,), generator=rng)), ("jf_alpha", "jm_kumo")[i % 2], (1.0, 0.5)[i % 2])
@@ -302,15 +288,13 @@ def test_a_graphed_padded_batch_gives_each_item_its_solo_durations_and_features(
     speeds = [c[2] for c in cases]
     solo = [kokoro_cpu.features(i, r, s) for i, r, s in cases]
     solo_audio = [kokoro_cpu(i, r, s, torch.Generator().manual_seed(b)) for b, (i, r, s) in enumerate(cases)]
-    kokoro_cpu.graphs, kokoro_cpu.graph_policy = EagerGraphs(), GraphPolicy(padded_batches=True)
-    try:
-        f = kokoro_cpu._features(ids, ref_s, speeds, None)
-        outs = kokoro_cpu.forward_batch(ids, ref_s, speeds, [torch.Generator().manual_seed(b) for b in range(items)],
-                                        padded=True)
-        keys = kokoro_cpu.graphs.keys
-    finally:
-        kokoro_cpu.graphs, kokoro_cpu.graph_policy = None, GraphPolicy()
-    bucket = GraphPolicy().batch_bucket(items)
+    runner = KokoroRunner(kokoro_cpu, BatchPolicy(padded_batches=True))
+    runner.graphs = EagerGraphs()
+    f = runner._features(ids, ref_s, speeds, None)
+    outs = runner.forward_batch(ids, ref_s, speeds, [torch.Generator().manual_seed(b) for b in range(items)],
+                                padded=True)
+    keys = runner.graphs.keys
+    bucket = BatchPolicy().batch_bucket(items)
     assert {k[0] for k in keys} == {"tokens", "frames", "generator"} and all(k[-1] == bucket for k in keys)
     for b, (one, out, audio) in enumerate(zip(solo, outs, solo_audio)):
         n = one["durations"].shape[0]
@@ -328,24 +312,23 @@ def test_a_graphed_padded_batch_gives_each_item_its_solo_durations_and_features(
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
 def test_on_a_gpu_a_padded_batch_from_graphs_runs_eagerly_then_records_then_replays(kokoro_weights):
-    # GraphPolicy.padded_batches: 5 items in the bucket of 6; the first call of its keys eager, the second
+    # BatchPolicy.padded_batches: 5 items in the bucket of 6; the first call of its keys eager, the second
     # recorded, the third replayed: all three bit-identical, and the durations the eager padded batch's
     from tilewave.models.kokoro import KokoroModel
-    from tilewave.models.kokoro.model import GraphPolicy
 
     model = KokoroModel.from_weights(kokoro_weights, "cuda")
     cases = [(random_token_ids(n, 30 + n)[0].cuda(), voice_style(n, "jm_kumo").cuda()) for n in (9, 40, 77, 23, 61)]
     ids, ref_s = [c[0] for c in cases], torch.cat([c[1] for c in cases])
     speeds = [1.0, 1.3, 0.8, 1.0, 1.0]
 
-    def run():
-        return model.forward_batch(ids, ref_s, speeds, [torch.Generator("cuda").manual_seed(b) for b in range(5)],
-                                   padded=True)
+    def run(runner):
+        return runner.forward_batch(ids, ref_s, speeds, [torch.Generator("cuda").manual_seed(b) for b in range(5)],
+                                    padded=True)
 
-    eager = run()
-    model.use_cuda_graphs(GraphPolicy(padded_batches=True))
-    outs = [run() for _ in range(3)]
-    assert model.graphs.captures == 3  # tokens, frames, generator: recorded on the second call
+    eager = run(KokoroRunner(model))  # no graphs: the eager padded pass
+    runner = KokoroRunner(model, BatchPolicy(padded_batches=True), cuda_graphs=True)
+    outs = [run(runner) for _ in range(3)]
+    assert runner.graphs.captures == 3  # tokens, frames, generator: recorded on the second call
     for out in outs:
         for a, b in zip(out, outs[0]):
             assert torch.equal(a.audio, b.audio) and torch.equal(a.durations, b.durations)

@@ -26,7 +26,9 @@ class SpeechServer:
     def __init__(self, lang: str = "en-us", device: str | None = None, weights: str | None = None,
                  precision: str | None = None, memory_budget: str | None = None, dtype: str = "float32") -> None:
         from tilewave.engine import Session
+        from tilewave.engine.process import configure_process
 
+        configure_process(device, memory_budget)  # this replica's process
         options = {"dtype": dtype} if precision is None else {"precision": precision, "dtype": dtype}
         self.session = Session(lang=lang, device=device, weights=weights, memory_budget=memory_budget,
                                **options).load()

@@ -11,6 +11,7 @@ import numpy as np
 
 from tilewave.distributed.jobs import Item, Job, Result, item_key
 from tilewave.engine import SAMPLE_RATE, Session, join_chunks
+from tilewave.engine.process import configure_process
 from tilewave.engine.timestamps import word_timestamps
 from tilewave.errors import TilewaveError, WeightsError
 
@@ -25,6 +26,7 @@ class Synthesizer:
 
     def __init__(self, device=None, precision=None, weights=None, memory_budget=None, lang: str = "en-us",
                  model_id: str = "", dtype: str = "float32") -> None:
+        configure_process(device, memory_budget)  # the batch job's process (this one, or a Ray actor's)
         self._options = {"device": device, "weights": weights, "memory_budget": memory_budget, "dtype": dtype}
         if precision is not None:
             self._options["precision"] = precision

@@ -9,7 +9,8 @@ _WHERE = {
     "SAMPLE_RATE": "pipeline", "Chunk": "pipeline", "Joiner": "pipeline", "Pipeline": "pipeline",
     "join_chunks": "pipeline", "Cancelled": "scheduler", "QueueFull": "scheduler", "Session": "session",
     "speak": "session", "speak_many": "session", "stream": "session", "DEFAULT_VOICE": "voices",
-    "builtin_voices": "voices", "load_voice": "voices", "style_for": "voices",
+    "builtin_voices": "voices", "load_voice": "voices", "style_for": "voices", "BatchPolicy": "policy",
+    "KokoroRunner": "runner", "configure_process": "process",
 }
 _PRECISION_NAMES = {"DEFAULT_PRECISION": "DEFAULT", "PRECISIONS": "MODES", "DTYPES": "DTYPES",
                     "KOKORO_DTYPES": "KOKORO_DTYPES"}

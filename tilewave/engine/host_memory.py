@@ -8,10 +8,11 @@ trimming, a freed block goes back to malloc's free lists and the next activation
 mapped: the forward is faster and its peak resident memory higher (blocks reused in a different order leave
 holes; benchmarks/RESULTS.md). Like a GPU caching allocator, the process keeps its high-water mark until it exits.
 
-A CPU Session without a memory budget applies it (as do the CPU benchmarks, for the same conditions): kept blocks
-are memory a budget would not see, so a session given a budget puts malloc's return of large blocks back for the
-process (with the test double of tests/engine/test_scheduler.py a run's peak is lower with malloc as it is than
-with blocks kept). TILEWAVE_HOST_MALLOC=system: never applied.
+A program running the engine on a CPU without a memory budget applies it (engine.process.configure_process; the
+CPU benchmarks too, for the same conditions): kept blocks are memory a budget would not see, so with a budget
+configure_process puts malloc's return of large blocks back for the process (with the test double of
+tests/engine/test_scheduler.py a run's peak is lower with malloc as it is than with blocks kept).
+TILEWAVE_HOST_MALLOC=system: never applied.
 """
 from __future__ import annotations
 

@@ -23,7 +23,6 @@ import contextlib
 import logging
 import math
 import queue
-import sys
 import threading
 import weakref
 from collections import deque
@@ -34,6 +33,7 @@ import numpy as np
 import torch
 
 from tilewave.engine.pipeline import SAMPLE_RATE, Chunk
+from tilewave.engine.policy import BatchPolicy
 from tilewave.errors import InputError, TilewaveError
 
 log = logging.getLogger("tilewave.engine")
@@ -44,17 +44,6 @@ log = logging.getLogger("tilewave.engine")
 FRAMES_PER_TOKEN = 3.0
 PAUSE_FRAMES = 30
 DEFAULT_MAX_REQUESTS = 64
-DEFAULT_MAX_BATCH = 64
-# Padded frames per batch when no memory budget is given: ~100 s of speech, two full 510-phoneme chunks at once
-# (~2.5 GB at session.BYTES_PER_FRAME).
-DEFAULT_FRAME_BUDGET = 4_096
-# The interpreter's thread switch interval once a scheduler runs (seconds; None leaves it alone). PyTorch releases
-# the GIL inside every op, so the worker takes it back after each launch; while another thread runs Python (HTTP
-# handlers, audio encoding, the caller's own threads) it waits until the holder is made to drop it: up to the
-# interval, 5 ms by default, per op. Beside a thread spinning in Python a graphed single took ~80x its time alone at
-# 5 ms and ~6x at 0.5 ms (benchmarks/diag_gil.py); 0.1 ms took a fifth of a phonemizing neighbour's rate. Shorter
-# only: a process that set a shorter one keeps it.
-SWITCH_INTERVAL_S: float | None = 0.0005
 
 
 class QueueFull(InputError):
@@ -145,20 +134,14 @@ class BatchStats:
     peak_bytes: int | None  # the session's peak memory so far, above what it held at start (None: not measurable)
 
 
-def _shorten_switch_interval() -> None:
-    """The process's switch interval at most SWITCH_INTERVAL_S (see there): the worker's ops wait that long for
-    the GIL at most when other threads run Python."""
-    if SWITCH_INTERVAL_S is not None and sys.getswitchinterval() > SWITCH_INTERVAL_S:
-        sys.setswitchinterval(SWITCH_INTERVAL_S)
-
-
 class Scheduler:
     """Requests in, batches through one worker thread, chunks out. `context()` is entered around every
     batch on the worker thread (the session's precision scope and inference mode live in thread-local or
-    context state, so they must be set where the model runs)."""
+    context state, so they must be set where the model runs). `model`: anything with KokoroModel.forward_batch's
+    signature (a session's engine.runner.KokoroRunner); frame_budget and max_batch default to BatchPolicy's."""
 
-    def __init__(self, model, device: str | torch.device = "cpu", *, frame_budget: int = DEFAULT_FRAME_BUDGET,
-                 max_batch: int = DEFAULT_MAX_BATCH, max_requests: int = DEFAULT_MAX_REQUESTS,
+    def __init__(self, model, device: str | torch.device = "cpu", *, frame_budget: int = BatchPolicy.frame_budget,
+                 max_batch: int = BatchPolicy.max_batch, max_requests: int = DEFAULT_MAX_REQUESTS,
                  context: Callable = contextlib.nullcontext, profile=None, dtype: torch.dtype = torch.float32,
                  fill: int = 1) -> None:
         self.device = torch.device(device)
@@ -171,7 +154,6 @@ class Scheduler:
         self._closed = False
         self._peak: PeakMemory | None = None  # made by the worker's first batch, after the model is loaded
         self.batches: list[BatchStats] = []
-        _shorten_switch_interval()
         self._worker = threading.Thread(target=self._work, name="tilewave-scheduler", daemon=True)
         self._worker.start()
         atexit.register(_finish_at_exit, weakref.ref(self))

@@ -18,6 +18,7 @@ import os
 import re
 import threading
 import weakref
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from typing import AsyncIterator, Iterator, Sequence
@@ -27,12 +28,14 @@ import torch
 
 from tilewave import precision as fp32_precision
 from tilewave import profiling
-from tilewave.engine.host_memory import keep_freed_memory
 from tilewave.engine.pipeline import (SAMPLE_RATE, SPEED_RANGE, Chunk, Pipeline, check_seed, check_speed, join_chunks,
                                      resolve_device)
-from tilewave.engine.scheduler import DEFAULT_FRAME_BUDGET, DEFAULT_MAX_REQUESTS, Cancelled, Job, Request, Scheduler
+from tilewave.engine.policy import BatchPolicy
+from tilewave.engine.process import set_threads
+from tilewave.engine.scheduler import DEFAULT_MAX_REQUESTS, Cancelled, Job, Request, Scheduler
 from tilewave.engine.voices import default_voice, load_voice, style_for
 from tilewave.errors import InputError, TilewaveError, WeightsError
+from tilewave.ops.dispatch import counting
 from tilewave.text import check_language, encode
 
 log = logging.getLogger("tilewave.engine")
@@ -40,10 +43,6 @@ log = logging.getLogger("tilewave.engine")
 # The first chunk of a stream: its first sentence or clause, at most this many phonemes (~2-3 s of speech), so
 # that its audio is out after one short model call; later chunks are the usual up to 510.
 FIRST_CHUNK_PHONEMES = 64
-# Memory one estimated frame of a batch takes while Kokoro makes it, for turning a memory budget into frames.
-# Measured on the CPU (float32, peak resident set above the loaded model; benchmarks/RESULTS.md): the per-item
-# forward and the warm batched pass take 0.46-1.17 MB an estimated frame; 1.2 MB keeps above them.
-BYTES_PER_FRAME = 1_200_000
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30}
 
 
@@ -78,12 +77,6 @@ def load_model(weights: str | None, device: str):
     return KokoroModel.from_pretrained(weights, device=device)
 
 
-# On a GPU a batch of fewer padded frames than this share of the frame budget also takes other length buckets'
-# chunks: small batches are launch-bound there. H200, RESULTS S9, 8 / 32 / 64 mixed sentences: one bucket a batch
-# 244 / 401 / 742 ms, filled below 1/4 of the budget 156 / 480 / 665 ms, below 1/2 194 / 494 / 746 ms, filled below
-# 16 chunks 166 / 527 / 915 ms. A CPU runs a batch's items one by one anyway (fill 1: buckets only).
-GPU_FILL_SHARE = 4
-
 # warm_up_serving's batches: sizes that take each of the batched LSTM's row blocks (1, 2, 4, 8) and a multiple of
 # 16 (Triton specialises an integer argument on that), of sentences that differ in length
 WARM_UP_BATCHES = (1, 2, 4, 8, 16)
@@ -100,24 +93,24 @@ class Session:
     `profile`: True for a new stage profiler (its report: `profiler.format()`), or any object with `.stage(name)`. `memory_budget` ('2GB', or bytes): the memory a
     batch may take above the loaded model, which bounds its size x frames; `max_requests`: the requests held
     at once (more wait, or get QueueFull). `normalize=False`: the phonemizer gets the text as written (no
-    reading of numbers, money, dates, abbreviations as words; tilewave.text.normalize). `threads`: the CPU
-    threads PyTorch's ops use, for the whole process (torch.set_num_threads); None leaves torch's choice: one
-    per core, or OMP_NUM_THREADS where that is set. `cuda_graphs` (on a GPU): single items (a batch of one, as a
+    reading of numbers, money, dates, abbreviations as words; tilewave.text.normalize). `threads`: asked for, the
+    CPU threads PyTorch's ops use, set for the whole process (engine.process.set_threads); None leaves them as they
+    are. A session sets nothing else of the process: a program sets the switch interval and the host allocator
+    once, for all its sessions (engine.process.configure_process). `cuda_graphs` (on a GPU): single items (a batch of one, as a
     stream's first chunk runs) replay their stages from CUDA graphs, those before the durations at any length and
-    the rest up to 25.6 s of audio (KokoroModel.use_cuda_graphs: launch time is most of a short item's forward)."""
+    the rest up to 25.6 s of audio (KokoroRunner.use_cuda_graphs: launch time is most of a short item's forward).
+    `policy`: how batches are formed and run (engine.policy.BatchPolicy; the session's runner and scheduler follow
+    it, and its graphs are the session's own)."""
 
     def __init__(self, device: str | torch.device | None = None, precision: str = fp32_precision.DEFAULT,
                  lang: str = "en-us", voice=None, weights: str | os.PathLike | None = None, model=None,
                  memory_budget=None, profile=False, max_requests: int = DEFAULT_MAX_REQUESTS,
                  normalize: bool = True, dtype: str = "float32", threads: int | None = None,
-                 cuda_graphs: bool = True) -> None:
-        if threads is not None:
-            if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-                raise InputError(f"threads must be a whole number of at least 1, got {threads!r}")
-            torch.set_num_threads(threads)
+                 cuda_graphs: bool = True, policy: BatchPolicy = BatchPolicy()) -> None:
+        set_threads(threads)
         self.device = resolve_device(device)
         self.cuda_graphs = bool(cuda_graphs) and self.device.type == "cuda"
-        self._no_graphs = not cuda_graphs  # asked for: kept even where the model is shared with a session with them
+        self.policy = policy
         self.precision = fp32_precision.check(precision)
         self.dtype = fp32_precision.check_dtype(dtype, fp32_precision.KOKORO_DTYPES, "Kokoro dtype")
         self.pipeline = Pipeline(lang)
@@ -128,9 +121,7 @@ class Session:
         self.normalize = bool(normalize)
         self._voice = None if voice is None else load_voice(voice)  # the default pack is read on first use
         self.memory_budget = parse_memory(memory_budget)
-        if self.device.type == "cpu":  # the generator's 50 MB activations reused, not faulted in again (host_memory)
-            keep_freed_memory(self.memory_budget is None)
-        self.frame_budget = DEFAULT_FRAME_BUDGET if self.memory_budget is None else self._frames_for(self.memory_budget)
+        self.frame_budget = policy.frame_budget if self.memory_budget is None else self._frames_for(self.memory_budget)
         if profile is True:
             profile = profiling.StageProfiler(self.device)
         self.profiler = profile or None
@@ -138,20 +129,22 @@ class Session:
             raise InputError(f"max_requests must be a whole number of at least 1, got {max_requests!r}")
         self.max_requests = max_requests
         self._model, self._weights = model, None if weights is None else os.fspath(weights)
+        self.runner = None  # what the scheduler runs batches on (made with it: _runner)
+        self._placements: Counter = Counter()  # this session's ops by (op, where, why) (ops.dispatch.counting)
         self._scheduler: Scheduler | None = None
         self._rest: ThreadPoolExecutor | None = None  # phonemizes the rest of streams (submit with first_limit)
         self._starting = threading.Lock()  # the first requests of several threads make one scheduler
 
-    @staticmethod
-    def _frames_for(budget: int) -> int:
+    def _frames_for(self, budget: int) -> int:
         """Padded frames a batch may hold under `budget`; refused when one full chunk (510 phonemes at speed
         1.0) would not fit. A chunk past the budget (slower speech) still runs, alone, with a warning."""
         longest = Job(torch.zeros(512, dtype=torch.long), torch.zeros(1, 256), 1.0, "", "x" * 510).frames
-        if budget < longest * BYTES_PER_FRAME:
+        per_frame = self.policy.bytes_per_frame
+        if budget < longest * per_frame:
             raise InputError(f"memory budget {budget / 1e6:.0f} MB is below what one full chunk (510 phonemes) "
-                             f"needs, ~{longest * BYTES_PER_FRAME / 1e6:.0f} MB; give at least "
-                             f"{-(-longest * BYTES_PER_FRAME // 10**8) / 10:.1f}GB")
-        return budget // BYTES_PER_FRAME
+                             f"needs, ~{longest * per_frame / 1e6:.0f} MB; give at least "
+                             f"{-(-longest * per_frame // 10**8) / 10:.1f}GB")
+        return budget // per_frame
 
     # -- the model and its worker -------------------------------------------------------------------
     @property
@@ -182,21 +175,27 @@ class Session:
     def scheduler(self) -> Scheduler:
         with self._starting:
             if self._scheduler is None:
-                if self.cuda_graphs and getattr(self.model, "graphs", False) is None:  # a Kokoro model, not yet
-                    self.model.use_cuda_graphs()
-                fill = self.frame_budget // GPU_FILL_SHARE if self.device.type == "cuda" else 1
-                self._scheduler = Scheduler(self.model, self.device, frame_budget=self.frame_budget,
-                                            max_requests=self.max_requests, context=self._batch_context,
-                                            profile=self.profiler, dtype=self.dtype, fill=fill)
+                self.runner = self._runner(self.model)
+                fill = self.frame_budget // self.policy.fill_share if self.device.type == "cuda" else 1
+                self._scheduler = Scheduler(self.runner, self.device, frame_budget=self.frame_budget,
+                                            max_batch=self.policy.max_batch, max_requests=self.max_requests,
+                                            context=self._batch_context, profile=self.profiler, dtype=self.dtype,
+                                            fill=fill)
         return self._scheduler
+
+    def _runner(self, model):
+        """A KokoroModel in a KokoroRunner of the session's policy (its own graphs where cuda_graphs); any other
+        model (a test double with forward_batch) runs as it is."""
+        from tilewave.engine.runner import KokoroRunner
+        from tilewave.models.kokoro import KokoroModel
+
+        if not isinstance(model, KokoroModel):
+            return model
+        return KokoroRunner(model, self.policy, cuda_graphs=self.cuda_graphs)
 
     @contextlib.contextmanager
     def _batch_context(self):
-        with torch.inference_mode(), fp32_precision.scope(self.precision), contextlib.ExitStack() as stack:
-            if self._no_graphs:  # the model may be another session's, whose calls recorded graphs
-                from tilewave.models.kokoro.model import eager
-
-                stack.enter_context(eager())
+        with torch.inference_mode(), fp32_precision.scope(self.precision), counting(self._placements):
             yield
 
     def load(self) -> "Session":
@@ -410,18 +409,13 @@ class Session:
         finally:
             scheduler.profile = self.profiler = profiler
 
-    @staticmethod
-    def placements() -> list[tuple[str, str, str, int]]:
-        """(op, 'triton'|'torch', why, calls): where each op ran since the last reset (ops.dispatch)."""
-        from tilewave.ops import placements
+    def placements(self) -> list[tuple[str, str, str, int]]:
+        """(op, 'triton'|'torch', why, calls): where each of this session's ops ran since its last reset (its
+        batches and vocoding; ops.dispatch), most frequent first."""
+        return [(op, where, why, n) for (op, where, why), n in self._placements.most_common()]
 
-        return placements()
-
-    @staticmethod
-    def reset_placements() -> None:
-        from tilewave.ops import reset_placements
-
-        reset_placements()
+    def reset_placements(self) -> None:
+        self._placements.clear()
 
     def peak_memory(self) -> int | None:
         """Bytes at the peak above what was held before the first batch (CUDA allocator, or resident set)."""
@@ -442,7 +436,7 @@ class Session:
         """Audio [B, N] per input file (a wav for copy-synthesis, or a mel .npy), in the session's precision."""
         from tilewave.engine.vocode import vocode_file
 
-        with torch.inference_mode(), fp32_precision.scope(self.precision):
+        with torch.inference_mode(), fp32_precision.scope(self.precision), counting(self._placements):
             return [vocode_file(vocoder, path, chunk_frames, self.profiler) for path in paths]
 
 

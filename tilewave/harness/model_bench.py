@@ -73,7 +73,7 @@ class Options:
     seconds: float | None = None  # bigvgan, decoder: seconds of audio
     inputs: str | None = None  # kokoro: the phonemes JSON (default INPUTS)
     official: bool = True
-    graphs: bool = False  # kokoro --batch, on a GPU: the engine's batches from CUDA graphs (timed after the others)
+    graphs: bool = False  # kokoro --batch, on a GPU: the engine's batches from CUDA graphs (its session's runner)
     remeasure_peaks: bool = False
     report: dict = field(default_factory=dict)
 
@@ -244,9 +244,9 @@ def bench_kokoro(opt: Options) -> list[dict]:
     for name, ps in read_inputs(opt.inputs).items():
         ids, ref_s = encode(ps).to(dev), style_for(pack, len(ps)).to(dev)
 
-        def ours(profile=None):
-            return model(ids, ref_s, 1.0, generator=torch.Generator(dev).manual_seed(0), profile=profile,
-                         dtype=torch_dtype(opt.dtype))
+        def ours(profile=None, forward=model):
+            return forward(ids, ref_s, 1.0, generator=torch.Generator(dev).manual_seed(0), profile=profile,
+                           dtype=torch_dtype(opt.dtype))
 
         def official_fn():
             torch.manual_seed(0)
@@ -276,14 +276,13 @@ def bench_kokoro(opt: Options) -> list[dict]:
                              phonemes=len(ps), **parity(out), **extra))
         for precision in opt.precisions if dev == "cuda" else ():
             # replayed from CUDA graphs: the token stages always, the frame stages and generator up to
-            # GRAPH_MAX_FRAMES (the warm-up records them; KokoroModel.use_cuda_graphs)
+            # BatchPolicy.max_frames (the warm-up records them; KokoroRunner.use_cuda_graphs)
             with scope(precision):
+                from tilewave.engine.runner import KokoroRunner
+
                 eager = ours()
-                model.use_cuda_graphs()
-                try:
-                    ms, out, peak = timed(ours, dev, reps, warmup)
-                finally:
-                    model.graphs = None
+                graphed = KokoroRunner(model, cuda_graphs=True).forward
+                ms, out, peak = timed(lambda: ours(forward=graphed), dev, reps, warmup)
             rows.append(_row(opt, workload, "tilewave from CUDA graphs", precision, opt.dtype, audio_s,
                              ms, peak, flop, off_ms, phonemes=len(ps), **parity(out),
                              max_abs_diff_vs_eager=float((out.audio - eager.audio).abs().max())))
@@ -308,9 +307,9 @@ def _batch_fn(mode: str, model, items, device: str, sentences, official, dtype: 
                 for i, (x, g) in enumerate(zip(ids, gens()))]
 
     def padded():
-        return model.forward_batch(ids, ref_s, [1.0] * len(ids), gens(), padded=True, dtype=torch_dtype(dtype))
+        return model.forward_batch(ids, ref_s, [1.0] * len(ids), gens(), dtype=torch_dtype(dtype))
 
-    def engine():  # the scheduler's batches (length buckets, frame budget), the model's device policy
+    def engine():  # the scheduler's batches (length buckets, frame budget), the runner's device policy
         jobs = [session.prepare(ps, phonemes=True, seed=s)[0] for ps, s in zip(sentences, seeds)]
         requests = [session.scheduler.submit(j, s, block=True) for j, s in zip(jobs, seeds)]
         chunks = [c for r in requests for c in r]
@@ -331,10 +330,12 @@ def _batch_fn(mode: str, model, items, device: str, sentences, official, dtype: 
         # made before the clock, like the model and the voice pack: one session serves every request (the
         # caller closes it); its requests are timed from preparation to the last chunk
         from tilewave.engine import Session
+        from tilewave.engine.process import configure_process
         from tilewave.precision import current
 
-        # graphs off by default: every mode then runs the same eager model; with them (Options.graphs) the session
-        # turns them on for the shared model, so the engine is timed after the other modes of ours
+        # graphs off by default: every mode then runs the same eager model; with them (Options.graphs) the session's
+        # runner replays its own (the other modes stay eager)
+        configure_process(device)  # what a program serving the engine sets (the CLI's commands, a server)
         session = Session(device=device, model=model, voice=VOICE, precision=current(), dtype=dtype,
                           cuda_graphs=graphs).load()
         engine.close = session.close
@@ -352,9 +353,7 @@ def bench_kokoro_batches(opt: Options) -> list[dict]:
     reps, warmup = opt.reps or DEFAULT_BATCH_REPS[dev], BATCH_WARMUP[dev]
     model, weights = load_kokoro(dev, opt.dtype)
     official, why = _official_kokoro(weights, dev) if opt.official else (None, "not run (--no-official)")
-    # with graphs the engine's session turns them on for the shared model: it goes after the other modes of ours
-    ours = sorted(BATCH_MODES, key=lambda m: m == "engine") if opt.graphs else BATCH_MODES
-    modes = (*ours, "official")
+    modes = (*BATCH_MODES, "official")
     pack, flop_of, rows = load_voice(VOICE), {}, []
     for batch in opt.batches:
         sentences = batch_sentences(opt.inputs, batch)

@@ -4,7 +4,8 @@ Rule: the Triton kernel runs when every tensor argument is on a CUDA device, the
 (`backend("torch")` forces PyTorch everywhere, e.g. to build a reference), and the kernel covers the
 case (an op passes `supported=False` with a reason otherwise). Everything else takes the PyTorch path,
 so the engine always works on a CPU and is fast where a GPU is present. `placements()` lists what ran
-where; `tilewave say --profile` prints it so a fallback on the GPU is never silent.
+where in the process; `counting(counter)` counts a caller's own (an engine session's, inside its batches), and
+`tilewave say --profile` prints the session's so a fallback on the GPU is never silent.
 The kernel modules (and triton) are imported by the first call that takes the Triton path (`kernels`): a CPU
 process runs the PyTorch forms of tilewave.reference and never imports them.
 """
@@ -23,6 +24,8 @@ import torch
 _BACKENDS = ("auto", "torch", "triton")
 _backend: contextvars.ContextVar[str] = contextvars.ContextVar("tilewave_backend", default="auto")
 _placements: Counter = Counter()
+_counters: contextvars.ContextVar[tuple[Counter, ...]] = contextvars.ContextVar("tilewave_placement_counters",
+                                                                               default=())
 
 
 @contextlib.contextmanager
@@ -35,6 +38,22 @@ def backend(name: str):
         yield
     finally:
         _backend.reset(token)
+
+
+@contextlib.contextmanager
+def counting(counter: Counter):
+    """Inside: every placement is also counted in `counter`, keyed (op, where, why) as placements() lists them."""
+    token = _counters.set(_counters.get() + (counter,))
+    try:
+        yield counter
+    finally:
+        _counters.reset(token)
+
+
+def _record(key: tuple[str, str, str]) -> None:
+    _placements[key] += 1
+    for counter in _counters.get():
+        counter[key] += 1
 
 
 def current_backend() -> str:
@@ -66,11 +85,11 @@ def use_triton(op: str, *tensors: torch.Tensor | None, supported: bool | Callabl
     elif not supported:
         why = reason or "case not covered by the kernel"
     else:
-        _placements[(op, "triton", "")] += 1
+        _record((op, "triton", ""))
         return True
     if mode == "triton" and why != "backend=torch":
         raise RuntimeError(f"{op}: backend 'triton' was requested but the kernel cannot run: {why}")
-    _placements[(op, "torch", why)] += 1
+    _record((op, "torch", why))
     return False
 
 

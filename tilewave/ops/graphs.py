@@ -30,10 +30,6 @@ from typing import Callable, Hashable
 
 import torch
 
-
-# Off: every branch recorded on the recording stream, one after another (benchmarks/diag_graphs_gpu.py measures the
-# two forms against each other in one process).
-BRANCH_STREAMS = True
 # per thread: two threads may record at once (capture_error_mode="thread_local"), and a stream joins one capture
 _local = threading.local()
 
@@ -42,7 +38,7 @@ def concurrently(device: torch.device, *fns: Callable[[], object]) -> list:
     """[fn() for fn in fns], with fns[1:] each on its own side stream while a CUDA graph is being recorded (see the
     module's docstring). The branches must be independent: no branch reads what another writes, none writes a tensor
     that exists before the call (each returns fresh outputs), none calls concurrently itself, and none runs an LSTM."""
-    if (len(fns) < 2 or not BRANCH_STREAMS or device.type != "cuda"
+    if (len(fns) < 2 or not _local.__dict__.get("branch_streams", True) or device.type != "cuda"
             or not torch.cuda.is_current_stream_capturing()):
         return [fn() for fn in fns]
     main = torch.cuda.current_stream(device)
@@ -67,12 +63,14 @@ def concurrently(device: torch.device, *fns: Callable[[], object]) -> list:
 class GraphCache:
     """Graphs by key: at most max_graphs, and at most max_bytes of their static inputs and outputs (None: no byte
     bound), least recently used dropped first. A key may ask to run eagerly on its first `record_after` calls
-    (run's argument): one seen once is not worth a recording, which costs more than the eager pass."""
+    (run's argument): one seen once is not worth a recording, which costs more than the eager pass. branch_streams
+    off: concurrently's branches recorded on the recording stream, one after another (benchmarks/diag_graphs_gpu.py
+    measures the two forms against each other in one process)."""
 
-    def __init__(self, max_graphs: int = 8, max_bytes: int | None = None) -> None:
+    def __init__(self, max_graphs: int = 8, max_bytes: int | None = None, branch_streams: bool = True) -> None:
         if max_graphs < 1:
             raise ValueError(f"max_graphs must be >= 1, got {max_graphs}")
-        self.max_graphs, self.max_bytes = max_graphs, max_bytes
+        self.max_graphs, self.max_bytes, self.branch_streams = max_graphs, max_bytes, branch_streams
         self._graphs: OrderedDict[Hashable, tuple] = OrderedDict()
         self._seen: OrderedDict[Hashable, int] = OrderedDict()  # eager calls of keys not yet recorded
         self._pool = None
@@ -123,8 +121,12 @@ class GraphCache:
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
         # thread_local: CUDA work of other threads (another session on the same GPU) may go on while this records
-        with torch.cuda.graph(graph, pool=self._pool, capture_error_mode="thread_local"):
-            static_out = fn(*static_in)
+        _local.branch_streams = self.branch_streams  # read by concurrently, on this thread, while it records
+        try:
+            with torch.cuda.graph(graph, pool=self._pool, capture_error_mode="thread_local"):
+                static_out = fn(*static_in)
+        finally:
+            del _local.branch_streams
         self._pool = graph.pool()
         self.captures += 1
         size = sum(t.numel() * t.element_size() for t in (*static_in, *static_out))

@@ -131,12 +131,14 @@ class _Speech:
 
 def create_app(session: Session | None = None, *, api_key: str | None = None, max_input_chars: int = MAX_INPUT_CHARS,
                max_body_bytes: int = MAX_BODY_BYTES, on_first_audio=None, on_load_error=None,
-               warm_up: bool | None = None, **session_args) -> FastAPI:
+               warm_up: bool | None = None, first_chunk_phonemes: int = FIRST_CHUNK_PHONEMES,
+               **session_args) -> FastAPI:
     """The app over `session` (or a new Session(**session_args)). The model is loaded when the app starts
     (uvicorn's startup), on a thread, so /health answers 503 meanwhile; `on_load_error(exc)` is called if it
     fails (the CLI stops the server). `warm_up`: run Session.warm_up_serving before /health says ready (None:
     on a GPU, where the first launches compile kernels; a CPU compiles nothing). `api_key`: when set, /v1/* needs `Authorization: Bearer <api_key>`.
-    `on_first_audio(speech)`: called when a speech response's first audio bytes have been sent."""
+    `on_first_audio(speech)`: called when a speech response's first audio bytes have been sent.
+    `first_chunk_phonemes`: a speech stream's first chunk at most this many phonemes (Session.stream's first_limit)."""
     if session is None:
         session = Session(**session_args)
     state = {"ready": False, "error": None}
@@ -278,7 +280,7 @@ def create_app(session: Session | None = None, *, api_key: str | None = None, ma
     @app.post("/v1/audio/speech")
     async def speech(request: Request):
         arrived = time.perf_counter()
-        req, job = await submit(request, FIRST_CHUNK_PHONEMES)
+        req, job = await submit(request, first_chunk_phonemes)
         sse = req.stream_format == "sse"
         body = _stream(job, req.response_format, sse, _Speech(arrived), metrics, on_first_audio, req.volume_multiplier)
         media = "text/event-stream" if sse else MEDIA_TYPES[req.response_format]

@@ -28,7 +28,6 @@ mode (precision.float32_class).
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import os
 from dataclasses import dataclass, field
 
@@ -41,85 +40,16 @@ from tilewave.models.kokoro import weights as W
 from tilewave.models.kokoro.config import CONFIG, KokoroConfig
 from tilewave.models.kokoro.modules import Albert, Conv1d, ConvTranspose1d, Decoder, ProsodyPredictor, TextEncoder
 from tilewave.ops import spectral
-from tilewave.ops.dispatch import current_backend
 
 STAGES = ("albert", "duration", "f0_energy", "text_encoder", "decoder", "generator", "istft")
-GRAPH_BUCKET = 64  # decoder frames (0.8 s of audio): a graphed generator runs on inputs padded to a multiple
-# Graphs for items up to this many decoder frames (25.6 s of audio, 32 buckets): what they save is launch time,
-# most of a short item's forward and some of a long one's (a lower limit made a 383-phoneme item slower than
-# eager, its frame stages then eager); longer items run their frame stages and generator eager, so a
-# stream of long chunks cannot cycle through more buckets than graphs are kept
-GRAPH_MAX_FRAMES = 2048
-# The stages before the generator from graphs too: the token stages (ALBERT, the duration predictor, the text
-# encoder) on ids padded to a multiple of TOKEN_BUCKET (16 buckets up to Kokoro's 512 tokens), and, after the one
-# read-back (the durations decide the frame count), alignment, the F0/energy curves and the decoder on frames
-# padded to GRAPH_BUCKET decoder frames (duration frames are two decoder frames each)
-TOKEN_BUCKET = 32
-GRAPH_KINDS = 3  # graphs of a length: its token stages, its frame stages, its generator
 # A padded batch's token and frame axes are rounded up to a multiple of this. Triton compiles an integer argument
 # again for each of its classes (a multiple of 16 or not; the tap conv's output length is kept specialised: its
 # stores vectorise), so a padded batch's lengths, taken at random, met convs in a class the server's warm-up had
 # not compiled: compiles of a second each after a server said it was ready. Rounded, every
-# padded batch's convs fall in one class per layer (the graphs' buckets are multiples already). A batch of one
-# keeps its own length (exactly the unpadded ops).
+# padded batch's convs fall in one class per layer (the graphs' buckets, engine.policy, are multiples already). A
+# batch of one keeps its own length (exactly the unpadded ops).
 PAD_MULTIPLE = 16
-# With graphs, a padded batch (eager: ~1,500-1,800 launches, host-bound when small) of fewer items than this runs
-# as its items' graphed forwards one after another: measured, 2 mixed sentences padded took twice their time one
-# by one from graphs, and in the server's load test batches of 2-3 cost more an item than a graphed single
-GRAPHED_PADDED_MIN = 4
 STORAGE_DTYPES = tuple(precision.torch_dtype(name) for name in precision.KOKORO_DTYPES)  # torch dtypes of KOKORO_DTYPES
-
-
-@dataclass(frozen=True)
-class GraphPolicy:
-    """How a model on a GPU replays its forwards from CUDA graphs (use_cuda_graphs). A bench or a session passes
-    its own; the defaults are the measured ones (the module's constants above say why).
-
-    padded_batches: a padded batch of up to batch_buckets[-1] items replays the graphs of its batch bucket (the
-    smallest of batch_buckets that holds it; the last item repeated into the spare rows) — tokens, frames and
-    generator, as a single does — where it would run eagerly (~1,500-1,800 launches, host-bound at a few items).
-    Off: a batch alone ran faster that way than either, but the server's load test with it from 2 items lost to one
-    request at a time (benchmarks/RESULTS.md, session 24); from 4 items it is not yet measured. A batch key's graph is
-    recorded on its call after record_after eager ones (a server's batches draw from many keys, and a recording
-    costs more than the eager pass it replaces); batches of more than max_batch_frames decoder frames over their
-    bucket's rows run their frame stages and generator eagerly. The cache keeps at most max_bytes of graph inputs
-    and outputs, least recently used dropped first."""
-    token_bucket: int = TOKEN_BUCKET
-    frame_bucket: int = GRAPH_BUCKET
-    max_frames: int = GRAPH_MAX_FRAMES
-    padded_min: int = GRAPHED_PADDED_MIN
-    padded_batches: bool = False
-    batch_buckets: tuple[int, ...] = (1, 2, 3, 4, 6, 8, 12, 16)
-    max_batch_frames: int = 16384
-    record_after: int = 1
-    max_bytes: int = 4 << 30
-
-    def batch_bucket(self, items: int) -> int | None:
-        """The batch bucket that holds `items`, or None past the largest."""
-        return next((b for b in self.batch_buckets if b >= items), None)
-
-    @property
-    def max_graphs(self) -> int:
-        return GRAPH_KINDS * self.max_frames // self.frame_bucket * (len(self.batch_buckets) if self.padded_batches
-                                                                     else 1)
-
-
-DEFAULT_GRAPHS = GraphPolicy()
-
-
-# set by `eager()`: the model may be shared (engine.session.load_model keeps one per weights and device), and a
-# session made with cuda_graphs=False must not replay the graphs another session's calls recorded
-_eager: contextvars.ContextVar[bool] = contextvars.ContextVar("tilewave_kokoro_eager", default=False)
-
-
-@contextlib.contextmanager
-def eager():
-    """Inside: every forward runs eagerly, even on a model whose use_cuda_graphs() was called."""
-    token = _eager.set(True)
-    try:
-        yield
-    finally:
-        _eager.reset(token)
 
 
 @dataclass
@@ -139,32 +69,11 @@ class KokoroModel(nn.Module):
         self.text_encoder = TextEncoder(cfg)
         self.decoder = Decoder(cfg)
         self._decoders: dict = {}  # (dtype, device) -> the decoder with 16-bit conv weights (_decoder_in)
-        self.graphs = None  # a GraphCache once use_cuda_graphs() is called
-        self.graph_policy = DEFAULT_GRAPHS
-
-    def use_cuda_graphs(self, policy: GraphPolicy = DEFAULT_GRAPHS, max_graphs: int | None = None) -> "KokoroModel":
-        """Replay forwards on a GPU from CUDA graphs as `policy` says (GraphPolicy; see ops.graphs): the token
-        stages from a graph per token bucket, then, for items of up to policy.max_frames decoder frames, the frame
-        stages and the generator from graphs per frame bucket; a single item always, a padded batch when
-        policy.padded_batches. Each graphed pass runs on the padded bucket with the lengths that keep padding out
-        of the result (the masked passes of a padded batch); between them the one read-back of the durations, the
-        harmonic source (random draws) and the iSTFT stay eager on each item's own length. A profiled call
-        (profile= given) runs its stages before the generator eagerly, so that each is timed. max_graphs: the
-        cache's bound in graphs (default: every bucket's, policy.max_graphs)."""
-        from tilewave.ops.graphs import GraphCache
-
-        self.graph_policy = policy
-        self.graphs = (GraphCache(max_graphs or policy.max_graphs, max_bytes=policy.max_bytes)
-                       if self.device.type == "cuda" else None)
-        return self
 
     def fuse_albert(self, on: bool = True) -> "KokoroModel":
         """Run ALBERT and its projection through ops.linear's fused products on a GPU (modules.Albert)."""
         self.bert.fused_on = on
         return self
-
-    def _graphed(self) -> bool:
-        return self.graphs is not None and not _eager.get()
 
     # -----------------------------------------------------------------------------------------------
     @classmethod
@@ -229,17 +138,22 @@ class KokoroModel(nn.Module):
                  durations: torch.Tensor | None = None, dtype: torch.dtype = torch.float32) -> dict[str, torch.Tensor]:
         """Everything before the iSTFTNet generator: a dict with each stage's output, "durations" [N+2]
         and "decoder" (the generator's input [1, 512, 2 x frames], in `dtype`). Arguments as for forward()."""
-        self._check_inputs(input_ids, ref_s, speed)
-        self._check_dtype(dtype)
-        if durations is not None:
-            durations = torch.as_tensor(durations)
-            if durations.shape != input_ids.shape[1:] or durations.is_floating_point() or int(durations.min()) < 0 \
-                    or int(durations.sum()) < 1:
-                raise InputError(f"durations must be non-negative integers (not all 0), one per token "
-                                 f"({input_ids.shape[1]}), got {durations.dtype} {tuple(durations.shape)}")
-            durations = [durations]
+        durations = self._check_single(input_ids, ref_s, speed, durations, dtype)
         f = self._features([input_ids[0]], ref_s, [speed], profile, durations, dtype)
         return dict(f, durations=f["durations"][0])
+
+    def _check_single(self, input_ids, ref_s, speed, durations, dtype) -> list[torch.Tensor] | None:
+        """features' checks of one item's arguments; the given durations as the batch's list (None: predicted)."""
+        self._check_inputs(input_ids, ref_s, speed)
+        self._check_dtype(dtype)
+        if durations is None:
+            return None
+        durations = torch.as_tensor(durations)
+        if durations.shape != input_ids.shape[1:] or durations.is_floating_point() or int(durations.min()) < 0 \
+                or int(durations.sum()) < 1:
+            raise InputError(f"durations must be non-negative integers (not all 0), one per token "
+                             f"({input_ids.shape[1]}), got {durations.dtype} {tuple(durations.shape)}")
+        return [durations]
 
     @torch.no_grad()
     def forward(self, input_ids: torch.Tensor, ref_s: torch.Tensor, speed: float = 1.0,
@@ -278,33 +192,20 @@ class KokoroModel(nn.Module):
 
     @torch.no_grad()
     def forward_batch(self, input_ids: list[torch.Tensor], ref_s: torch.Tensor, speeds, generators,
-                      profile=None, padded: bool | None = None, dtype: torch.dtype = torch.float32) -> list[KokoroOutput]:
-        """B utterances of any lengths in one pass: input_ids[i] [N_i + 2] (wrapped with 0s), ref_s [B, 256]
-        (row i the voice pack's style for item i), speeds and generators one per item (a generator may
-        repeat). Item i draws from generators[i], items in index order, with the shapes its solo forward
-        draws, so a request's consecutive chunks in one batch get exactly their solo audio; each item's
-        durations are its solo run's and its audio equals its solo audio to float32 rounding.
-        padded: one pass with the items padded to the longest (padding costs compute, so batch items of
-        similar lengths), or False: the items one after another through forward. None: padded on a GPU, one
-        after another on a CPU, where the work is compute-bound and padding only adds to it (measured: 8 mixed
-        sentences padded took 2.3x as long as one by one; benchmarks/RESULTS.md), and one after another on a
-        GPU with graphs when the batch has fewer than graph_policy.padded_min items. dtype: as for forward."""
+                      profile=None, dtype: torch.dtype = torch.float32) -> list[KokoroOutput]:
+        """B utterances of any lengths in one pass, padded to the longest (padding costs compute, so batch items of
+        similar lengths; engine.runner.KokoroRunner chooses between this and the items one by one): input_ids[i]
+        [N_i + 2] (wrapped with 0s), ref_s [B, 256] (row i the voice pack's style for item i), speeds and generators
+        one per item (a generator may repeat). Item i draws from generators[i], items in index order, with the
+        shapes its solo forward draws, so a request's consecutive chunks in one batch get exactly their solo audio;
+        each item's durations are its solo run's and its audio equals its solo audio to float32 rounding. dtype: as
+        for forward."""
         self._check_batch(input_ids, ref_s, speeds, generators)
         self._check_dtype(dtype)
         speeds = [float(v) for v in speeds]
-        if not self._runs_padded(len(input_ids), padded):
-            return [self.forward(ids[None], ref_s[i:i + 1], speeds[i], generators[i], profile, dtype=dtype)
-                    for i, ids in enumerate(input_ids)]
         f = self._features(list(input_ids), ref_s, speeds, profile, dtype=dtype)
         _, _, audio = self._generate(f, ref_s, list(generators), profile, dtype)
         return [KokoroOutput(audio=a, durations=d) for a, d in zip(audio, f["durations"])]
-
-    def _runs_padded(self, items: int, padded: bool | None) -> bool:
-        """forward_batch's choice: `padded` as given, else on a GPU unless graphs replay each of fewer than
-        graph_policy.padded_min items faster than an eager padded pass runs them all."""
-        if padded is not None:
-            return padded
-        return self.device.type == "cuda" and not (self._graphed() and items < self.graph_policy.padded_min)
 
     # -----------------------------------------------------------------------------------------------
     def _features(self, input_ids: list[torch.Tensor], ref_s, speeds: list[float], profile, durations=None,
@@ -312,11 +213,9 @@ class KokoroModel(nn.Module):
         """The batched pass up to the generator's input. Token and frame axes are padded to the longest item;
         `*_lengths` are None when every item fills the axis (then nothing is masked: a batch of one runs
         exactly the unpadded ops)."""
-        if profile is None and self._graphs_take(len(input_ids)):
-            return self._features_graphed(input_ids, ref_s, speeds, durations, dtype)
         stage = _stages(profile)
         n_tok = [int(t.shape[0]) for t in input_ids]
-        ids = torch.zeros(len(n_tok), _axis(n_tok), dtype=torch.long, device=self.device)
+        ids = torch.zeros(len(n_tok), padded_axis(n_tok), dtype=torch.long, device=self.device)
         for b, t in enumerate(input_ids):
             ids[b, :n_tok[b]] = t.to(self.device)
         tok_lengths = self._lengths(n_tok, ids.shape[1])
@@ -339,7 +238,7 @@ class KokoroModel(nn.Module):
         stage = stage or _stages(None)
         dur = out["durations"]
         n_frames = [int(t.sum()) for t in dur]
-        frames = _axis(n_frames)
+        frames = padded_axis(n_frames)
         frame_lengths = self._lengths(n_frames, frames)
         with stage("f0_energy"):
             en = _align(out["d"].transpose(1, 2), dur, frames)
@@ -350,82 +249,30 @@ class KokoroModel(nn.Module):
             x = self._decoder_in(dtype).features(asr, f0, n, s_dec, frame_lengths)
         return dict(out, en=en, F0=f0, N=n, asr=asr, decoder=x, frames=n_frames)
 
-    def _graphs_take(self, items: int) -> bool:
-        """Whether a forward of `items` items runs its stages from graphs: one item on a graphed model; a padded
-        batch where the policy says so and a batch bucket holds it."""
-        if not self._graphed():
-            return False
-        return items == 1 or (self.graph_policy.padded_batches and self.graph_policy.batch_bucket(items) is not None)
+    def token_stages(self, ids: torch.Tensor, lengths: torch.Tensor, s_pro: torch.Tensor, inv_speed: torch.Tensor):
+        """The stages before the durations on a padded batch, with no read-back (what engine.runner's token graph
+        records): ids [B, T] zero-padded, lengths [B] and inv_speed [B, 1] (1 / speed) on the device, s_pro
+        [B, 128] -> (bert, d_en, d, duration logits, durations [B, T] (0 past each item's tokens), the text
+        encoder's output). Masked passes throughout (ALBERT with its key mask, the LSTMs with the lengths)."""
+        valid = torch.arange(ids.shape[1], device=ids.device)[None, :] < lengths[:, None]
+        # one stream: the text encoder on a side stream (its LSTM beside ALBERT's or the predictor's kernels)
+        # made this graph up to 1.4x slower at 383 tokens (ops.graphs)
+        with precision.float32_class():
+            bert = self.bert(ids, valid).masked_fill_(~valid[..., None], 0.0)
+            d_en = self.bert.project(self.bert_encoder, bert).masked_fill_(~valid[..., None], 0.0)
+            d, logits, frames = self.predictor.frames_per_token(d_en, s_pro, lengths)
+            dur = torch.round(frames * inv_speed).clamp(min=1).long().masked_fill_(~valid, 0)
+        return bert, d_en, d, logits, dur, self.text_encoder(ids, lengths)
 
-    def _features_graphed(self, input_ids: list[torch.Tensor], ref_s, speeds: list[float], durations, dtype):
-        """_features from CUDA graphs (see use_cuda_graphs): the same dict, its tensors on the axes an eager
-        padded pass gives (a single item's own lengths). B items run in the graphs of their batch bucket Bb, the
-        last item repeated into the spare rows (its durations too, so the spare rows' frames never set the frame
-        bucket). Its arithmetic is a padded batch's masked passes (ALBERT with its key mask, the LSTMs, norms and
-        convs with lengths), so the durations are forward's and the features equal forward's to float32 rounding;
-        the audio then lies within the float32 spectral bound of forward's (the harmonic source's phase integral
-        carries F0's rounding into the waveform, as in a padded batch)."""
-        policy, dev = self.graph_policy, self.device
-        B = len(input_ids)
-        Bb = policy.batch_bucket(B)
-        rows = list(range(B)) + [B - 1] * (Bb - B)
-        n_tok = [int(t.shape[0]) for t in input_ids]
-        nb = -(-max(n_tok) // policy.token_bucket) * policy.token_bucket
-        ids_b = torch.zeros(Bb, nb, dtype=torch.long)
-        for r, b in enumerate(rows):
-            ids_b[r, :n_tok[b]] = input_ids[b]
-        ids_b = ids_b.to(dev)
-        ref_s = ref_s.to(dev, torch.float32)[rows]
-        s_pro, s_dec = ref_s[:, self.cfg.style_dim:], ref_s[:, :self.cfg.style_dim]
-        # On CUDA `frames / speed` (a Python float) multiplies by 1 / speed, taken in double and rounded to float32
-        # (ATen's division by a CPU scalar; the CUDA test checks it); the graph takes that reciprocal as a tensor,
-        # so every speed replays one graph with forward's rounding
-        inv_speed = torch.tensor([[1.0 / speeds[b]] for b in rows], dtype=torch.float32).to(dev)
-        tok_lengths = torch.tensor([n_tok[b] for b in rows], dtype=torch.long).to(dev)
-        mode = (precision.current(), current_backend(), self.bert.fused_on)  # what the token graph recorded
-        after = 0 if Bb == 1 else policy.record_after
-
-        def tokens(ids_b, tok_lengths, s_pro, inv_speed):
-            valid = torch.arange(nb, device=dev)[None, :] < tok_lengths[:, None]
-            # one stream: the text encoder on a side stream (its LSTM beside ALBERT's or the predictor's kernels)
-            # made this graph up to 1.4x slower at 383 tokens (ops.graphs)
-            with precision.float32_class():
-                bert = self.bert(ids_b, valid).masked_fill_(~valid[..., None], 0.0)
-                d_en = self.bert.project(self.bert_encoder, bert).masked_fill_(~valid[..., None], 0.0)
-                d, logits, frames = self.predictor.frames_per_token(d_en, s_pro, tok_lengths)
-                dur = torch.round(frames * inv_speed).clamp(min=1).long().masked_fill_(~valid, 0)
-            return bert, d_en, d, logits, dur, self.text_encoder(ids_b, tok_lengths)
-
-        bert, d_en, d, logits, dur_b, t_en = self.graphs.run(("tokens", nb) + mode + (Bb,), tokens,
-                                                             (ids_b, tok_lengths, s_pro, inv_speed), after)
-        if durations is not None:
-            dur_b.zero_()
-            for r, b in enumerate(rows):
-                dur_b[r, :n_tok[b]] = durations[b].to(dev, torch.long)
-        elif Bb > B:
-            dur_b[B:] = dur_b[B - 1]
-        frames = dur_b[:B].sum(dim=1).tolist()  # the one read-back: the frame counts decide every later shape
-        t_ax, f_ax = _axis(n_tok), _axis(frames)
-        out = {"bert": bert[:B, :t_ax], "d_en": d_en[:B, :t_ax], "d": d[:B, :t_ax], "duration_logits": logits[:B, :t_ax],
-               "durations": [dur_b[b, :n_tok[b]] for b in range(B)], "frames": frames}
-        fb = -(-2 * max(frames) // policy.frame_bucket) * policy.frame_bucket // 2
-        if 2 * fb > policy.max_frames or (Bb > 1 and 2 * fb * Bb > policy.max_batch_frames):
-            # long items: their frame stages eager (their generator is, too)
-            return self._frame_features(out, lambda: t_en[:B], s_pro[:B], s_dec[:B], dtype)
-        frame_lengths = torch.tensor([frames[b] for b in rows], dtype=torch.long).to(dev)
-
-        def frame_stages(d, t_en, dur_b, frame_lengths, s_pro, s_dec):
-            token, keep = _frame_tokens(dur_b, fb)
-            en = _gather_frames(d.transpose(1, 2), token, keep)
-            f0, n_curve = self.predictor.f0_energy(en, s_pro, frame_lengths, items_alone=False)
-            asr = _gather_frames(t_en, token, keep)
-            return en, f0, n_curve, asr, self._decoder_in(dtype).features(asr, f0, n_curve, s_dec, frame_lengths)
-
-        # its inputs are token-bucket long: the token bucket is part of what the graph recorded
-        en, f0, n_curve, asr, x = self.graphs.run(("frames", fb, nb, dtype) + mode + (Bb,), frame_stages,
-                                                  (d, t_en, dur_b, frame_lengths, s_pro, s_dec), after)
-        return dict(out, en=en[:B, :, :f_ax], F0=f0[:B, :2 * f_ax], N=n_curve[:B, :2 * f_ax],
-                    asr=asr[:B, :, :f_ax], decoder=x[:B, :, :2 * f_ax])
+    def frame_stages(self, d, t_en, durations, frame_lengths, s_pro, s_dec, frames: int, dtype):
+        """The stages after the durations on a padded batch, with no read-back (what engine.runner's frame graph
+        records): token_stages' d and text encoder output and durations [B, T], frame_lengths [B] on the device,
+        `frames` the padded frame axis -> (en, F0, N, asr, the decoder's output in `dtype`)."""
+        token, keep = _frame_tokens(durations, frames)
+        en = _gather_frames(d.transpose(1, 2), token, keep)
+        f0, n_curve = self.predictor.f0_energy(en, s_pro, frame_lengths, items_alone=False)
+        asr = _gather_frames(t_en, token, keep)
+        return en, f0, n_curve, asr, self._decoder_in(dtype).features(asr, f0, n_curve, s_dec, frame_lengths)
 
     def _items_alone(self) -> bool:
         """Whether a padded batch runs ALBERT and the F0/energy curves item by item on its own tokens and frames:
@@ -456,10 +303,12 @@ class KokoroModel(nn.Module):
             d_en[b:b + 1, :n] = self.bert.project(self.bert_encoder, bert[b:b + 1, :n])
         return bert, d_en
 
-    def _generate(self, f, ref_s, generators, profile, dtype):
+    def _generate(self, f, ref_s, generators, profile, dtype, spectrum=None):
         """Decoder features -> (source STFT, conv_post output, list of B waveforms). The harmonic source,
         its STFT and the iSTFT run item by item (each looks at its item's ends); the generator's convs
-        run on the padded batch, in `dtype`."""
+        run on the padded batch, in `dtype`. spectrum: a replacement for the generator's spectrum (engine.runner's
+        graphs), called as spectrum(gen, x, s_dec, har, n_frames, har_frames), giving (spectrum, its frames per
+        item or None) or None where it does not take this batch (then the eager one runs)."""
         stage = _stages(profile)
         gen = self._decoder_in(dtype).generator
         s_dec = ref_s.to(self.device, torch.float32)[:, :self.cfg.style_dim]
@@ -471,9 +320,10 @@ class KokoroModel(nn.Module):
             # the source's STFT frames padded as far past the longest as the decoder's frames are
             har = _pad_cat(hars, max(h.shape[-1] for h in hars) + 2 * (frames - max(n_frames))
                            * (gen.samples_per_frame // self.cfg.gen_istft_hop_size))
-            if self._graphs_take(len(n_frames)) and self._spectrum_fits(f["decoder"].shape[-1], len(n_frames)):
-                spec, spec_lengths = self._spectrum_graphed(gen, f["decoder"], s_dec, har, n_frames,
-                                                            [h.shape[-1] for h in hars])
+            graphed = None if spectrum is None else spectrum(gen, f["decoder"], s_dec, har, n_frames,
+                                                             [h.shape[-1] for h in hars])
+            if graphed is not None:
+                spec, spec_lengths = graphed
             else:
                 spec, spec_lengths = gen.spectrum(f["decoder"], s_dec, har,
                                                   None if frame_lengths is None else 2 * frame_lengths,
@@ -486,43 +336,6 @@ class KokoroModel(nn.Module):
                 audio = [spectral.istft_exp_sin(spec[b:b + 1, :, :n], n_fft, hop)[0]
                          for b, n in enumerate(spec_lengths.tolist())]
         return har, spec, audio
-
-    def _spectrum_fits(self, decoder_frames: int, items: int) -> bool:
-        """Whether a generator over this many decoder frames (the padded axis) replays from a graph."""
-        policy = self.graph_policy
-        nb = -(-decoder_frames // policy.frame_bucket) * policy.frame_bucket
-        Bb = policy.batch_bucket(items)
-        return decoder_frames <= policy.max_frames and (Bb == 1 or nb * Bb <= policy.max_batch_frames)
-
-    def _spectrum_graphed(self, gen, x, s, har, n_frames: list[int], har_frames: list[int]):
-        """gen.spectrum for B items from the graph of their batch and frame bucket: x [B, 512, n], har [B, 22, h]
-        zero-padded to the bucket (the last item repeated into the spare rows), the true lengths as device tensors
-        (every op of spectrum takes them there). Returns (spectrum, its frames per item; None for a single, whose
-        spectrum is cut to its own frames)."""
-        policy = self.graph_policy
-        B, n, h = x.shape[0], x.shape[-1], har.shape[-1]
-        Bb = policy.batch_bucket(B)
-        rows = list(range(B)) + [B - 1] * (Bb - B)
-        nb = -(-n // policy.frame_bucket) * policy.frame_bucket
-        hb = h + (nb - n) * (gen.samples_per_frame // self.cfg.gen_istft_hop_size)
-
-        def out_frames(frames):  # the conv_post output's frames for `frames` decoder frames (spectrum's lengths)
-            for i, up in enumerate(gen.ups):
-                frames = up.out_lengths(frames) + (1 if i == len(gen.ups) - 1 else 0)
-            return frames
-
-        lengths = torch.tensor([2 * n_frames[b] for b in rows], dtype=torch.long).to(x.device)
-        har_lengths = torch.tensor([har_frames[b] for b in rows], dtype=torch.long).to(x.device)
-        pad = torch.nn.functional.pad
-        # what a graph recorded depends on the precision and backend in force when it was recorded
-        key = ("generator", nb, x.dtype, precision.current(), current_backend(), Bb)
-        spec, = self.graphs.run(
-            key, lambda *a: (gen.spectrum(*a)[0],),
-            (pad(x[rows], (0, nb - n)), s[rows], pad(har[rows], (0, hb - h)), lengths, har_lengths),
-            0 if Bb == 1 else policy.record_after)
-        if B == 1:
-            return spec[:, :, :out_frames(2 * n_frames[0])], None
-        return spec[:B], torch.tensor([out_frames(2 * v) for v in n_frames])
 
     def _decoder_in(self, dtype: torch.dtype) -> Decoder:
         """The decoder with its convs' weights in `dtype` (float32: self.decoder itself). A 16-bit one is made at
@@ -573,7 +386,7 @@ def _shapes(model: nn.Module) -> dict[str, torch.Size]:
     return {k: v.shape for k, v in model.state_dict().items()}
 
 
-def _axis(n: list[int]) -> int:
+def padded_axis(n: list[int]) -> int:
     """A padded axis for items of lengths n: the longest, rounded up to PAD_MULTIPLE when there are several."""
     return n[0] if len(n) == 1 else -(-max(n) // PAD_MULTIPLE) * PAD_MULTIPLE
 
