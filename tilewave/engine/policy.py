@@ -29,12 +29,15 @@ class BatchPolicy:
     cannot cycle through more buckets than graphs are kept."""
     padded_min: int = 4
     """With graphs, a batch of fewer items than this runs as its items' graphed forwards one after another: an eager
-    padded pass (~1,500-1,800 launches) is host-bound at a few items, and graphed singles ran small batches faster."""
+    padded pass (well over a thousand launches) is host-bound at a few items, and graphed singles run small batches
+    faster."""
     padded_batches: bool = False
     """A padded batch of up to batch_buckets[-1] items replays the graphs of its batch bucket (the smallest of
     batch_buckets that holds it, the last item repeated into the spare rows) — tokens, frames and generator, as a
-    single does — where it would run eagerly. Off: a batch alone ran faster that way, but a server's load test with
-    it from 2 items lost to one request at a time; from padded_min items it is not yet measured."""
+    single does — where it would run eagerly. Off: a batch alone runs faster that way, but in a server's load test
+    every new batch key pays a recording under load; with keys recorded on their first call (record_after=0, so
+    the server's warm-up records them) it beat eager padded batches in one run, which is not yet enough to make it
+    the default (benchmarks/RESULTS.md)."""
     batch_buckets: tuple[int, ...] = (1, 2, 3, 4, 6, 8, 12, 16)
     """The batch sizes padded batches' graphs are recorded at (padded_batches)."""
     max_batch_frames: int = 16384

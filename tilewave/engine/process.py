@@ -13,8 +13,9 @@ from tilewave.errors import InputError
 # The interpreter's thread switch interval while the engine serves (seconds). PyTorch releases the GIL inside every
 # op, so the worker takes it back after each launch; while another thread runs Python (HTTP handlers, audio
 # encoding, the caller's own threads) it waits until the holder is made to drop it: up to the interval, 5 ms by
-# default, per op. Beside a thread spinning in Python a graphed single took ~80x its time alone at 5 ms and ~6x at
-# 0.5 ms (benchmarks/diag_gil.py); 0.1 ms took a fifth of a phonemizing neighbour's rate.
+# default, per op. At the default a graphed single beside a thread spinning in Python took many times its time
+# alone; 0.5 ms keeps most of that back, and shorter starves a phonemizing neighbour (benchmarks/diag_gil.py,
+# benchmarks/RESULTS.md).
 SWITCH_INTERVAL_S = 0.0005
 
 

@@ -73,9 +73,8 @@ class KokoroRunner:
                       profile=None, padded: bool | None = None, dtype: torch.dtype = torch.float32) -> list[KokoroOutput]:
         """KokoroModel.forward_batch's items (the same arguments and promises), as one padded pass or one after
         another through forward. padded: as given, or None: padded on a GPU, one after another on a CPU, where the
-        work is compute-bound and padding only adds to it (measured: 8 mixed sentences padded took 2.3x as long as
-        one by one; benchmarks/RESULTS.md), and one after another on a GPU with graphs when the batch has fewer than
-        policy.padded_min items."""
+        work is compute-bound and padding only adds to it (benchmarks/RESULTS.md), and one after another on a GPU
+        with graphs when the batch has fewer than policy.padded_min items."""
         model = self.model
         model._check_batch(input_ids, ref_s, speeds, generators)
         model._check_dtype(dtype)

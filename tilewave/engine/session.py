@@ -282,15 +282,15 @@ class Session:
         block=False a full queue raises scheduler.QueueFull at once instead of waiting for room. With
         first_limit (a stream) the first chunk is queued as soon as its sentence is phonemized and, once it is
         made, the rest of the text is phonemized on the session's phonemizing thread, its chunks joining the
-        request as they are made (a 2,000-character text's phonemes took 13-24 ms of the first audio's time on
-        the H200 host). `chunks`, `lang`, `normalize`: as prepare's (chunks: a request of known chunks, not a stream)."""
+        request as they are made (a long text's phonemizing would otherwise delay its first audio). `chunks`,
+        `lang`, `normalize`: as prepare's (chunks: a request of known chunks, not a stream)."""
         if first_limit is None or chunks is not None:
             jobs, seed = self.prepare(text, voice, speed, seed, phonemes, None, chunks, lang, normalize)
             return self.scheduler.submit(jobs, seed, block=block, timeout=timeout)
         jobs, rest, seed = self._prepare_head(text, voice, speed, seed, phonemes, first_limit, lang, normalize)
         request = self.scheduler.submit(jobs, seed, block=block, timeout=timeout, complete=False)
         # the rest starts once the head is made: phonemizing is Python under the GIL, and beside the first chunk's
-        # ~600 kernel launches it made the first audio of 2,000 characters 50 ms where its parts take 32 (H200, S9)
+        # first chunk's hundreds of kernel launches it delayed the first audio of a long text (benchmarks/RESULTS.md)
         executor = self._phonemizing()
         self.scheduler.when_made(request, len(jobs), lambda: self._start_rest(executor, request, rest))
         return request

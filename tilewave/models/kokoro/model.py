@@ -279,8 +279,8 @@ class KokoroModel(nn.Module):
         on a CPU, whose GEMMs and convs pick their algorithm by shape, so that a padded batch's products round
         differently from a solo run's and only item by item does each item get its solo arithmetic; not on a GPU,
         where they are masked batched passes (ALBERT with a key-padding mask as the official model's, the curves'
-        blocks with the frame lengths) — item by item they were 69% of a 64-item batch on the H200, launch-bound
-        (benchmarks/RESULTS.md, session 7)."""
+        blocks with the frame lengths) — item by item they are launch-bound and most of a large batch's time
+        (benchmarks/RESULTS.md)."""
         return self.device.type != "cuda"
 
     def _albert(self, ids: torch.Tensor, n_tok: list[int], items_alone: bool = True):
@@ -368,8 +368,8 @@ class KokoroModel(nn.Module):
 @contextlib.contextmanager
 def _shapes_only():
     """Build modules on the meta device without torch's random init: the weights are assigned right after, and
-    nn.init on meta tensors goes through torch._refs, whose first use imports torch._dynamo (measured: 3 s of a
-    `tilewave say` start on this CPU, benchmarks/RESULTS.md)."""
+    nn.init on meta tensors goes through torch._refs, whose first use imports torch._dynamo (seconds of a
+    `tilewave say` start on a CPU, benchmarks/RESULTS.md)."""
     names = ("normal_", "uniform_", "kaiming_uniform_", "xavier_uniform_", "ones_", "zeros_", "constant_")
     saved = {n: getattr(nn.init, n) for n in names}
     for n in names:
