@@ -24,7 +24,7 @@
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | load | precision | launches | s24a | s24b | s25 | s25b | s26}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | load | precision | launches | s24a | s24b | s25 | s25b | s26 | s26b | s26c}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -150,15 +150,28 @@ s25b)  # the same load test in float32 (a call of its own: s25 with it would pas
   install
   for a in "float32 --no-graphed-batches" "float32 --graphed-batches"; do run_server $a; done ;;
 s26)  # the CUDA paths after the runner moved out of the model (graphs, padded batches, the engine on a GPU), then the
-  # load test again: padded batches eager against from graphs with keys recorded at once, interleaved, both dtypes
+  # load test in bfloat16: padded batches eager, then from graphs with keys recorded at once
   install
   timeout 240 python3 -m pytest -q -p no:cacheprovider -k "gpu or cuda" tests/models tests/engine 2>&1 | tee "$OUT/pytest_s26.txt" \
     | tail -8
   timeout 60 python3 -m tilewave say "Hello there. This is a test of the layout." --device cuda --seed 0 \
     -o "$OUT/say_cuda.wav" 2>&1 | tail -1
-  for a in "bfloat16 --no-graphed-batches" "bfloat16 --graphed-batches --record-after 0" "bfloat16 --no-graphed-batches" \
-    "bfloat16 --graphed-batches --record-after 0" "float32 --graphed-batches --record-after 0" \
-    "float32 --no-graphed-batches"; do run_server $a | grep "^## \|^| tilewave\|^| one"; done ;;
+  for a in "bfloat16 --no-graphed-batches" "bfloat16 --graphed-batches --record-after 0"; do
+    run_server $a | grep "^## \|^| tilewave\|^| one"; done ;;
+s26b)  # s26's bfloat16 pair again (the order reversed), then the pair in float32 (a call of its own: all six runs in
+  # one call could pass the 600 s a call may run)
+  install
+  for a in "bfloat16 --graphed-batches --record-after 0" "bfloat16 --no-graphed-batches" \
+    "float32 --graphed-batches --record-after 0" "float32 --no-graphed-batches"; do
+    run_server $a | grep "^## \|^| tilewave\|^| one"; done ;;
+s26c)  # single utterances and the vocoders on what is on main, beside the official packages
+  install
+  timeout 240 python3 benchmarks/bench_kokoro.py --precisions tf32x3,tf32 --json "$OUT/kokoro.json" 2>&1 \
+    | grep -v Warning | tee "$OUT/kokoro.txt" | grep -v "^  stage" | tail -25
+  timeout 120 python3 -m tilewave bench --model kokoro --device cuda --dtype bfloat16 --json "$OUT/kokoro_bf16.json" \
+    2>&1 | grep -v Warning | tee "$OUT/kokoro_bf16.txt" | grep -v "^  stage" | tail -8
+  timeout 150 python3 benchmarks/bench_vocoders.py --json "$OUT/vocoders.json" 2>&1 | grep -v Warning \
+    | tee "$OUT/vocoders.txt" | grep -v "^  stage" | tail -10 ;;
 launches)  # the launches re-recorded alone (tilewave/harness/launches.json, what the build gate compiles)
   install
   timeout 150 python3 -m tilewave.harness.launches > "$OUT/launches.txt" 2>&1; tail -1 "$OUT/launches.txt"
