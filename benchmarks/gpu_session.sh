@@ -16,7 +16,7 @@
 #   serve               : first audio of a 2,000-character text (engine and HTTP, eager and graphed), the load test
 #   precision           : Kokoro and the vocoders in every mode and dtype, the fidelity table, launches re-recorded
 #   load [NAME MIN ...] : the server's load test twice in one process, each batch's model call timed apart
-#                         (diag_server_gpu.py; MIN: model.GRAPHED_PADDED_MIN in that process, default 4)
+#                         (diag/server_gpu.py; MIN: model.GRAPHED_PADDED_MIN in that process, default 4)
 #   launches            : the launches re-recorded alone
 # A session's own comparisons (a form against another in one call) are phases named after it (s22a, ...), kept
 # until their result is in RESULTS.md; the earlier sessions' phases are in git history at the commit RESULTS.md
@@ -35,7 +35,7 @@ install() {
     python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; date -u; } \
     | tee "$OUT/env.txt"
 }
-load_test() {  # NAME MIN [args]: the load test twice in one process (diag_server_gpu.py, 16 clients x 4 requests of
+load_test() {  # NAME MIN [args]: the load test twice in one process (diag/server_gpu.py, 16 clients x 4 requests of
   # 48 words) with model.GRAPHED_PADDED_MIN = MIN in that process; the whole log in $OUT/diag_server_NAME.txt, the
   # tables and the batches by mode and size printed
   local name=$1 min=$2; shift 2
@@ -46,8 +46,8 @@ import runpy, sys
 from tilewave.models.kokoro import model
 model.GRAPHED_PADDED_MIN = int(sys.argv[1])
 print("GRAPHED_PADDED_MIN", model.GRAPHED_PADDED_MIN)
-sys.argv = ["diag_server_gpu.py", *sys.argv[2:]]
-runpy.run_path("benchmarks/diag_server_gpu.py", run_name="__main__")
+sys.argv = ["server_gpu.py", *sys.argv[2:]]
+runpy.run_path("benchmarks/diag/server_gpu.py", run_name="__main__")
 PY
 }
 run_server() {  # the load test (bench_server.py) with padded batches from 4 items; args: dtype and flags
@@ -81,7 +81,7 @@ bench)  # bench [family ...]: default every kernel; then Kokoro and the vocoders
   timeout 180 python3 benchmarks/bench_vocoders.py --json "$OUT/vocoders.json" 2>&1 | tee "$OUT/vocoders.txt" ;;
 engine)  # the batch path: LSTM placements and step costs, batch invariance, Nsight on one LSTM launch, CUDA tests
   install
-  timeout 300 python3 benchmarks/diag_batch_gpu.py --batches 8,64 --json "$OUT/diag_batch.json" 2>&1 \
+  timeout 300 python3 benchmarks/diag/batch_gpu.py --batches 8,64 --json "$OUT/diag_batch.json" 2>&1 \
     | grep -v Warning | tee "$OUT/diag_batch.txt"
   NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   timeout 120 "$NCU" --clock-control none --kernel-name regex:_lstm_batched --launch-count 1 --section SpeedOfLight \
@@ -137,7 +137,7 @@ s24a)  # this session's CUDA suites (fused ALBERT, graphed padded batches), the 
   timeout 170 python3 -m pytest -q -p no:cacheprovider -k gpu tests/models/test_kokoro_albert.py \
     tests/models/test_kokoro_graphs.py 2>&1 | tee "$OUT/pytest_s24.txt" | tail -6
   timeout 60 python3 benchmarks/tune_linear.py --json "$OUT/tune_linear.json" 2>&1 | tail -12
-  timeout 250 python3 benchmarks/diag_padded_gpu.py --json "$OUT/diag_padded.json" 2>&1 | grep -v Warning \
+  timeout 250 python3 benchmarks/diag/padded_gpu.py --json "$OUT/diag_padded.json" 2>&1 | grep -v Warning \
     | tee "$OUT/diag_padded.txt" ;;
 s24b)  # the load test (clients in a process of their own) in bfloat16: padded batches eager, from graphs;
   # then float32; first audio

@@ -52,7 +52,7 @@ DEFAULT_FRAME_BUDGET = 4_096
 # the GIL inside every op, so the worker takes it back after each launch; while another thread runs Python (HTTP
 # handlers, audio encoding, the caller's own threads) it waits until the holder is made to drop it: up to the
 # interval, 5 ms by default, per op. Beside a thread spinning in Python a graphed single took ~80x its time alone at
-# 5 ms and ~6x at 0.5 ms (benchmarks/diag_gil.py); 0.1 ms took a fifth of a phonemizing neighbour's rate. Shorter
+# 5 ms and ~6x at 0.5 ms (benchmarks/diag/gil.py); 0.1 ms took a fifth of a phonemizing neighbour's rate. Shorter
 # only: a process that set a shorter one keeps it.
 SWITCH_INTERVAL_S: float | None = 0.0005
 

@@ -16,7 +16,7 @@ on chip for the whole sequence, and a step is, per block of BLOCK_B items, one t
 [BLOCK_B, H] x [H, 4·UNITS] (tensor cores at 'tf32x3' / 'tf32', exact FMAs at 'ieee'): all items' recurrent
 products in one instruction stream, so the step cost should stay nearly flat in B (blocks of BLOCK_B = 16
 items, looped inside the step). At H = 256, UNITS = 4: 64 programs per direction, a 16 K-element slice each.
-Measured on the H200 (benchmarks/RESULTS.md, "the batched LSTM without spills", 2026-12-02, diag_batch_gpu.py
+Measured on the H200 (benchmarks/RESULTS.md, "the batched LSTM without spills", 2026-12-02, diag/batch_gpu.py
 --lstm-only): exact ('ieee') steps take 6.3 / 7.7 / 27.7 us at B = 1 / 16 / 64 with 4 units per program,
 10.3 / 11.4 / 42.8 with 8 (each thread's FMA dot twice as long), one TF32 MMA 2.4 / 3.7 / 11.4 with either:
 the exact FMA dot is what a step waits for, so the plan takes the fewest units per program the SMs allow, and
@@ -58,7 +58,7 @@ MIN_DOT = 16              # tl.dot's smallest M / N / K on the GPU
 # the GPU); BLOCK_B = 64 ieee spilled 3.8 KB. Larger B loops blocks.
 MAX_BLOCK_B = 16
 # the most items the plan steps a row at a time (module doc), per mode: up to where rows (~0.7 + 1.0·B µs a step)
-# beat the mode's dot (timed at Kokoro's 383 steps by benchmarks/diag_lstm_gpu.py)
+# beat the mode's dot (timed at Kokoro's 383 steps by benchmarks/diag/lstm_gpu.py)
 ROWS_MAX_B = {"ieee": 5, "tf32x3": 3, "tf32": 1}
 NUM_WARPS, NUM_STAGES = 4, 1  # one stage: the step loop carries a barrier, nothing to prefetch across it
 MAX_HIDDEN = 256          # the width whose sm_90 compile is checked (Kokoro's); wider runs on kernels.rnn.lstm

@@ -31,7 +31,7 @@ from typing import Callable, Hashable
 import torch
 
 
-# Off: every branch recorded on the recording stream, one after another (benchmarks/diag_graphs_gpu.py measures the
+# Off: every branch recorded on the recording stream, one after another (benchmarks/diag/graphs_gpu.py measures the
 # two forms against each other in one process).
 BRANCH_STREAMS = True
 # per thread: two threads may record at once (capture_error_mode="thread_local"), and a stream joins one capture
