@@ -105,7 +105,7 @@ def main() -> int:
     device = resolve_device(args.device)
     model = load_model(None, str(device))
     session = Session(device, args.precision, model=model, cuda_graphs=not args.no_graphs, dtype=args.dtype).load()
-    app_module.FIRST_CHUNK_PHONEMES = args.first_limit  # the app serves in this process (tests.server.serving)
+    app_module.FIRST_CHUNK_PHONEMES = args.first_limit  # the app serves in this process (tilewave.server.local)
     texts = [long_text(args.chars, r * 3) for r in range(args.reps + 1)]
     for text in texts:  # warm-up, every text once: kernels compile; on a GPU each first chunk's graph bucket is recorded
         engine_round(session, text, 999, args.first_limit)
