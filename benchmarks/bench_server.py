@@ -3,7 +3,7 @@
     python benchmarks/bench_server.py [--clients 8] [--requests 2] [--text-words 24] [--device cpu] [--json F]
 
 One process loads the real Kokoro model once (session.load_model) and starts the real app (server.app.create_app)
-twice under uvicorn on 127.0.0.1 (free ports, tests/server/serving.py), each over its own Session on that model:
+twice under uvicorn on 127.0.0.1 (free ports, tilewave/server/local.py), each over its own Session on that model:
 
   tilewave       the session as it is: its scheduler batches the chunks of concurrent requests (the policy's
                  max_batch and frame budget).

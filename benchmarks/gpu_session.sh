@@ -16,7 +16,7 @@
 #   serve               : first audio of a 2,000-character text (engine and HTTP, eager and graphed), the load test
 #   precision           : Kokoro and the vocoders in every mode and dtype, the fidelity table, launches re-recorded
 #   load [NAME MIN ...] : the server's load test twice in one process, each batch's model call timed apart
-#                         (diag_server_gpu.py; MIN: bench_server's --padded-min, default 4)
+#                         (diag/server_gpu.py; MIN: bench_server's --padded-min, default 4)
 #   launches            : the launches re-recorded alone
 # A session's own comparisons (a form against another in one call) are phases named after it (s22a, ...), kept
 # until their result is in RESULTS.md; the earlier sessions' phases are in git history at the commit RESULTS.md
@@ -35,11 +35,11 @@ install() {
     python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; date -u; } \
     | tee "$OUT/env.txt"
 }
-load_test() {  # NAME MIN [args]: the load test twice in one process (diag_server_gpu.py, 16 clients x 4 requests of
+load_test() {  # NAME MIN [args]: the load test twice in one process (diag/server_gpu.py, 16 clients x 4 requests of
   # 48 words) with bench_server's --padded-min MIN; the whole log in $OUT/diag_server_NAME.txt, the tables and the
   # batches by mode and size printed
   local name=$1 min=$2; shift 2
-  timeout 230 python3 benchmarks/diag_server_gpu.py --passes 2 --device cuda --clients 16 --requests 4 \
+  timeout 230 python3 benchmarks/diag/server_gpu.py --passes 2 --device cuda --clients 16 --requests 4 \
     --text-words 48 --timeout 200 --padded-min "$min" --json "$OUT/server_$name.json" "$@" 2>&1 | grep -v Warning \
     | tee "$OUT/diag_server_$name.txt" | grep "^| \|^  [ot]\|^machine\|^## pass" | tail -32
 }
@@ -74,7 +74,7 @@ bench)  # bench [family ...]: default every kernel; then Kokoro and the vocoders
   timeout 180 python3 benchmarks/bench_vocoders.py --json "$OUT/vocoders.json" 2>&1 | tee "$OUT/vocoders.txt" ;;
 engine)  # the batch path: LSTM placements and step costs, batch invariance, Nsight on one LSTM launch, CUDA tests
   install
-  timeout 300 python3 benchmarks/diag_batch_gpu.py --batches 8,64 --json "$OUT/diag_batch.json" 2>&1 \
+  timeout 300 python3 benchmarks/diag/batch_gpu.py --batches 8,64 --json "$OUT/diag_batch.json" 2>&1 \
     | grep -v Warning | tee "$OUT/diag_batch.txt"
   NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   timeout 120 "$NCU" --clock-control none --kernel-name regex:_lstm_batched --launch-count 1 --section SpeedOfLight \
@@ -130,7 +130,7 @@ s24a)  # this session's CUDA suites (fused ALBERT, graphed padded batches), the 
   timeout 170 python3 -m pytest -q -p no:cacheprovider -k gpu tests/models/test_kokoro_albert.py \
     tests/models/test_kokoro_graphs.py 2>&1 | tee "$OUT/pytest_s24.txt" | tail -6
   timeout 60 python3 benchmarks/tune_linear.py --json "$OUT/tune_linear.json" 2>&1 | tail -12
-  timeout 250 python3 benchmarks/diag_padded_gpu.py --json "$OUT/diag_padded.json" 2>&1 | grep -v Warning \
+  timeout 250 python3 benchmarks/diag/padded_gpu.py --json "$OUT/diag_padded.json" 2>&1 | grep -v Warning \
     | tee "$OUT/diag_padded.txt" ;;
 s24b)  # the load test (clients in a process of their own) in bfloat16: padded batches eager, from graphs;
   # then float32; first audio

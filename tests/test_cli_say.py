@@ -11,7 +11,7 @@ import soundfile
 import torch
 
 from tests.engine.fake_model import STAGES, FakeKokoro
-from tilewave import cli_say
+from tilewave.cli import say as cli_say
 from tilewave.engine import session as engine_session
 
 
@@ -135,7 +135,7 @@ def test_the_executable_ends_at_once_after_say_with_its_output_flushed_and_the_f
 # same say with torch imported first (no fork): the same file, bit for bit.
 SAY_AHEAD = """
 import sys
-from tilewave import cli_say
+from tilewave.cli import say as cli_say
 original = cli_say._run
 def traced(args, text, ahead, start):
     print("forked:", ahead._pid is not None)
@@ -259,7 +259,7 @@ def test_progress_shows_on_a_terminal_only():
 
     from rich.console import Console
 
-    from tilewave.cli_say import _progress
+    from tilewave.cli.say import _progress
 
     for terminal, total in ((True, 3), (False, 3), (True, 1)):
         out = io.StringIO()

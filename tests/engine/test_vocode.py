@@ -7,7 +7,7 @@ import pytest
 import soundfile
 import torch
 
-from tilewave import cli_vocode
+from tilewave.cli import vocode as cli_vocode
 from tilewave.engine.vocode import vocode_file, vocode_mel, wav_to_mel
 from tilewave.errors import InputError
 from tilewave.spec.tolerance import tolerance

@@ -13,12 +13,12 @@ import pytest
 import soundfile
 
 from tests.engine.fake_model import FakeKokoro
-from tests.server.serving import serve
 from tilewave.engine import Session
 from tilewave.engine.pipeline import join_chunks
 from tilewave.errors import WeightsError
 from tilewave.server.app import MAX_INPUT_CHARS, create_app, kokoro_speed
 from tilewave.server.encoding import EagerJoiner
+from tilewave.server.local import serve
 
 TEXT = "Hello there. The quick brown fox jumps over the lazy dog, twice, and then it rests."
 SPEECH = "/v1/audio/speech"

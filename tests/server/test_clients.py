@@ -11,12 +11,12 @@ import pytest
 import soundfile
 
 from tests.engine.fake_model import FakeKokoro
-from tests.server.serving import serve
-from tilewave import cli_serve
+from tilewave.cli import serve as cli_serve
 from tilewave.engine import Session
 from tilewave.engine.pipeline import join_chunks
 from tilewave.engine.session import FIRST_CHUNK_PHONEMES
 from tilewave.server.app import create_app
+from tilewave.server.local import serve
 
 TEXT = "Hello there. This is tilewave, answering an OpenAI client."
 KEY = "test-key-123"

@@ -9,10 +9,10 @@ import pytest
 from playwright.sync_api import sync_playwright
 
 from tests.engine.fake_model import FakeKokoro
-from tests.server.serving import serve
 from tilewave.engine import Session
 from tilewave.engine.pipeline import join_chunks
 from tilewave.server.app import create_app, kokoro_speed
+from tilewave.server.local import serve
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"

@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 
 from tests.engine.fake_model import FakeKokoro
-from tests.server.serving import serve
 from tilewave.engine import Session
 from tilewave.engine.pipeline import join_chunks
 from tilewave.engine.session import FIRST_CHUNK_PHONEMES
 from tilewave.server.app import create_app
+from tilewave.server.local import serve
 
 WAIT = 30
 SPEECH = "/v1/audio/speech"

@@ -14,7 +14,7 @@ from tilewave.errors import InputError
 # op, so the worker takes it back after each launch; while another thread runs Python (HTTP handlers, audio
 # encoding, the caller's own threads) it waits until the holder is made to drop it: up to the interval, 5 ms by
 # default, per op. At the default a graphed single beside a thread spinning in Python took many times its time
-# alone; 0.5 ms keeps most of that back, and shorter starves a phonemizing neighbour (benchmarks/diag_gil.py,
+# alone; 0.5 ms keeps most of that back, and shorter starves a phonemizing neighbour (benchmarks/diag/gil.py,
 # benchmarks/RESULTS.md).
 SWITCH_INTERVAL_S = 0.0005
 

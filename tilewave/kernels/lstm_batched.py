@@ -19,7 +19,7 @@ items, looped inside the step). At H = 256, UNITS = 4: 64 programs per direction
 The exact FMA dot is what a step waits for, and each thread's dot grows with the units its program owns, so
 the plan takes the fewest units per program the SMs allow; one TF32 MMA is faster than either and the same at
 4 or 8 units. The float32-class mode 'tf32x3' is three TF32 MMAs on high and low parts (_dot_tf32x3), what
-ops.rnn runs outside 'ieee'. Step times by batch, units and mode (benchmarks/diag_batch_gpu.py --lstm-only):
+ops.rnn runs outside 'ieee'. Step times by batch, units and mode (benchmarks/diag/batch_gpu.py --lstm-only):
 benchmarks/RESULTS.md.
 
 Layout and synchronisation are rnn.py's: the input projection of every step and direction is one GEMM
@@ -54,7 +54,7 @@ MIN_DOT = 16              # tl.dot's smallest M / N / K on the GPU
 # benchmarks/RESULTS.md.
 MAX_BLOCK_B = 16
 # the most items the plan steps a row at a time (module doc), per mode: up to where rows (each further item adds
-# about a row step's time) beat the mode's dot (timed at Kokoro's 383 steps by benchmarks/diag_lstm_gpu.py)
+# about a row step's time) beat the mode's dot (timed at Kokoro's 383 steps by benchmarks/diag/lstm_gpu.py)
 ROWS_MAX_B = {"ieee": 5, "tf32x3": 3, "tf32": 1}
 NUM_WARPS, NUM_STAGES = 4, 1  # one stage: the step loop carries a barrier, nothing to prefetch across it
 MAX_HIDDEN = 256          # the width whose sm_90 compile is checked (Kokoro's); wider runs on kernels.rnn.lstm

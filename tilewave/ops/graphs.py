@@ -64,7 +64,7 @@ class GraphCache:
     """Graphs by key: at most max_graphs, and at most max_bytes of their static inputs and outputs (None: no byte
     bound), least recently used dropped first. A key may ask to run eagerly on its first `record_after` calls
     (run's argument): one seen once is not worth a recording, which costs more than the eager pass. branch_streams
-    off: concurrently's branches recorded on the recording stream, one after another (benchmarks/diag_graphs_gpu.py
+    off: concurrently's branches recorded on the recording stream, one after another (benchmarks/diag/graphs_gpu.py
     measures the two forms against each other in one process)."""
 
     def __init__(self, max_graphs: int = 8, max_bytes: int | None = None, branch_streams: bool = True) -> None:

@@ -22,23 +22,24 @@ def _healthy(url: str) -> bool:
 @contextlib.contextmanager
 def serve(app, ready: bool = True, timeout: float = 60.0):
     """Run `app`; yield its base URL once it listens (and, with ready=True, once /health says the model is
-    loaded). Stops it, and waits for it, on exit."""
+    loaded). Stops it, and waits for it, on exit, and also when it fails to start or to get ready in `timeout`
+    seconds: a failed start leaves no server behind."""
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
                                            timeout_graceful_shutdown=2))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + timeout
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the server did not start")
-        time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    url = f"http://127.0.0.1:{port}"
-    while ready and not _healthy(url):
-        if time.monotonic() > deadline:
-            raise RuntimeError("the model did not load")
-        time.sleep(0.02)
     try:
+        deadline = time.monotonic() + timeout
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the server did not start in {timeout:g} s")
+            time.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        url = f"http://127.0.0.1:{port}"
+        while ready and not _healthy(url):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the model did not load in {timeout:g} s: {url}/health never answered 200")
+            time.sleep(0.02)
         yield url
     finally:
         server.should_exit = True

@@ -4,7 +4,7 @@ import sys
 import traceback
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tilewave.engine import Session  # noqa: E402
 from tilewave.engine.session import _WARM_UP_WORDS  # noqa: E402

@@ -5,7 +5,7 @@ import argparse
 import os
 import sys
 
-from tilewave.cli_common import add_kokoro_args
+from tilewave.cli.common import add_kokoro_args
 from tilewave.errors import InputError, TilewaveError
 
 API_KEY_ENV = "TILEWAVE_API_KEY"

@@ -1,6 +1,6 @@
 """Where a graphed single Kokoro forward's time goes on a GPU: each graph replay, the read-back, the eager parts.
 
-    python benchmarks/diag_graphs_gpu.py [--phonemes N] [--precision tf32x3] [--reps 20] [--kernels K] [--json FILE]
+    python benchmarks/diag/graphs_gpu.py [--phonemes N] [--precision tf32x3] [--reps 20] [--kernels K] [--json FILE]
 
 One item (the first N phonemes of the benchmark's medium input, default 54: a stream's first chunk of
 bench_first_audio.py) through KokoroRunner.forward with graphs on. The whole forward is timed as it runs; then

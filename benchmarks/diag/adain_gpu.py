@@ -1,6 +1,6 @@
 """AdaIN with its activation in one pass, each form side by side in one process, beside PyTorch (CUDA).
 
-    python benchmarks/diag_adain_gpu.py [--reps 50] [--json F]
+    python benchmarks/diag/adain_gpu.py [--reps 50] [--json F]
 
 Kokoro's AdaIN shapes at 383 phonemes (23.4 s of speech: the generator's 128 x 112,320 and 256 x 18,720, the
 decoder's 1024 x 1,872 and the F0/N blocks' 512 x 3,744), float32 and bfloat16, each with the activation that

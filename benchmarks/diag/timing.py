@@ -8,8 +8,8 @@
   copy         a device-to-device copy of the row's declared bytes (half read, half written) under the
                sleep+clean procedure: the bandwidth a memory-bound op of this size can reach
 
-Run on the GPU: PYTHONPATH=. python3 benchmarks/diag_timing.py [substring ...]
-For a profiler: ... diag_timing.py --once KERNEL "LABEL" DTYPE [REPS]  (launches that row REPS times, default 3)
+Run on the GPU: PYTHONPATH=. python3 benchmarks/diag/timing.py [substring ...]
+For a profiler: ... diag/timing.py --once KERNEL "LABEL" DTYPE [REPS]  (launches that row REPS times, default 3)
 """
 from __future__ import annotations
 

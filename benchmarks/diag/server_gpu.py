@@ -1,6 +1,6 @@
 """Where the server's slow batches go: bench_server.py run with every Triton compile and every batch timed.
 
-    python benchmarks/diag_server_gpu.py [--passes 2] [bench_server.py's arguments ...]
+    python benchmarks/diag/server_gpu.py [--passes 2] [bench_server.py's arguments ...]
 
 The load test (bench_server.py, its own arguments passed through) runs `--passes` times in one process. Recorded
 meanwhile: every Triton JIT compile (JITFunction._do_compile: kernel, specialisation key, seconds, thread), every
@@ -27,7 +27,7 @@ import time
 import traceback
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 compiles: list[dict] = []   # {"t0", "s", "kernel", "key", "thread"}

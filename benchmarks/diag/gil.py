@@ -1,6 +1,6 @@
 """A Kokoro forward beside another Python thread, at several thread switch intervals: what the GIL costs the model.
 
-    python benchmarks/diag_gil.py [--device cuda] [--phonemes 77] [--dtype float32] [--precision tf32x3]
+    python benchmarks/diag/gil.py [--device cuda] [--phonemes 77] [--dtype float32] [--precision tf32x3]
                                   [--intervals 0.005,0.0005,0.0001] [--reps 9] [--json F]
 
 PyTorch releases the GIL inside every op, so the thread running a model takes it back after each launch. When
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tilewave.engine.runner import KokoroRunner  # noqa: E402

@@ -12,7 +12,7 @@ import os
 import sys
 import time
 
-from tilewave.cli_common import add_kokoro_args
+from tilewave.cli.common import add_kokoro_args
 from tilewave.errors import InputError, TilewaveError
 
 

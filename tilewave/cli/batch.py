@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from tilewave.cli_common import add_kokoro_args
+from tilewave.cli.common import add_kokoro_args
 from tilewave.distributed.synth import WINDOW
 from tilewave.errors import InputError, TilewaveError
 

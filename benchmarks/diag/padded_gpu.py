@@ -7,7 +7,7 @@ batches: B mixed sentences (model_bench.batch_sentences) as graphed singles one 
     one padded pass from the graphs of its batch bucket (recorded on the key's second call: warm-up first);
     durations against the graphed singles' (must be equal), the largest log-spectral distance.
 
-    python benchmarks/diag_padded_gpu.py [--batches 2,3,4,8,16] [--json out.json]
+    python benchmarks/diag/padded_gpu.py [--batches 2,3,4,8,16] [--json out.json]
 """
 from __future__ import annotations
 

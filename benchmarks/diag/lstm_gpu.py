@@ -1,6 +1,6 @@
 """The batched LSTM's step in each of its forms, side by side in one process, beside cuDNN (CUDA).
 
-    python benchmarks/diag_lstm_gpu.py [--batches 1,2,3,4,5,8,16,64] [--reps 50] [--json F]
+    python benchmarks/diag/lstm_gpu.py [--batches 1,2,3,4,5,8,16,64] [--reps 50] [--json F]
 
 Kokoro's BiLSTM (640 -> 2 x 256) over 383 tokens and 962 frames (up to 16 items): a row at a time (exact FMAs; the
 plan's up to ROWS_MAX_B items), 'ieee' as the 16-row FMA dot, 'tf32x3' and 'tf32' (16-row tensor-core dots), cuDNN

@@ -1,7 +1,7 @@
 """Kokoro's padded batch on a GPU: where its time goes and why its items differ from their solo runs.
 
-    python3 benchmarks/diag_batch_gpu.py [--batches 8,64] [--json F]
-    python3 benchmarks/diag_batch_gpu.py --lstm-only      (the LSTM step costs and invariance: no model weights)
+    python3 benchmarks/diag/batch_gpu.py [--batches 8,64] [--json F]
+    python3 benchmarks/diag/batch_gpu.py --lstm-only      (the LSTM step costs and invariance: no model weights)
 
 For each LSTM placement — `batched` (kernels/lstm_batched.py, what ops.rnn runs for B > 1 today), `one_seq`
 (kernels/rnn.py's kernel for the whole batch, the one B = 1 takes), `cudnn` (PyTorch's LSTM, packed sequences) — and
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tilewave.harness.model_bench import batch_sentences  # noqa: E402
@@ -189,7 +189,7 @@ def main() -> int:
                       f"{f0_diff:.1e} | max audio diff {audio_diff:.1e}")
                 print("      stages:", row["stages_ms"])
                 if args.kernels and placement == args.placements.split(",")[0]:
-                    from benchmarks.diag_graphs_gpu import kernel_table
+                    from graphs_gpu import kernel_table
 
                     with lstm_placement(placement):
                         row["kernels"] = kernel_table(

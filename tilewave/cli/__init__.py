@@ -13,10 +13,10 @@ import sys
 
 # command -> the function that adds its parser (module:function)
 COMMANDS = {
-    "say": "tilewave.cli_say:add_parser", "profile": "tilewave.cli_say:add_profile_parser",
-    "vocode": "tilewave.cli_vocode:add_parser", "serve": "tilewave.cli_serve:add_parser",
-    "voices": "tilewave.cli_voices:add_parser", "phonemize": "tilewave.cli_phonemize:add_parser",
-    "batch": "tilewave.cli_batch:add_parser", "tune": "tilewave.harness.tune:add_parser",
+    "say": "tilewave.cli.say:add_parser", "profile": "tilewave.cli.say:add_profile_parser",
+    "vocode": "tilewave.cli.vocode:add_parser", "serve": "tilewave.cli.serve:add_parser",
+    "voices": "tilewave.cli.voices:add_parser", "phonemize": "tilewave.cli.phonemize:add_parser",
+    "batch": "tilewave.cli.batch:add_parser", "tune": "tilewave.harness.tune:add_parser",
 }
 
 

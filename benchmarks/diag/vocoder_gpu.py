@@ -1,12 +1,12 @@
 """Where a vocoder's graph replay spends its device time on a GPU: kernels by name, per pass.
 
-    python benchmarks/diag_vocoder_gpu.py [--model bigvgan|decoder] [--precision tf32] [--dtype bfloat16]
+    python benchmarks/diag/vocoder_gpu.py [--model bigvgan|decoder] [--precision tf32] [--dtype bfloat16]
                                           [--reps 10] [--kernels 25] [--json FILE]
 
 The pass `tilewave bench --model M` times (model_bench.vocoder_workload: BigVGAN v2 24 kHz on 10 s of random mels
 with random weights, or the seed decoder on its 124 latent frames), replayed from one CUDA graph as that bench's
 graph row is: its median wall time over --reps, then the same replays under torch.profiler, CUPTI's kernels summed
-by name per pass (diag_graphs_gpu.kernel_table), with the kernels' busy time against their span.
+by name per pass (graphs_gpu.kernel_table), with the kernels' busy time against their span.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from tilewave.harness.model_bench import vocoder_workload
 from tilewave.ops.graphs import GraphCache
 from tilewave.precision import scope
 
-from diag_graphs_gpu import kernel_table
+from graphs_gpu import kernel_table
 
 
 def main():

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from tilewave.cli_common import add_device_arg, add_precision_arg
+from tilewave.cli.common import add_device_arg, add_precision_arg
 from tilewave.engine.wav import audio_format, write_audio
 from tilewave.errors import InputError, TilewaveError
 
