@@ -33,100 +33,32 @@ Requests go through the session's scheduler, which batches the chunks of concurr
 chunks not yet made are dropped). Every error is OpenAI's shape: {"error": {"message", "type", "param",
 "code"}}. With an API key set, /v1/* asks for it; /health, /metrics and the page at / do not (probes and
 scrapers; the page sends the key it is given).
+
+This module builds the app (create_app: its state, startup, error handlers, middleware and routers). The routes
+are in routes_speech.py, routes_catalog.py (models, voices), routes_admin.py (/health, /metrics) and
+routes_page.py; what they share, through FastAPI's Depends, in deps.py; the request body in schemas.py, how it is
+read and checked in speech_request.py, and the error shape in errors.py.
 """
 from __future__ import annotations
 
 import asyncio
-import base64
 import concurrent.futures
 import contextlib
-import hmac
-import json
 import logging
-import math
-import time
-from dataclasses import asdict, dataclass
-from pathlib import Path
 
-import numpy as np
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, ConfigDict, ValidationError
-from starlette.exceptions import HTTPException as StarletteHTTPException
+from fastapi import FastAPI
 
-from tilewave.engine import SAMPLE_RATE, Cancelled, QueueFull, Session, join_chunks
+from tilewave.engine import Session
 from tilewave.engine.session import FIRST_CHUNK_PHONEMES
-from tilewave.engine.timestamps import format_timestamps, word_timestamps
-from tilewave.engine.voice_catalog import CATALOG, OPENAI_VOICES, voice_language
-from tilewave.engine.voices import installed_voices
-from tilewave.errors import InputError, TilewaveError
-from tilewave.server.encoding import MEDIA_TYPES, EagerJoiner, encoder
+from tilewave.server import routes_admin, routes_catalog, routes_page, routes_speech
+from tilewave.server.deps import Readiness, ServerConfig
+from tilewave.server.errors import OpenAIError, install_error_handlers
 from tilewave.server.metrics import Metrics
-from tilewave.text import check_language
+from tilewave.server.schemas import MAX_BODY_BYTES, MAX_INPUT_CHARS, SpeechRequest, kokoro_speed
+
+__all__ = ["MAX_BODY_BYTES", "MAX_INPUT_CHARS", "OpenAIError", "SpeechRequest", "create_app", "kokoro_speed"]
 
 log = logging.getLogger("tilewave.server")
-
-MODELS = ("kokoro", "tts-1", "tts-1-hd")
-OPENAI_SPEED = (0.25, 4.0)
-# OpenAI's limit on `input`; a 4096-character text is ~4-5 minutes of speech
-MAX_INPUT_CHARS = 4096
-MAX_VOLUME = 10.0
-# the largest request body read: the input at 4 bytes a character, and the other fields
-MAX_BODY_BYTES = 64 * 1024
-RETRY_AFTER_S = 1
-STREAM_FORMATS = ("audio", "sse")
-TIMESTAMP_FORMATS = ("json", "srt", "vtt")
-PAGE = Path(__file__).parent / "page"
-
-
-def kokoro_speed(openai_speed: float) -> float:
-    """OpenAI's speed (0.25-4.0) -> Kokoro's (0.5-2.0): the square root (see the module doc)."""
-    return math.sqrt(openai_speed)
-
-
-class OpenAIError(Exception):
-    """A failure to answer in OpenAI's error shape."""
-
-    def __init__(self, status: int, message: str, param: str | None = None, code: str | None = None,
-                 type: str = "invalid_request_error", headers: dict | None = None) -> None:
-        super().__init__(message)
-        self.status, self.message, self.param, self.code, self.type = status, message, param, code, type
-        self.headers = headers
-
-    def response(self) -> JSONResponse:
-        body = {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
-        return JSONResponse(body, status_code=self.status, headers=self.headers)
-
-
-class NormalizationOptions(BaseModel):
-    model_config = ConfigDict(extra="ignore", strict=True)  # Kokoro-FastAPI's finer switches: not used
-
-    normalize: bool = True
-
-
-class SpeechRequest(BaseModel):
-    model_config = ConfigDict(extra="ignore", strict=True)  # "instructions" and others OpenAI has: not used
-
-    input: str
-    model: str = "kokoro"
-    voice: str | None = None
-    speed: float = 1.0
-    response_format: str = "mp3"
-    stream_format: str = "audio"
-    seed: int | None = None
-    timestamps_format: str = "json"  # the captioned endpoint's: json, srt or vtt
-    lang_code: str | None = None  # Kokoro-FastAPI's: the text's language (else the voice's; see the module doc)
-    normalization_options: NormalizationOptions | None = None  # Kokoro-FastAPI's: normalize false reads as written
-    volume_multiplier: float = 1.0  # Kokoro-FastAPI's: the samples times this (0 to 10), clipped to full scale
-
-
-@dataclass
-class _Speech:
-    """What one speech request made, for the hooks and the metrics."""
-    arrived: float
-    samples: int = 0
-    first_audio: float | None = None
 
 
 def create_app(session: Session | None = None, *, api_key: str | None = None, max_input_chars: int = MAX_INPUT_CHARS,
@@ -141,177 +73,53 @@ def create_app(session: Session | None = None, *, api_key: str | None = None, ma
     `first_chunk_phonemes`: a speech stream's first chunk at most this many phonemes (Session.stream's first_limit)."""
     if session is None:
         session = Session(**session_args)
-    state = {"ready": False, "error": None}
-    metrics = Metrics(session, lambda: state["ready"])
-
-    async def load() -> None:
-        try:
-            await asyncio.to_thread(session.load)
-            if warm_up or (warm_up is None and session.device.type == "cuda"):
-                await asyncio.to_thread(session.warm_up_serving)
-                metrics.skip_batches()
-            state["ready"] = True
-        except Exception as exc:  # any failure to load is the server's; it is reported, not raised into uvicorn
-            state["error"] = exc
-            log.error("the model could not be loaded: %s", exc)
-            if on_load_error is not None:
-                on_load_error(exc)
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app):
-        # each streaming response waits for its chunks on a thread (Request's async iteration); the default
-        # pool (cpu count + 4 threads) would make the max_requests-th stream wait for a free thread
-        loop = asyncio.get_running_loop()
-        loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(session.max_requests + 16,
-                                                                        thread_name_prefix="tilewave-http"))
-        loader = asyncio.create_task(load())
-        try:
-            yield
-        finally:
-            loader.cancel()
-            session.close()  # requests still streaming end now (their clients get a truncated stream)
-
+    readiness = Readiness()
+    metrics = Metrics(session, lambda: readiness.ready)
     app = FastAPI(title="tilewave", description="Kokoro-82M text to speech on Triton kernels, OpenAI's speech API",
-                  lifespan=lifespan)
-    app.state.session, app.state.metrics = session, metrics
-
-    # -- errors, all in OpenAI's shape ------------------------------------------------------------------
-    @app.exception_handler(OpenAIError)
-    async def openai_error(request, exc: OpenAIError):
-        return exc.response()
-
-    @app.exception_handler(RequestValidationError)
-    async def invalid(request, exc: RequestValidationError):
-        return _validation_error(exc.errors()).response()
-
-    @app.exception_handler(StarletteHTTPException)
-    async def http_error(request, exc: StarletteHTTPException):
-        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code)
-        return OpenAIError(exc.status_code, f"{request.method} {request.url.path}: {exc.detail}", code=code,
-                           headers=getattr(exc, "headers", None)).response()
-
-    @app.exception_handler(Exception)
-    async def server_error(request, exc: Exception):
-        log.exception("unexpected failure on %s", request.url.path)
-        return OpenAIError(500, f"the server failed: {type(exc).__name__}: {exc}", type="server_error").response()
-
+                  lifespan=_lifespan)
+    # the routes reach these through tilewave.server.deps
+    app.state.session, app.state.metrics, app.state.readiness = session, metrics, readiness
+    app.state.config = ServerConfig(api_key=api_key, max_input_chars=max_input_chars, max_body_bytes=max_body_bytes,
+                                    first_chunk_phonemes=first_chunk_phonemes, on_first_audio=on_first_audio,
+                                    on_load_error=on_load_error, warm_up=warm_up)
+    install_error_handlers(app)
     app.add_middleware(_CountRequests, metrics=metrics)
-
-    def authorize(request: Request) -> None:
-        if api_key is None:
-            return
-        given = request.headers.get("authorization", "")
-        scheme, _, token = given.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), api_key.encode()):
-            raise OpenAIError(401, "missing or wrong API key: send the header 'Authorization: Bearer <key>' with "
-                              "the key the server was started with", code="invalid_api_key",
-                              headers={"WWW-Authenticate": "Bearer"})
-
-    def ready() -> None:
-        if not state["ready"]:
-            what = f"failed to load its model ({state['error']})" if state["error"] else "is still loading its model"
-            raise OpenAIError(503, f"the server {what}; try again shortly", code="not_ready", type="server_error",
-                              headers={"Retry-After": str(RETRY_AFTER_S)})
-
-    # -- endpoints --------------------------------------------------------------------------------------
-    @app.get("/health")
-    async def health():
-        if state["ready"]:
-            return {"status": "ok"}
-        status = "failed" if state["error"] else "loading"
-        return JSONResponse({"status": status, **({"error": str(state["error"])} if state["error"] else {})},
-                            status_code=503)
-
-    @app.get("/metrics")
-    async def prometheus():
-        body, media = await asyncio.to_thread(metrics.scrape)
-        return Response(body, media_type=media)
-
-    @app.get("/v1/models")
-    async def models(request: Request):
-        authorize(request)
-        return {"object": "list", "data": [{"id": m, "object": "model", "created": 0, "owned_by": "tilewave"}
-                                           for m in MODELS]}
-
-    @app.get("/v1/audio/models")
-    async def audio_models(request: Request):  # the list Open WebUI asks a speech server for
-        authorize(request)
-        return {"models": [{"id": m, "name": m} for m in MODELS]}
-
-    @app.get("/v1/audio/voices")
-    async def voices(request: Request):
-        authorize(request)
-        here = await asyncio.to_thread(installed_voices)
-        def entry(id: str, n: str) -> dict:
-            v = CATALOG[n]
-            named = n if id == n else f"{id} = {n}"
-            return {"id": id, "name": f"{named} ({v.language_name}, {v.gender})", "language": v.language,
-                    "gender": v.gender}
-
-        listed = [entry(n, n) for n in here if n in CATALOG]
-        listed += [entry(alias, n) for alias, n in OPENAI_VOICES.items() if n in here]
-        return {"voices": listed}
-
-    async def submit(request: Request, first_limit: int | None, captioned: bool = False):
-        """The checked request and its scheduler Request (503 when the queue is full)."""
-        authorize(request)
-        req = _speech_request(await _json_body(request, max_body_bytes))
-        _check(req, max_input_chars)
-        if captioned and req.timestamps_format not in TIMESTAMP_FORMATS:
-            raise OpenAIError(400, f"'timestamps_format' {req.timestamps_format!r} is not served; use one of "
-                              f"{', '.join(TIMESTAMP_FORMATS)}", param="timestamps_format", code="invalid_value")
-        ready()
-        pack = await _voice_pack(req.voice, session.named_voice)
-        lang = _language(req)
-        try:
-            normalize = None if req.normalization_options is None else req.normalization_options.normalize
-            return req, await asyncio.to_thread(session.submit, req.input, pack, kokoro_speed(req.speed), req.seed,
-                                                first_limit=first_limit, block=False, lang=lang,  # full: 503
-                                                normalize=normalize)
-        except QueueFull:
-            raise OpenAIError(503, f"the server is busy: it already holds {session.max_requests} requests; retry "
-                              f"after {RETRY_AFTER_S} s", code="queue_full", type="server_error",
-                              headers={"Retry-After": str(RETRY_AFTER_S)}) from None
-        except Cancelled:
-            raise OpenAIError(503, "the server is shutting down", code="shutting_down", type="server_error") from None
-        except InputError as exc:
-            raise OpenAIError(400, str(exc), param="input", code="invalid_input") from None
-
-    @app.post("/v1/audio/speech")
-    async def speech(request: Request):
-        arrived = time.perf_counter()
-        req, job = await submit(request, first_chunk_phonemes)
-        sse = req.stream_format == "sse"
-        body = _stream(job, req.response_format, sse, _Speech(arrived), metrics, on_first_audio, req.volume_multiplier)
-        media = "text/event-stream" if sse else MEDIA_TYPES[req.response_format]
-        return StreamingResponse(body, media_type=media, headers={"Cache-Control": "no-store"})
-
-    @app.post("/v1/audio/speech/captioned")
-    async def captioned(request: Request):
-        req, job = await submit(request, None, captioned=True)
-        try:
-            chunks = [chunk async for chunk in job]
-        except TilewaveError as exc:
-            raise OpenAIError(500, str(exc), type="server_error") from None
-        finally:
-            job.cancel()  # a client gone before the end frees its place
-        words = word_timestamps(chunks)
-        enc = encoder(req.response_format, SAMPLE_RATE)
-        try:
-            data = enc.encode(_louder(join_chunks([c.audio for c in chunks]), req.volume_multiplier)) + enc.finish()
-        finally:
-            enc.close()
-        reply = {"audio": base64.b64encode(data).decode("ascii"), "response_format": req.response_format,
-                 "words": [asdict(w) for w in words]}
-        if req.timestamps_format != "json":
-            reply["captions"] = format_timestamps(words, "." + req.timestamps_format)
-        return JSONResponse(reply)
-
-    @app.get("/")
-    async def page():
-        return FileResponse(PAGE / "index.html", media_type="text/html")
-
+    # in the order the OpenAPI schema lists them
+    for routes in (routes_admin, routes_catalog, routes_speech, routes_page):
+        app.include_router(routes.router)
     return app
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(app: FastAPI):
+    session = app.state.session
+    # each streaming response waits for its chunks on a thread (Request's async iteration); the default
+    # pool (cpu count + 4 threads) would make the max_requests-th stream wait for a free thread
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(session.max_requests + 16,
+                                                                    thread_name_prefix="tilewave-http"))
+    loader = asyncio.create_task(_load(session, app.state.metrics, app.state.readiness, app.state.config))
+    try:
+        yield
+    finally:
+        loader.cancel()
+        session.close()  # requests still streaming end now (their clients get a truncated stream)
+
+
+async def _load(session: Session, metrics: Metrics, readiness: Readiness, config: ServerConfig) -> None:
+    """Load the model (and warm it up, see create_app), then mark the app ready; or record why it failed."""
+    warm_up = config.warm_up
+    try:
+        await asyncio.to_thread(session.load)
+        if warm_up or (warm_up is None and session.device.type == "cuda"):
+            await asyncio.to_thread(session.warm_up_serving)
+            metrics.skip_batches()
+        readiness.ready = True
+    except Exception as exc:  # any failure to load is the server's; it is reported, not raised into uvicorn
+        readiness.error = exc
+        log.error("the model could not be loaded: %s", exc)
+        if config.on_load_error is not None:
+            config.on_load_error(exc)
 
 
 class _CountRequests:
@@ -333,149 +141,3 @@ class _CountRequests:
             await send(message)
 
         await self.app(scope, receive, counted)
-
-
-# -- reading a speech request ---------------------------------------------------------------------------
-async def _json_body(request: Request, limit: int) -> dict:
-    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if kind != "application/json":
-        raise OpenAIError(415, f"the body must be JSON with 'Content-Type: application/json', got "
-                          f"{kind or 'no content type'!r}", code="unsupported_media_type")
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise _too_large(limit)
-    body = bytearray()
-    async for part in request.stream():
-        body += part
-        if len(body) > limit:
-            raise _too_large(limit)
-    try:
-        value = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise OpenAIError(400, f"the body is not valid JSON ({exc}); send a JSON object like "
-                          '{"model": "tts-1", "input": "Hello.", "voice": "alloy"}', code="invalid_json") from None
-    if not isinstance(value, dict):
-        raise OpenAIError(400, f"the body must be a JSON object, got {type(value).__name__}", code="invalid_json")
-    return value
-
-
-def _too_large(limit: int) -> OpenAIError:
-    return OpenAIError(413, f"the request body is larger than {limit} bytes; split the input into several requests",
-                       code="request_too_large")
-
-
-def _speech_request(body: dict) -> SpeechRequest:
-    try:
-        return SpeechRequest.model_validate(body)
-    except ValidationError as exc:
-        raise _validation_error(exc.errors()) from None
-
-
-def _validation_error(errors) -> OpenAIError:
-    first = errors[0]
-    loc = [str(p) for p in first.get("loc", ()) if p != "body"]
-    param = ".".join(loc) or None
-    what = "is missing" if first.get("type") == "missing" else f"is invalid: {first.get('msg')}"
-    return OpenAIError(400, f"'{param}' {what}" if param else str(first.get("msg")), param=param,
-                       code="missing_required_parameter" if first.get("type") == "missing" else "invalid_value")
-
-
-def _check(req: SpeechRequest, max_input_chars: int) -> None:
-    if req.model not in MODELS:
-        raise OpenAIError(404, f"the model {req.model!r} does not exist here; use one of {', '.join(MODELS)}",
-                          param="model", code="model_not_found")
-    if not req.input.strip():
-        raise OpenAIError(400, "'input' is empty; give some words to say", param="input", code="empty_input")
-    if len(req.input) > max_input_chars:
-        raise OpenAIError(400, f"'input' is {len(req.input)} characters, more than the {max_input_chars} a request "
-                          "may have; split the text into several requests", param="input",
-                          code="string_above_max_length")
-    if not 0 <= req.volume_multiplier <= MAX_VOLUME:  # also refuses NaN
-        raise OpenAIError(400, f"'volume_multiplier' {req.volume_multiplier!r} is out of range; use 0 to {MAX_VOLUME:g}",
-                          param="volume_multiplier", code="invalid_value")
-    if not OPENAI_SPEED[0] <= req.speed <= OPENAI_SPEED[1]:  # also refuses NaN
-        raise OpenAIError(400, f"'speed' {req.speed!r} is out of range; use {OPENAI_SPEED[0]} to {OPENAI_SPEED[1]} "
-                          "(1.0: the voice's own pace)", param="speed", code="invalid_value")
-    if req.response_format not in MEDIA_TYPES:
-        raise OpenAIError(400, f"'response_format' {req.response_format!r} is not served; use one of "
-                          f"{', '.join(MEDIA_TYPES)}", param="response_format", code="invalid_value")
-    if req.stream_format not in STREAM_FORMATS:
-        raise OpenAIError(400, f"'stream_format' {req.stream_format!r} is not served; use 'audio' or 'sse'",
-                          param="stream_format", code="invalid_value")
-    if req.seed is not None and not 0 <= req.seed < 2**63:
-        raise OpenAIError(400, f"'seed' {req.seed} is out of range; use 0 to 2**63 - 1", param="seed",
-                          code="invalid_value")
-
-
-def _language(req: SpeechRequest) -> str | None:
-    """The request's language: `lang_code` (checked), else the language of the stock voices it names, else None
-    (the session's: an OpenAI voice name, a blend across languages, no voice)."""
-    if req.lang_code is not None:
-        try:
-            return check_language(req.lang_code)
-        except InputError as exc:
-            raise OpenAIError(400, str(exc), param="lang_code", code="invalid_value") from None
-    return None if req.voice is None else voice_language(req.voice, allow_paths=False)
-
-
-async def _voice_pack(spec: str | None, pack_of):
-    """The pack for a voice spec; names and blends only (Session.named_voice opens no file a request names, so its
-    error says nothing of the file system)."""
-    if spec is None:
-        return None  # the session's default voice
-    try:
-        return await asyncio.to_thread(pack_of, spec)
-    except InputError as exc:
-        raise OpenAIError(400, str(exc), param="voice", code="invalid_voice") from None
-
-
-# -- the response ----------------------------------------------------------------------------------------
-def _louder(audio, volume: float):
-    """The samples times `volume`, clipped to full scale (1.0: as they are)."""
-    return audio if volume == 1.0 else np.clip(audio * np.float32(volume), -1.0, 1.0)
-
-
-async def _stream(job, fmt: str, sse: bool, speech: _Speech, metrics: Metrics, on_first_audio, volume: float = 1.0):
-    """The response body: each chunk's final samples encoded and sent as soon as the chunk is made."""
-    joiner, enc = EagerJoiner(), encoder(fmt, SAMPLE_RATE)
-
-    def frame(data: bytes) -> bytes:
-        if not sse:
-            return data
-        event = {"type": "speech.audio.delta", "audio": base64.b64encode(data).decode("ascii")}
-        return f"data: {json.dumps(event)}\n\n".encode()
-
-    try:
-        async for chunk in job:
-            samples = joiner.push(_louder(chunk.audio, volume))
-            speech.samples += samples.size
-            data = enc.encode(samples)
-            if data:
-                yield frame(data)
-                if speech.first_audio is None:  # the bytes were sent: the response resumes after each send
-                    speech.first_audio = time.perf_counter()
-                    metrics.first_audio.observe(speech.first_audio - speech.arrived)
-                    if on_first_audio is not None:
-                        on_first_audio(speech)
-        tail = joiner.finish()
-        speech.samples += tail.size
-        data = enc.encode(tail) + enc.finish()
-        if data:
-            yield frame(data)
-        if speech.samples:
-            metrics.real_time_factor.observe((time.perf_counter() - speech.arrived) * SAMPLE_RATE / speech.samples)
-        if sse:
-            frames = speech.samples // 600
-            phonemes = sum(len(j.phonemes) for j in job.jobs)  # all known now: a stream's rest joins as it is read
-            usage = {"input_tokens": phonemes, "output_tokens": frames, "total_tokens": phonemes + frames}
-            yield f"data: {json.dumps({'type': 'speech.audio.done', 'usage': usage})}\n\n".encode()
-    except TilewaveError as exc:  # the status line is sent: the error can only end the stream
-        log.warning("a speech stream ended early: %s", exc)
-        if not sse:
-            raise  # the connection is dropped without chunked encoding's last chunk: the client sees it cut
-        error = {"type": "error", "error": {"message": str(exc), "type": "server_error", "param": None,
-                                            "code": "cancelled" if isinstance(exc, Cancelled) else None}}
-        yield f"data: {json.dumps(error)}\n\n".encode()
-    finally:
-        job.cancel()  # a client gone mid-stream frees its place (a no-op once the request is finished)
-        enc.close()
