@@ -36,8 +36,14 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     from tilewave.distributed.local import Options, run_local
+    from tilewave.engine.voice_catalog import request_language
 
-    opts = Options(args.output_dir, args.fmt, args.voice, args.speed, args.seed, args.lang, args.device,
+    try:  # the manifest's items without a language of their own: the one --lang names, else --voice's
+        lang = request_language(args.lang, args.voice)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    opts = Options(args.output_dir, args.fmt, args.voice, args.speed, args.seed, lang, args.device,
                    args.precision, args.weights, args.memory_budget, dtype=args.dtype, retry_failed=args.retry_failed)
     try:
         for flag, value in (("--in-flight", args.in_flight), ("--actors", args.actors), ("--batch-size", args.batch_size)):

@@ -17,8 +17,9 @@ def add_precision_arg(p) -> None:
 
 def add_kokoro_args(p) -> None:
     """The options of a Kokoro session: language, device, weights, precision, dtype, memory budget."""
-    p.add_argument("--lang", default="en-us", choices=LANGUAGE_CHOICES, metavar="LANG",
-                   help="en-us (default), en-gb, es, fr, hi, it, pt-br, ja, zh, or the one-letter codes a b e f h i p j z")
+    p.add_argument("--lang", choices=LANGUAGE_CHOICES, metavar="LANG",
+                   help="en-us, en-gb, es, fr, hi, it, pt-br, ja, zh, or the one-letter codes a b e f h i p j z "
+                        "(default: the language of the stock voice named, ef_dora: es; else en-us)")
     add_device_arg(p)
     p.add_argument("--weights", metavar="PATH", help="Kokoro weights (.onnx or .pth; default: the installed int8 ONNX)")
     add_precision_arg(p)

@@ -41,8 +41,8 @@ def _add_synthesis_args(p) -> None:
     p.add_argument("--file", metavar="PATH", help="read the text from a UTF-8 file instead")
     p.add_argument("--voice", metavar="NAME|PATH|BLEND",
                    help="a stock voice (`tilewave voices`; default: the language's, af_heart for en-us), an OpenAI "
-                        "name, a .npz/.pt/.bin pack, or a blend 'a:0.7,b:0.3' / 'a(2)+b(1)'; it says the text as "
-                        "--lang reads it (ef_dora with English text: an accent)")
+                        "name, a .npz/.pt/.bin pack, or a blend 'a:0.7,b:0.3' / 'a(2)+b(1)'; it reads the text "
+                        "in its own language (ef_dora: Spanish) unless --lang names another")
     p.add_argument("--speed", type=float, default=1.0, help="0.5 (slow) to 2.0 (fast), default 1.0")
     p.add_argument("--seed", type=int, help="seed of the voice source's random phase and noise (repeatable audio)")
     p.add_argument("--phonemes", action="store_true", help="TEXT is Kokoro phonemes, not words")
@@ -143,10 +143,12 @@ def _joined(request, chunks: list):
 
 def run(args) -> int:
     start = time.perf_counter()
+    from tilewave.engine.voice_catalog import request_language
     from tilewave.text.ahead import Ahead, phonemize_ahead
 
     try:
         text = _read_text(args)
+        args.lang = request_language(args.lang, args.voice)  # the session's language too
     except TilewaveError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, InputError) else 1

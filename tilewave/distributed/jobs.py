@@ -27,6 +27,7 @@ from typing import Iterable
 
 import numpy as np
 
+from tilewave.engine.voice_catalog import request_language
 from tilewave.errors import InputError
 
 FORMATS = ("wav", "flac", "ogg", "mp3")
@@ -50,12 +51,18 @@ class Item:
 
     def filled(self, voice: str | None, speed: float, seed: int | None, lang: str) -> "Item":
         """The item with the run's defaults where it gives none (a number speed as a float, so that 1 and 1.0
-        are one key)."""
+        are one key; no language: its own voice's, else the run's)."""
         speed = self.speed if self.speed is not None else speed
         if isinstance(speed, (int, float)) and not isinstance(speed, bool):
             speed = float(speed)
+        own = self.lang
+        if own is None and self.voice is not None:  # the item's own stock voice speaks its language (ef_dora: es)
+            try:
+                own = request_language(None, self.voice, fallback=None)
+            except InputError:
+                own = None  # a bad voice fails the item itself, with its error, when it is spoken
         return Item(self.id, self.text, self.voice if self.voice is not None else voice, speed,
-                    self.seed if self.seed is not None else seed, self.lang if self.lang is not None else lang)
+                    self.seed if self.seed is not None else seed, own if own is not None else lang)
 
 
 @dataclass

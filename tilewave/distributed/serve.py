@@ -23,7 +23,7 @@ MAX_QUEUED = 64
 class SpeechServer:
     """One replica: an engine session, its model loaded in the constructor, and the server's app over it."""
 
-    def __init__(self, lang: str = "en-us", device: str | None = None, weights: str | None = None,
+    def __init__(self, lang: str | None = None, device: str | None = None, weights: str | None = None,
                  precision: str | None = None, memory_budget: str | None = None, dtype: str = "float32") -> None:
         from tilewave.engine import Session
         from tilewave.engine.process import configure_process

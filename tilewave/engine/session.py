@@ -33,7 +33,9 @@ from tilewave.engine.pipeline import (SAMPLE_RATE, SPEED_RANGE, Chunk, Pipeline,
 from tilewave.engine.policy import BatchPolicy
 from tilewave.engine.process import set_threads
 from tilewave.engine.scheduler import DEFAULT_MAX_REQUESTS, Cancelled, Job, Request, Scheduler
-from tilewave.engine.voices import default_voice, load_voice, style_for
+from tilewave.engine.voice_bank import VoiceBank
+from tilewave.engine.voice_catalog import request_language
+from tilewave.engine.voices import style_for
 from tilewave.errors import InputError, TilewaveError, WeightsError
 from tilewave.ops.dispatch import counting
 from tilewave.text import check_language, encode
@@ -87,9 +89,11 @@ _WARM_UP_WORDS = ("the quick brown fox jumps over the lazy dog while seven small
 class Session:
     """Device, precision, profiler, placements and model for a run of requests. `dtype`: Kokoro's storage dtype,
     'float32' or 'bfloat16' (its decoder and generator; durations as float32's; figures in benchmarks/RESULTS.md).
-    `lang`: the language of requests that name none; a request may name another (`lang=` of prepare, submit,
-    stream, speak), which gets its own phonemizer, and, when it names no voice, that language's default voice.
-    `voice`: the voice of requests that name none (default: the language's, see voices.default_voice).
+    `lang`: the language of requests that name none and whose voice names none (default: the language of
+    `voice`, else en-us); a request may name another (`lang=` of prepare, submit, stream, speak) or name a stock
+    voice that speaks one (`ef_dora`: Spanish; engine.voice_bank), which gets its own phonemizer, and, when it
+    names no voice, that language's default voice. `voice`: the voice of requests that name none (default: the
+    language's, see voices.default_voice); voices resolve through the session's bank (`voices`, a VoiceBank).
     `profile`: True for a new stage profiler (its report: `profiler.format()`), or any object with `.stage(name)`. `memory_budget` ('2GB', or bytes): the memory a
     batch may take above the loaded model, which bounds its size x frames; `max_requests`: the requests held
     at once (more wait, or get QueueFull). `normalize=False`: the phonemizer gets the text as written (no
@@ -103,7 +107,7 @@ class Session:
     it, and its graphs are the session's own)."""
 
     def __init__(self, device: str | torch.device | None = None, precision: str = fp32_precision.DEFAULT,
-                 lang: str = "en-us", voice=None, weights: str | os.PathLike | None = None, model=None,
+                 lang: str | None = None, voice=None, weights: str | os.PathLike | None = None, model=None,
                  memory_budget=None, profile=False, max_requests: int = DEFAULT_MAX_REQUESTS,
                  normalize: bool = True, dtype: str = "float32", threads: int | None = None,
                  cuda_graphs: bool = True, policy: BatchPolicy = BatchPolicy()) -> None:
@@ -113,13 +117,11 @@ class Session:
         self.policy = policy
         self.precision = fp32_precision.check(precision)
         self.dtype = fp32_precision.check_dtype(dtype, fp32_precision.KOKORO_DTYPES, "Kokoro dtype")
-        self.pipeline = Pipeline(lang)
+        self.voices = VoiceBank()
+        self._voice = None if voice is None else self.voices.resolve(voice)  # the default pack is read on first use
+        self.pipeline = Pipeline(request_language(lang, self._voice))
         self._pipelines = {self.pipeline.lang: self.pipeline}  # one per language asked for, made on first use
-        # a voice named by a client or a text (a stock voice, an OpenAI name or a blend, never a file) -> its pack
-        # (0.5 MB; a blend averaged once): bounded, as the names are the clients'
-        self.named_voice = lru_cache(maxsize=64)(lambda spec: load_voice(spec, allow_paths=False))
         self.normalize = bool(normalize)
-        self._voice = None if voice is None else load_voice(voice)  # the default pack is read on first use
         self.memory_budget = parse_memory(memory_budget)
         self.frame_budget = policy.frame_budget if self.memory_budget is None else self._frames_for(self.memory_budget)
         if profile is True:
@@ -151,8 +153,12 @@ class Session:
     def voice(self):
         """The voice pack of requests that name none (the language's default unless the session was given one)."""
         if self._voice is None:
-            self._voice = load_voice(default_voice(self.pipeline.lang))
-        return self._voice
+            self._voice = self.voices.default(self.pipeline.lang)
+        return self._voice.pack
+
+    def named_voice(self, spec: str) -> torch.Tensor:
+        """The pack of a name or a blend (a text's [voice:...], a client's): never a file (VoiceBank.named)."""
+        return self.voices.named(spec).pack
 
     def pipeline_for(self, lang: str | None) -> Pipeline:
         """The pipeline of a request's language (None: the session's); InputError for an unknown language."""
@@ -224,7 +230,7 @@ class Session:
         already (Pipeline.chunks' list, e.g. in another process: tilewave.text.ahead), used instead of `text`.
         `lang`: the request's language (None: the session's); `normalize`: the request's (None: the session's)."""
         if chunks is not None:
-            pack, speed, seed = self._checked(voice, speed, seed, self.pipeline_for(lang))
+            pack, speed, seed, _ = self._checked(voice, speed, seed, lang)
             jobs = [self._job(c, pack, speed) for c in chunks]
             if not any(job.phonemes for job in jobs):
                 raise InputError("the chunks given have nothing to say")
@@ -238,8 +244,7 @@ class Session:
 
     def _prepare_head(self, text, voice, speed, seed, phonemes, first_limit, lang=None, normalize=None):
         """(the jobs up to the first with speech, checked; an iterator of the others, phonemized as it is read; seed)."""
-        pipeline = self.pipeline_for(lang)
-        pack, speed, seed = self._checked(voice, speed, seed, pipeline)
+        pack, speed, seed, pipeline = self._checked(voice, speed, seed, lang)
         normalize = self.normalize if normalize is None else bool(normalize)
         with profiling.of(self.profiler).stage("phonemize"):
             # a language the text names ([lang:...], SSML <lang>) is read by that language's pipeline
@@ -249,15 +254,18 @@ class Session:
         self._check_budget(jobs)
         return jobs, (self._job(c, pack, speed) for c in rest), seed
 
-    def _checked(self, voice, speed, seed, pipeline: Pipeline):
-        """(the voice pack, speed, seed) of a request, each checked (InputError with the value); a request that
+    def _checked(self, voice, speed, seed, lang: str | None):
+        """(the voice pack, speed, seed, the pipeline of its language) of a request, each checked (InputError with
+        the value). The language: `lang`, else the voice's (engine.voice_bank), else the session's; a request that
         names no voice gets the session's, or its own language's default where it names another language."""
         speed, seed = check_speed(speed), check_seed(seed)
         if voice is not None:
-            return load_voice(voice), speed, seed
+            resolved = self.voices.resolve(voice)
+            return resolved.pack, speed, seed, self.pipeline_for(request_language(lang, resolved, None))
+        pipeline = self.pipeline_for(lang)
         if pipeline is self.pipeline:
-            return self.voice, speed, seed
-        return self.named_voice(default_voice(pipeline.lang)), speed, seed
+            return self.voice, speed, seed, pipeline
+        return self.voices.default(pipeline.lang).pack, speed, seed, pipeline
 
     def _check_budget(self, jobs: list[Job]) -> None:
         over = max((job.frames for job in jobs), default=0)
@@ -441,7 +449,7 @@ class Session:
 
 
 def speak(text: str, voice=None, speed: float = 1.0, device: str | None = None, seed: int | None = None,
-          lang: str = "en-us", phonemes: bool = False, weights: str | None = None, model=None, profile=None,
+          lang: str | None = None, phonemes: bool = False, weights: str | None = None, model=None, profile=None,
           precision: str = fp32_precision.DEFAULT, normalize: bool = True, timestamps: bool = False,
           dtype: str = "float32"):
     """Say `text`: (audio float32 [samples], 24000). `precision`: how float32 products run on a GPU's tensor
@@ -455,7 +463,7 @@ def speak(text: str, voice=None, speed: float = 1.0, device: str | None = None, 
 
 
 def speak_many(items: Sequence, voice=None, speed: float = 1.0, seed: int | None = None,
-               device: str | None = None, precision: str = fp32_precision.DEFAULT, lang: str = "en-us",
+               device: str | None = None, precision: str = fp32_precision.DEFAULT, lang: str | None = None,
                weights: str | None = None, model=None, memory_budget=None,
                dtype: str = "float32") -> list[tuple[np.ndarray, int]]:
     """One (audio, 24000) per item (a text, or a dict with "text" and optional "voice", "speed", "seed"), in
@@ -465,7 +473,7 @@ def speak_many(items: Sequence, voice=None, speed: float = 1.0, seed: int | None
 
 
 def stream(text: str, voice=None, speed: float = 1.0, seed: int | None = None, device: str | None = None,
-           precision: str = fp32_precision.DEFAULT, lang: str = "en-us", phonemes: bool = False,
+           precision: str = fp32_precision.DEFAULT, lang: str | None = None, phonemes: bool = False,
            weights: str | None = None, model=None, dtype: str = "float32") -> Iterator[Chunk]:
     """The Chunks of `text` as they are made, the first one early (see Session.stream)."""
     session = Session(device, precision, lang, voice, weights, model, dtype=dtype)

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 
 from tilewave.errors import InputError
-from tilewave.text.languages import LANGUAGE_NAMES, ONE_LETTER
+from tilewave.text.languages import LANGUAGE_NAMES, ONE_LETTER, check_language
 
 VOICE_NAMES = (
     "af_alloy", "af_aoede", "af_bella", "af_heart", "af_jessica", "af_kore", "af_nicole", "af_nova", "af_river",
@@ -39,6 +39,7 @@ GENDERS = {"f": "female", "m": "male"}
 # voice of their language in Kokoro's VOICES.md (the first of equals).
 DEFAULT_VOICES = {"en-us": "af_heart", "en-gb": "bf_emma", "es": "ef_dora", "fr": "ff_siwis", "hi": "hf_alpha",
                   "it": "if_sara", "pt-br": "pf_dora", "ja": "jf_alpha", "zh": "zf_xiaobei"}
+DEFAULT_LANGUAGE = "en-us"  # of a session given neither a language nor a voice that names one
 OPENAI_VOICES = {"alloy": "af_alloy", "echo": "am_echo", "fable": "bm_fable", "onyx": "am_onyx", "nova": "af_nova",
                  "shimmer": "af_sky", "ash": "am_adam", "coral": "af_aoede", "sage": "af_sarah"}
 
@@ -150,3 +151,15 @@ def voice_language(spec: str, allow_paths: bool) -> str | None:
 def default_voice_for(lang: str) -> str:
     """The stock voice that speaks `lang` by default (lang: a code of tilewave.text.LANGUAGES)."""
     return DEFAULT_VOICES[lang]
+
+
+def request_language(lang: str | None, voice, fallback: str | None = DEFAULT_LANGUAGE,
+                     allow_paths: bool = True) -> str | None:
+    """A request's language: `lang` (checked), else the language of the stock voices `voice` names (a spec, or a
+    resolved voice with `.language`: `ef_dora` reads Spanish), else `fallback`. The one rule for the CLI, the
+    Python API and the server (engine.voice_bank). InputError for an unknown language or a bad voice spec."""
+    if lang is not None:
+        return check_language(lang)
+    if isinstance(voice, (str, os.PathLike)):
+        return voice_language(os.fspath(voice), allow_paths) or fallback
+    return getattr(voice, "language", None) or fallback

@@ -9,7 +9,6 @@ from fastapi import Request
 from pydantic import ValidationError
 
 from tilewave.engine import Cancelled, QueueFull, Session
-from tilewave.engine.voice_catalog import voice_language
 from tilewave.errors import InputError
 from tilewave.server.deps import RETRY_AFTER_S, Readiness, ServerConfig
 from tilewave.server.encoding import MEDIA_TYPES
@@ -28,11 +27,11 @@ async def submit_speech(request: Request, session: Session, config: ServerConfig
         raise OpenAIError(400, f"'timestamps_format' {req.timestamps_format!r} is not served; use one of "
                           f"{', '.join(TIMESTAMP_FORMATS)}", param="timestamps_format", code="invalid_value")
     readiness.require()
-    pack = await _voice_pack(req.voice, session.named_voice)
+    voice = await _voice(req.voice, session.voices.named)
     lang = _language(req)
     try:
         normalize = None if req.normalization_options is None else req.normalization_options.normalize
-        return req, await asyncio.to_thread(session.submit, req.input, pack, kokoro_speed(req.speed), req.seed,
+        return req, await asyncio.to_thread(session.submit, req.input, voice, kokoro_speed(req.speed), req.seed,
                                             first_limit=first_limit, block=False, lang=lang,  # full: 503
                                             normalize=normalize)
     except QueueFull:
@@ -108,22 +107,22 @@ def _check(req: SpeechRequest, max_input_chars: int) -> None:
 
 
 def _language(req: SpeechRequest) -> str | None:
-    """The request's language: `lang_code` (checked), else the language of the stock voices it names, else None
-    (the session's: an OpenAI voice name, a blend across languages, no voice)."""
+    """The request's language, `lang_code` (checked); None leaves it to the session: the language of the stock
+    voices it names, else the session's (engine.voice_bank)."""
     if req.lang_code is not None:
         try:
             return check_language(req.lang_code)
         except InputError as exc:
             raise OpenAIError(400, str(exc), param="lang_code", code="invalid_value") from None
-    return None if req.voice is None else voice_language(req.voice, allow_paths=False)
+    return None
 
 
-async def _voice_pack(spec: str | None, pack_of):
-    """The pack for a voice spec; names and blends only (Session.named_voice opens no file a request names, so its
-    error says nothing of the file system)."""
+async def _voice(spec: str | None, resolve):
+    """The Voice of a spec; names and blends only (VoiceBank.named opens no file a request names, so its error says
+    nothing of the file system)."""
     if spec is None:
         return None  # the session's default voice
     try:
-        return await asyncio.to_thread(pack_of, spec)
+        return await asyncio.to_thread(resolve, spec)
     except InputError as exc:
         raise OpenAIError(400, str(exc), param="voice", code="invalid_voice") from None
