@@ -18,7 +18,7 @@ STORY = " ".join(f"Sentence {i} tells of the sea, $3.99 fish and Dr. Brown's boa
 
 @pytest.fixture(scope="module")
 def fake():
-    with Session(device="cpu", voice="jf_alpha", model=FakeKokoro()) as session:
+    with Session(device="cpu", voice="jf_alpha", lang="en-us", model=FakeKokoro()) as session:
         yield session
 
 
@@ -90,14 +90,14 @@ def test_timestamps_from_speak(monkeypatch):
     from tilewave.engine import session as engine_session
 
     monkeypatch.setattr(engine_session, "load_model", lambda weights, device: FakeKokoro())
-    audio, rate, words = tilewave.speak("Good morning, Dr. Jones.", voice="jf_alpha", device="cpu", timestamps=True)
+    audio, rate, words = tilewave.speak("Good morning, Dr. Jones.", voice="jf_alpha", lang="en-us", device="cpu", timestamps=True)
     check_words(words, ["Good", "morning,", "Dr.", "Jones."], audio.size)
-    audio2, rate2 = tilewave.speak("Good morning, Dr. Jones.", voice="jf_alpha", device="cpu")
+    audio2, rate2 = tilewave.speak("Good morning, Dr. Jones.", voice="jf_alpha", lang="en-us", device="cpu")
     assert rate == rate2 == SAMPLE_RATE and audio.size == audio2.size
 
 
 def test_real_model_last_word_ends_with_the_speech():
-    with Session(device="cpu", voice="jf_alpha") as session:
+    with Session(device="cpu", voice="jf_alpha", lang="en-us") as session:
         chunks = list(session.submit("Hello there, my friend.", seed=1))
     audio = join_chunks([c.audio for c in chunks])
     words = word_timestamps(chunks)

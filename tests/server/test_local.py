@@ -12,8 +12,8 @@ from tilewave.server.local import serve
 def health_app(status: int) -> FastAPI:
     app = FastAPI()
 
-    @app.get("/health")
-    def health():
+    @app.get("/health")  # async: a sync handler runs on AnyIO's worker threads, which outlive the server idle
+    async def health():
         return Response(status_code=status)
 
     return app
