@@ -8,7 +8,7 @@ import soundfile
 import torch
 
 from tilewave.cli import vocode as cli_vocode
-from tilewave.engine.vocode import vocode_file, vocode_mel, wav_to_mel
+from tilewave.engine.vocode import Vocoder, vocode_file, vocode_mel, wav_to_mel
 from tilewave.errors import InputError
 from tilewave.spec.tolerance import tolerance
 from tilewave.models.vocoders.bigvgan import BigVGAN, BigVGANConfig, random_state_dict
@@ -113,6 +113,23 @@ def test_cli_copy_synthesis_and_mel_input(tmp_path, checkpoint):
     assert cli_vocode.run(parse(str(mel), "-o", str(outdir), "--checkpoint", str(checkpoint), "--device", "cpu")) == 0
     assert sorted(p.name for p in outdir.iterdir()) == ["mels_0.wav", "mels_1.wav"]
     assert soundfile.read(outdir / "mels_1.wav")[0].shape == (9 * 32,)
+
+
+def test_vocoder_profiles_and_counts_its_own_placements(tmp_path, checkpoint):
+    """The Vocoder (what `tilewave vocode` runs, outside the Kokoro Session): its audio is vocode_file's, its
+    profiler saw the stages and its placement report counts only its own ops."""
+    mel = tmp_path / "mel.npy"
+    np.save(mel, np.random.default_rng(7).standard_normal((20, 11)).astype(np.float32))
+    vocoder = Vocoder(checkpoint, "cpu", profile=True)
+    assert vocoder.placements() == []
+    audio = vocoder.vocode_files([mel], chunk_frames=16)[0]
+    expected = vocode_file(BigVGAN.from_checkpoint(checkpoint), mel, chunk_frames=16)
+    assert audio.shape == expected.shape == (1, 11 * 32) and torch.isfinite(audio).all()
+    assert torch.equal(audio, expected)
+    assert vocoder.placements() and all(n > 0 for *_, n in vocoder.placements())
+    assert vocoder.profiler.format("stage").strip()
+    with pytest.raises(InputError, match="vocoder dtype"):
+        Vocoder(checkpoint, "cpu", dtype="float64")
 
 
 def test_cli_errors(tmp_path, checkpoint, capsys):

@@ -54,8 +54,8 @@ def _outputs(args, batch_sizes: list[int]) -> list[list[Path]]:
 
 
 def run(args) -> int:
-    from tilewave.engine import Session
     from tilewave.engine.process import configure_process
+    from tilewave.engine.vocode import Vocoder
 
     try:
         out = Path(args.output)
@@ -64,22 +64,20 @@ def run(args) -> int:
                 raise InputError(f"cannot write {str(out)!r}: the folder {str(out.parent)!r} does not exist")
             audio_format(out)
         configure_process(args.device)
-        session = Session(device=args.device, precision=args.precision, profile=args.profile)
-        model = session.vocoder(args.checkpoint, args.dtype)
-        session.reset_placements()
+        vocoder = Vocoder(args.checkpoint, args.device, args.precision, args.dtype, args.profile)
         start = time.perf_counter()
-        audios = session.vocode_files(model, args.inputs, args.chunk_frames)
+        audios = vocoder.vocode_files(args.inputs, args.chunk_frames)
         elapsed = time.perf_counter() - start
         paths = _outputs(args, [a.shape[0] for a in audios])
         for audio, files in zip(audios, paths):
             for row, file in zip(audio.numpy(), files):
-                write_audio(file, row, model.config.sampling_rate)
-        seconds = sum(a.shape[0] * a.shape[1] for a in audios) / model.config.sampling_rate
+                write_audio(file, row, vocoder.sampling_rate)
+        seconds = sum(a.shape[0] * a.shape[1] for a in audios) / vocoder.sampling_rate
         print(f"wrote {sum(len(f) for f in paths)} file(s), {seconds:.2f} s of audio in {elapsed:.2f} s "
-              f"({seconds / max(elapsed, 1e-9):.1f}x real time) on {session.device}", file=sys.stderr)
-        if session.profiler is not None:
-            print(session.profiler.format("stage / op"))
-            for op, where, why, n in session.placements():
+              f"({seconds / max(elapsed, 1e-9):.1f}x real time) on {vocoder.device}", file=sys.stderr)
+        if vocoder.profiler is not None:
+            print(vocoder.profiler.format("stage / op"))
+            for op, where, why, n in vocoder.placements():
                 print(f"{op:>20} {where:>7} x{n} {why}")
         return 0
     except InputError as exc:

@@ -1,5 +1,6 @@
 """The engine session: one object that owns the device, the precision, the profiler, the placement report and
-the model, and runs every request through the scheduler. `say`, `profile`, `vocode` and `serve` each make one.
+the model, and runs every request through the scheduler. `say`, `profile` and `serve` each make one (`vocode`
+runs an engine.vocode.Vocoder).
 
     with Session(device="cpu", memory_budget="2GB") as session:
         audio, rate = session.speak("Hello there.", voice="jf_alpha", seed=0)
@@ -419,7 +420,7 @@ class Session:
 
     def placements(self) -> list[tuple[str, str, str, int]]:
         """(op, 'triton'|'torch', why, calls): where each of this session's ops ran since its last reset (its
-        batches and vocoding; ops.dispatch), most frequent first."""
+        batches; ops.dispatch), most frequent first."""
         return [(op, where, why, n) for (op, where, why), n in self._placements.most_common()]
 
     def reset_placements(self) -> None:
@@ -432,20 +433,6 @@ class Session:
     def batches(self) -> list:
         """scheduler.BatchStats of every batch run so far."""
         return [] if self._scheduler is None else list(self._scheduler.batches)
-
-    # -- vocoding -----------------------------------------------------------------------------------
-    def vocoder(self, checkpoint, dtype: str = "float32"):
-        """A BigVGAN from an official checkpoint folder, on the session's device; `dtype` its storage type."""
-        from tilewave.engine.vocode import load_vocoder
-
-        return load_vocoder(checkpoint, device=self.device, dtype=fp32_precision.check_dtype(dtype, what="vocoder dtype"))
-
-    def vocode_files(self, vocoder, paths: Sequence, chunk_frames: int) -> list[torch.Tensor]:
-        """Audio [B, N] per input file (a wav for copy-synthesis, or a mel .npy), in the session's precision."""
-        from tilewave.engine.vocode import vocode_file
-
-        with torch.inference_mode(), fp32_precision.scope(self.precision), counting(self._placements):
-            return [vocode_file(vocoder, path, chunk_frames, self.profiler) for path in paths]
 
 
 def speak(text: str, voice=None, speed: float = 1.0, device: str | None = None, seed: int | None = None,

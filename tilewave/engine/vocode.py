@@ -14,15 +14,20 @@ without any set-up.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 import torch
 
+from tilewave import precision as fp32_precision
+from tilewave.engine.pipeline import resolve_device
 from tilewave.errors import InputError
 from tilewave.models.vocoders.bigvgan import BigVGAN
 from tilewave.models.vocoders.mel import log_mel
-from tilewave.profiling import Profiler
+from tilewave.ops.dispatch import counting
+from tilewave.profiling import Profiler, StageProfiler
 
 log = logging.getLogger("tilewave.vocode")
 DEFAULT_CHUNK_FRAMES = 512  # ~5.5 s at 24 kHz / hop 256; peak memory scales with chunk + 2 x context
@@ -38,6 +43,34 @@ def load_vocoder(checkpoint: str | Path | None, device: str | torch.device = "cp
     if checkpoint is None:
         raise InputError(f"no BigVGAN checkpoint given. {CHECKPOINT_HELP}")
     return BigVGAN.from_checkpoint(checkpoint, device=device, dtype=dtype)
+
+
+class Vocoder:
+    """A BigVGAN from an official checkpoint folder on a device, in a precision mode, with its own profiler and
+    placement report: what `tilewave vocode` runs. `dtype`: its storage type; `profile`: True for a new stage
+    profiler, or any object with `.stage(name)`."""
+
+    def __init__(self, checkpoint, device: str | torch.device | None = None,
+                 precision: str = fp32_precision.DEFAULT, dtype: str = "float32", profile=False) -> None:
+        self.device = resolve_device(device)
+        self.precision = fp32_precision.check(precision)
+        self.model = load_vocoder(checkpoint, device=self.device,
+                                  dtype=fp32_precision.check_dtype(dtype, what="vocoder dtype"))
+        self.profiler = StageProfiler(self.device) if profile is True else (profile or None)
+        self._placements: Counter = Counter()  # (op, where, why) -> calls (ops.dispatch.counting)
+
+    @property
+    def sampling_rate(self) -> int:
+        return self.model.config.sampling_rate
+
+    def vocode_files(self, paths: Sequence, chunk_frames: int = DEFAULT_CHUNK_FRAMES) -> list[torch.Tensor]:
+        """Audio [B, N] per input file (a wav for copy-synthesis, or a mel .npy)."""
+        with torch.inference_mode(), fp32_precision.scope(self.precision), counting(self._placements):
+            return [vocode_file(self.model, path, chunk_frames, self.profiler) for path in paths]
+
+    def placements(self) -> list[tuple[str, str, str, int]]:
+        """(op, 'triton'|'torch', why, calls) of this vocoder's runs, most frequent first."""
+        return [(op, where, why, n) for (op, where, why), n in self._placements.most_common()]
 
 
 def vocode_mel(model: BigVGAN, mel: torch.Tensor, chunk_frames: int = DEFAULT_CHUNK_FRAMES,
