@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from tilewave.engine import Session
+from tilewave.engine import Session, voices
 from tilewave.engine.pipeline import Pipeline
 from tilewave.engine.voice_bank import Voice, VoiceBank
 from tilewave.engine.voice_catalog import request_language
@@ -59,3 +59,20 @@ def test_a_stock_voice_reads_its_language_in_the_session():
     assert "".join(j.phonemes for j in jobs) == english
     assert Session(device="cpu", voice="ef_dora").pipeline.lang == "es"
     assert Session(device="cpu", voice="ef_dora", lang="en-us").pipeline.lang == "en-us"
+
+
+def test_each_language_default_scans_the_voices_once(monkeypatch):
+    scans = []
+    real = voices.installed_voices
+
+    def counted(cache=None):
+        scans.append(cache)
+        return real(cache)
+
+    monkeypatch.setattr(voices, "installed_voices", counted)
+    bank = VoiceBank()
+    english = [bank.default("en-us") for _ in range(3)]
+    spanish = [bank.default("es") for _ in range(3)]
+    assert len(scans) == 2
+    assert all(v is english[0] for v in english) and all(v is spanish[0] for v in spanish)
+    assert len(VoiceBank().default("en-us").pack) == 510 and len(scans) == 3  # a new bank looks again

@@ -6,6 +6,7 @@ import onnx
 import pytest
 import torch
 
+from tilewave import assets
 from tilewave.errors import InputError, TilewaveError, WeightsError
 from tilewave.models.kokoro import KokoroModel
 from tilewave.models.kokoro import weights as W
@@ -23,9 +24,9 @@ def test_error_hierarchy():
 def test_reassembles_verifies_and_rebuilds_a_damaged_cache(tmp_path, monkeypatch):
     monkeypatch.delenv("TILEWAVE_CACHE", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert W.cache_dir() == tmp_path / "xdg" / "tilewave"
+    assert assets.cache_dir() == tmp_path / "xdg" / "tilewave"
     monkeypatch.setenv("TILEWAVE_CACHE", str(tmp_path / "env"))
-    assert W.cache_dir() == tmp_path / "env"
+    assert assets.cache_dir() == tmp_path / "env"
     path = W.onnx_weights_path(tmp_path / "arg")
     assert path.parent == tmp_path / "arg"
     assert path.stat().st_size == 92_361_271 and _sha(path) == W.expected_onnx_sha256()

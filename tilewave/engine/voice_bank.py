@@ -37,6 +37,9 @@ class VoiceBank:
     def __init__(self, cache: str | os.PathLike | None = None) -> None:
         self.cache = cache
         self._named = lru_cache(maxsize=NAMED_CACHE)(self._load_named)
+        # each language's default, found once: finding it scans the voice folder (and warns where it falls back),
+        # which every request naming no voice in another language than the session's would otherwise repeat
+        self._defaults: dict[str, Voice] = {}
 
     def _load_named(self, spec: str) -> Voice:
         return Voice(load_voice(spec, allow_paths=False, cache=self.cache), voice_language(spec, False), spec)
@@ -61,5 +64,8 @@ class VoiceBank:
         return self.resolve(spec, allow_paths=False)
 
     def default(self, lang: str) -> Voice:
-        """The language's default voice (voices.default_voice: the Japanese fallback where it is not installed)."""
-        return self.named(default_voice(lang, self.cache))
+        """The language's default voice (voices.default_voice: the Japanese fallback where it is not installed),
+        found once per language for the bank's life: voices installed later are seen by a new session."""
+        if lang not in self._defaults:
+            self._defaults[lang] = self.named(default_voice(lang, self.cache))
+        return self._defaults[lang]

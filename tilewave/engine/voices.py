@@ -21,7 +21,6 @@ pack[N - 1] ([1, 256]: decoder style, then prosody style).
 """
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import re
@@ -35,9 +34,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from tilewave.assets import atomic_folder, cache_dir, sha256
 from tilewave.engine.voice_catalog import CATALOG, DEFAULT_VOICES, parse_voice
 from tilewave.errors import InputError, TilewaveError, WeightsError
-from tilewave.models.kokoro.weights import cache_dir
 from tilewave.package_data import package_file
 from tilewave.text.languages import check_language
 from tilewave.text.vocab import MAX_PHONEMES
@@ -197,33 +196,16 @@ def style_for(pack: torch.Tensor, n_phonemes: int) -> torch.Tensor:
 # ---------------------------------------------------------------------------------------------------
 # installing the stock packs
 # ---------------------------------------------------------------------------------------------------
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _install(packs: dict[str, torch.Tensor], cache, source: str) -> Path:
     """Write the packs into a temporary folder beside the voice folder, then rename it into place."""
     final = voices_dir(cache)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{VOICE_SET}-", dir=final.parent))
-    try:
+    with atomic_folder(final) as tmp:
         if final.is_dir():  # keep what was there and is not replaced (e.g. a hub fetch of a few voices)
             for old in final.glob("*.bin"):
                 shutil.copy2(old, tmp / old.name)
         for name, pack in packs.items():
             (tmp / f"{name}.bin").write_bytes(pack.numpy().astype("<f4").tobytes())
         (tmp / "SOURCE").write_text(source + "\n")
-        old = final.with_name(f".{VOICE_SET}-old-{os.getpid()}")
-        if final.exists():
-            final.rename(old)
-        tmp.rename(final)
-        shutil.rmtree(old, ignore_errors=True)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return final
 
 
@@ -231,7 +213,7 @@ def install_npm_tarball(tarball: str | os.PathLike, cache: str | os.PathLike | N
                         expected_sha256: str = NPM_TARBALL_SHA256) -> Path:
     """Check the kokoro-js tarball's digest, then install its 54 packs; the voice folder, or WeightsError."""
     tarball = Path(tarball)
-    digest = _sha256(tarball)
+    digest = sha256(tarball)
     if digest != expected_sha256:
         raise WeightsError(f"the voice tarball {tarball} has sha256 {digest}, but {NPM_PACKAGE}'s is {expected_sha256}; "
                            "refusing it (a different release or a damaged download): delete it and fetch again")

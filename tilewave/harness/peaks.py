@@ -2,18 +2,17 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import torch
+
+from tilewave.assets import cache_dir
 
 from .timing import time_cuda
 
 
 def _cache_file() -> Path:
-    root = os.environ.get("TILEWAVE_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "tilewave")
-    return Path(root) / "peaks.json"
+    return cache_dir() / "peaks.json"
 
 
 def measure_peaks() -> dict[str, float]:

