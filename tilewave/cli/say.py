@@ -4,6 +4,12 @@ A thin shell over tilewave.engine: it reads the text, makes a session, streams t
 as they are made. Every mistake a user can make ends in one line on stderr and a non-zero exit (2: the
 input, 1: weights, model or file system); the audio goes to a temporary file renamed once the last
 chunk is in, so a failed run leaves no file behind.
+
+With --server URL or $TILEWAVE_SERVER (a loopback address) and a server answering there, the speech comes from
+that `tilewave serve` instead (say_server.py): no torch in this process. An option the HTTP API cannot honour
+(--profile, --timestamps, --phonemes, a voice file, the session's device, threads, weights, precision, dtype or
+memory budget) runs in process as without a server, after a one-line note, because the user asked for
+something only this process can give; a configured server that does not answer gets the same note.
 """
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ import sys
 import time
 
 from tilewave.cli.common import add_kokoro_args
+from tilewave.cli.say_server import SERVER_ENV, ServerError, configured_server, healthy, speech
 from tilewave.errors import InputError, TilewaveError
 
 
@@ -24,6 +31,10 @@ def add_parser(subparsers) -> None:
                    help="the file to write, .wav, .flac, .ogg or .mp3 (default out.wav)")
     p.add_argument("--profile", action="store_true", help="print the time per model stage and where each op ran")
     p.add_argument("--timestamps", metavar="FILE", help="also write each word's start and end: .srt, .vtt or .json")
+    p.add_argument("--server", metavar="URL",
+                   help=f"have the `tilewave serve` at URL (loopback only, e.g. http://127.0.0.1:8000) make the "
+                        f"speech, when it answers (default: ${SERVER_ENV}; unset: always in this process)")
+    p.add_argument("--no-server", action="store_true", help=f"run in this process even when ${SERVER_ENV} is set")
     _add_synthesis_args(p)
 
 
@@ -32,7 +43,7 @@ def add_profile_parser(subparsers) -> None:
                               description="Synthesise TEXT and print the time per model stage (ALBERT, duration, "
                                           "F0/energy, text encoder, decoder, generator, iSTFT) with each share, "
                                           "and which ops ran on Triton kernels and which on PyTorch, and why.")
-    p.set_defaults(profile=True, output=None, timestamps=None)
+    p.set_defaults(profile=True, output=None, timestamps=None, server=None, no_server=True)
     _add_synthesis_args(p)
 
 
@@ -149,6 +160,14 @@ def run(args) -> int:
     try:
         text = _read_text(args)
         args.lang = request_language(args.lang, args.voice)  # the session's language too
+        url = configured_server(args.server, args.no_server)
+        if url is not None:
+            if args.output is not None:
+                _check_output(args.output)
+            local = _needs_this_process(args)
+            if local is None and healthy(url):
+                return _run_on_server(args, text, url, start)
+            print(f"note: {local or f'no server answers at {url}'}; speaking in this process", file=sys.stderr)
     except TilewaveError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, InputError) else 1
@@ -156,6 +175,58 @@ def run(args) -> int:
     ahead = Ahead(None, None) if args.phonemes else phonemize_ahead(text, args.lang, args.normalize)
     with ahead:
         return _run(args, text, ahead, start)
+
+
+def _needs_this_process(args) -> str | None:
+    """Why the server cannot make what `args` ask for (the first option it cannot honour), or None."""
+    from tilewave.precision import DEFAULT as DEFAULT_PRECISION
+
+    asked = {"--profile": args.profile, "--timestamps": args.timestamps is not None, "--phonemes": args.phonemes,
+             "--device": args.device is not None, "--threads": args.threads is not None,
+             "--weights": args.weights is not None, "--precision": args.precision != DEFAULT_PRECISION,
+             "--dtype": args.dtype != "float32", "--memory-budget": args.memory_budget is not None,
+             # the server opens no file a request names
+             "a voice file": args.voice is not None and args.voice.lower().endswith((".npz", ".pt", ".bin")),
+             # out of range: this process says so in Kokoro's terms, not the server's OpenAI scale
+             "--speed outside 0.5-2.0": not 0.5 <= args.speed <= 2.0}
+    named = [what for what, given in asked.items() if given]
+    return f"the server cannot honour {named[0]}" if named else None
+
+
+def _run_on_server(args, text: str, url: str, start: float) -> int:
+    import io
+
+    import soundfile
+
+    from tilewave.engine.wav import write_audio_stream
+
+    # OpenAI's speed scale is Kokoro's squared (server/schemas.kokoro_speed), so the voice keeps this pace
+    fields = {"model": "kokoro", "input": text, "speed": args.speed ** 2, "response_format": "wav",
+              "lang_code": args.lang, "normalization_options": {"normalize": args.normalize}}
+    if args.voice is not None:
+        fields["voice"] = args.voice
+    if args.seed is not None:
+        fields["seed"] = args.seed
+    asked = time.perf_counter()
+    try:
+        data = speech(url, fields)
+        made_s = time.perf_counter() - asked
+        # decoded and written again: the streamed WAV's header has no length, and the file name picks the format
+        audio, rate = soundfile.read(io.BytesIO(data), dtype="float32")
+        samples = write_audio_stream(args.output, [audio], rate)
+    except ServerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2 if exc.status is not None and 400 <= exc.status < 500 else 1  # 4xx: what was asked
+    except soundfile.LibsndfileError as exc:
+        print(f"error: the server at {url} sent audio that does not decode as WAV: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"error: cannot write {exc.filename or args.output!r}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    seconds = samples / rate
+    print(f"wrote {args.output}: {seconds:.2f} s of speech from the server at {url}; made and sent in {made_s:.2f} s "
+          f"(real-time factor {made_s / max(seconds, 1e-9):.2f}) after {asked - start:.2f} s here")
+    return 0
 
 
 def _run(args, text: str, ahead, start: float) -> int:
