@@ -1,6 +1,6 @@
 """`tilewave say` as a whole process beside a plain onnxruntime script: start to audio file written, on a CPU.
 
-    python benchmarks/bench_cpu_startup.py [--rounds 5] [--text "..."] [--json F]
+    python benchmarks/bench_cpu_startup.py [--rounds 5] [--text "..."] [--server] [--json F]
 
 Each round runs, as separate processes, one after the other (interleaved, so that a machine shared with other
 work slows them alike): `python -m tilewave say TEXT -o out.wav --device cpu --seed 0`, the same with torch
@@ -8,13 +8,16 @@ imported first (so that say phonemizes in its own process, not in a forked one),
 what kokoro-onnx does: the same espeak phonemizer (tilewave.text, which imports no torch), the shipped int8 ONNX on
 onnxruntime's CPU provider, the same voice row, soundfile. Per process: wall time (fork to exit), CPU time
 (user + system) and peak resident set, from os.wait4. A first untimed round of each fills the caches (the
-dequantized weights, the page cache). Medians, with min and max.
+dequantized weights, the page cache). Medians, with min and max. With --server, also `say --server URL` against a
+`tilewave serve` started first on 127.0.0.1 (its own process, idle between requests; its CPU time is not the say's).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -60,6 +63,36 @@ def timed(cmd: list[str]) -> dict:
             "said": out.strip().splitlines()[-1]}
 
 
+@contextlib.contextmanager
+def local_server():
+    """A `tilewave serve` on a free loopback port, ready (its /health answers 200): yields its URL, stops it after."""
+    import urllib.request
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen([sys.executable, "-m", "tilewave", "serve", "--host", "127.0.0.1", "--port", str(port),
+                               "--device", "cpu"], cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=1) as reply:
+                    if reply.status == 200:
+                        break
+            except OSError:
+                pass
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"tilewave serve did not become ready at {url}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
 def machine() -> str:
     import torch
 
@@ -74,8 +107,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--text", default=TEXT)
+    ap.add_argument("--server", action="store_true", help="also `say --server` against a local tilewave serve")
     ap.add_argument("--json", metavar="FILE")
     args = ap.parse_args()
+    with local_server() if args.server else contextlib.nullcontext() as url:
+        run(args, url)
+
+
+def run(args, url: str | None) -> None:
 
     import numpy as np
 
@@ -95,6 +134,9 @@ def main() -> None:
         "onnxruntime script": [sys.executable, "-c", ORT_SCRIPT, str(onnx_weights_path()), str(voice), args.text,
                                str(tmp / "ort.wav")],
     }
+    if url is not None:
+        runs["say --server"] = [sys.executable, "-m", "tilewave", "say", args.text, "-o", str(tmp / "server.wav"),
+                                "--seed", "0", "--server", url]
     print(f"# {machine()}")
     results: dict[str, list[dict]] = {name: [] for name in runs}
     for name, cmd in runs.items():  # untimed: fills the weight cache and the page cache
@@ -113,7 +155,10 @@ def main() -> None:
         walls = [x["wall_s"] for x in rs]
         print(f"{name:<20} {med(name, 'wall_s'):8.2f} {f'({min(walls):.2f}-{max(walls):.2f})':>13} "
               f"{med(name, 'cpu_s'):7.2f} {med(name, 'peak_mib'):9.0f}")
-    a, _, b = runs
+    a, _, b, *served = runs
+    for c in served:
+        print(f"{c} / {b}: wall {med(c, 'wall_s') / med(b, 'wall_s'):.2f}, peak memory "
+              f"{med(c, 'peak_mib') / med(b, 'peak_mib'):.2f}")
     print(f"{a} / {b}: wall {med(a, 'wall_s') / med(b, 'wall_s'):.2f}, CPU {med(a, 'cpu_s') / med(b, 'cpu_s'):.2f}, "
           f"peak memory {med(a, 'peak_mib') / med(b, 'peak_mib'):.2f}  (medians of {args.rounds} rounds, "
           f"load average {os.getloadavg()[0]:.1f} at the end)")
