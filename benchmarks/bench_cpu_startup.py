@@ -66,7 +66,7 @@ def timed(cmd: list[str]) -> dict:
 @contextlib.contextmanager
 def local_server():
     """A `tilewave serve` on a free loopback port, ready (its /health answers 200): yields its URL, stops it after."""
-    import urllib.request
+    from tilewave.cli.say_server import healthy
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -77,13 +77,7 @@ def local_server():
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 180
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=1) as reply:
-                    if reply.status == 200:
-                        break
-            except OSError:
-                pass
+        while not healthy(url):
             if server.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"tilewave serve did not become ready at {url}")
             time.sleep(0.5)
