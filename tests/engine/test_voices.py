@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from tilewave import cli
-from tilewave.engine import voices
+from tilewave.engine import voice_install, voices
 from tilewave.engine.voice_catalog import CATALOG, DEFAULT_VOICES, OPENAI_VOICES, VOICE_NAMES, parse_voice
 from tilewave.engine.voices import builtin_voices, load_voice, style_for
 from tilewave.errors import InputError, TilewaveError, WeightsError
@@ -211,7 +211,7 @@ def test_a_tarball_with_the_wrong_digest_is_refused(tmp_path, monkeypatch, capsy
     tarball = tmp_path / "kokoro-js-1.2.1.tgz"
     fake_tarball(tarball, VOICE_NAMES)
     with pytest.raises(WeightsError, match="sha256.*refusing"):
-        voices.install_npm_tarball(tarball, cache=tmp_path / "cache")
+        voice_install.install_npm_tarball(tarball, cache=tmp_path / "cache")
     assert not (tmp_path / "cache" / "voices").exists() or not any((tmp_path / "cache" / "voices").iterdir())
     assert voices.installed_voices(tmp_path / "cache") == SHIPPED
     monkeypatch.setenv("TILEWAVE_CACHE", str(tmp_path / "cache"))  # were the check broken, no real cache is touched
@@ -224,11 +224,11 @@ def test_a_tarball_is_installed_whole_and_atomically(tmp_path):
     short = tmp_path / "short.tgz"
     _, digest = fake_tarball(short, VOICE_NAMES[:10])
     with pytest.raises(WeightsError, match="lacks"):
-        voices.install_npm_tarball(short, cache=cache, expected_sha256=digest)
+        voice_install.install_npm_tarball(short, cache=cache, expected_sha256=digest)
     assert not voices.voices_dir(cache).exists()
     tarball = tmp_path / "full.tgz"
     packs, digest = fake_tarball(tarball, VOICE_NAMES, seed=1)
-    folder = voices.install_npm_tarball(tarball, cache=cache, expected_sha256=digest)
+    folder = voice_install.install_npm_tarball(tarball, cache=cache, expected_sha256=digest)
     assert folder == voices.voices_dir(cache) and sorted(p.name for p in folder.parent.iterdir()) == [folder.name]
     assert voices.installed_voices(cache) == sorted(VOICE_NAMES)
     for name in ("af_heart", "zm_yunyang"):
@@ -238,7 +238,7 @@ def test_a_tarball_is_installed_whole_and_atomically(tmp_path):
 
 def test_without_npm_the_fetch_says_so_and_the_japanese_voices_remain(tmp_path):
     with pytest.raises(TilewaveError) as err:
-        voices.fetch_npm(cache=tmp_path, npm="no-such-npm-here")
+        voice_install.fetch_npm(cache=tmp_path, npm="no-such-npm-here")
     message = str(err.value)
     assert "npm is not installed" in message and "jf_alpha" in message and "Japanese" in message
     assert voices.installed_voices(tmp_path) == SHIPPED
@@ -258,11 +258,11 @@ def test_voices_from_a_hub_cache_offline(tmp_path, monkeypatch):
     for name, pack in packs.items():
         torch.save(pack, repo / "snapshots" / commit / "voices" / f"{name}.pt")
     cache = tmp_path / "cache"
-    voices.fetch_hub(list(packs), cache=cache, hub_cache=tmp_path / "hub")
+    voice_install.fetch_hub(list(packs), cache=cache, hub_cache=tmp_path / "hub")
     for name, pack in packs.items():
         assert torch.equal(load_voice(name, cache=cache), pack)
     with pytest.raises(TilewaveError, match="ef_dora.*model hub"):
-        voices.fetch_hub(["ef_dora"], cache=cache, hub_cache=tmp_path / "hub")
+        voice_install.fetch_hub(["ef_dora"], cache=cache, hub_cache=tmp_path / "hub")
     assert set(voices.installed_voices(cache)) == set(packs) | set(SHIPPED)  # the failed fetch changed nothing
 
 

