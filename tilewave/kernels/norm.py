@@ -73,6 +73,23 @@ def _chunk_moments(x_row, shift, start, n, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def _row_moments(x_row, shift, n, BLOCK: tl.constexpr, MAX_CHUNKS: tl.constexpr):
+    # the (count, mean, M2) of each chunk of the row's first n frames in turn, as [MAX_CHUNKS] vectors (0 past
+    # the last chunk): what _adain1d_chunk_moments_kernel writes, gathered by one program
+    lane = tl.arange(0, MAX_CHUNKS)
+    counts = tl.zeros((MAX_CHUNKS,), dtype=tl.float32)
+    means = tl.zeros((MAX_CHUNKS,), dtype=tl.float32)
+    m2s = tl.zeros((MAX_CHUNKS,), dtype=tl.float32)
+    for start in range(0, n, BLOCK):
+        count, mean, m2 = _chunk_moments(x_row, shift, start, n, BLOCK)
+        here = lane == start // BLOCK
+        counts = tl.where(here, count, counts)
+        means = tl.where(here, mean, means)
+        m2s = tl.where(here, m2, m2s)
+    return counts, means, m2s
+
+
+@triton.jit
 def _row_affine(counts, means, m2s, n, g_ptr, b_ptr, eps):
     # the row's (mean of d, scale, beta) from its chunks' moments, [MAX_CHUNKS] vectors that are 0 past the
     # last chunk (exact no-ops in both sums): one arithmetic whichever kernel gathered them
@@ -116,16 +133,7 @@ def _adain1d_rows_kernel(x_ptr, g_ptr, b_ptr, y_ptr, len_ptr, a_ptr, L, C, eps, 
     n = _row_frames(len_ptr, row, C, L, HAS_LENGTHS)
     x_row = x_ptr + row * L
     shift = tl.load(x_row).to(tl.float32)
-    lane = tl.arange(0, MAX_CHUNKS)
-    counts = tl.zeros((MAX_CHUNKS,), dtype=tl.float32)
-    means = tl.zeros((MAX_CHUNKS,), dtype=tl.float32)
-    m2s = tl.zeros((MAX_CHUNKS,), dtype=tl.float32)
-    for start in range(0, n, BLOCK):
-        count, mean, m2 = _chunk_moments(x_row, shift, start, n, BLOCK)
-        here = lane == start // BLOCK
-        counts = tl.where(here, count, counts)
-        means = tl.where(here, mean, means)
-        m2s = tl.where(here, m2, m2s)
+    counts, means, m2s = _row_moments(x_row, shift, n, BLOCK, MAX_CHUNKS)
     mean, scale, beta = _row_affine(counts, means, m2s, n, g_ptr + row, b_ptr + row, eps)
     alpha = _row_alpha(a_ptr, row, C, ACT)
     for start in range(0, L, BLOCK):
@@ -151,6 +159,16 @@ def _adain1d_chunk_moments_kernel(x_ptr, len_ptr, m_ptr, L, C, HAS_LENGTHS: tl.c
 
 
 @triton.jit
+def _written_moments(m_ptr, row, n, BLOCK: tl.constexpr, MAX_CHUNKS: tl.constexpr):
+    # the row's chunk moments as _adain1d_chunk_moments_kernel wrote them (0 for the chunks it did not write)
+    lane = tl.arange(0, MAX_CHUNKS)
+    have = lane * BLOCK < n
+    m_row = m_ptr + row * 3 * MAX_CHUNKS + lane
+    return (tl.load(m_row, mask=have, other=0.0), tl.load(m_row + MAX_CHUNKS, mask=have, other=0.0),
+            tl.load(m_row + 2 * MAX_CHUNKS, mask=have, other=0.0))
+
+
+@triton.jit
 def _adain1d_chunk_store_kernel(x_ptr, g_ptr, b_ptr, y_ptr, len_ptr, a_ptr, m_ptr, L, C, eps, slope,
                                 HAS_LENGTHS: tl.constexpr, ACT: tl.constexpr, FAST_SIN: tl.constexpr,
                                 BLOCK: tl.constexpr, MAX_CHUNKS: tl.constexpr):
@@ -158,15 +176,63 @@ def _adain1d_chunk_store_kernel(x_ptr, g_ptr, b_ptr, y_ptr, len_ptr, a_ptr, m_pt
     row = tl.program_id(0).to(tl.int64)
     n = _row_frames(len_ptr, row, C, L, HAS_LENGTHS)
     x_row = x_ptr + row * L
-    lane = tl.arange(0, MAX_CHUNKS)
-    have = lane * BLOCK < n
-    m_row = m_ptr + row * 3 * MAX_CHUNKS + lane
-    counts = tl.load(m_row, mask=have, other=0.0)
-    means = tl.load(m_row + MAX_CHUNKS, mask=have, other=0.0)
-    m2s = tl.load(m_row + 2 * MAX_CHUNKS, mask=have, other=0.0)
+    counts, means, m2s = _written_moments(m_ptr, row, n, BLOCK, MAX_CHUNKS)
     mean, scale, beta = _row_affine(counts, means, m2s, n, g_ptr + row, b_ptr + row, eps)
     _adain_store(x_row, y_ptr + row * L, tl.program_id(1) * BLOCK, n, L, tl.load(x_row).to(tl.float32), mean,
                  scale, beta, _row_alpha(a_ptr, row, C, ACT), slope, ACT, FAST_SIN, BLOCK)
+
+
+@triton.jit
+def _adain1d_affine_kernel(x_ptr, g_ptr, b_ptr, len_ptr, m_ptr, aff_ptr, L, C, eps, HAS_LENGTHS: tl.constexpr,
+                           FROM_MOMENTS: tl.constexpr, BLOCK: tl.constexpr, MAX_CHUNKS: tl.constexpr):
+    # one program per row: its (shift, mean, scale, beta) into aff[row, 0:4], from the chunk moments that
+    # _adain1d_chunk_moments_kernel wrote (FROM_MOMENTS) or gathered here as the row kernel does; the same
+    # arithmetic as either form's store, so _adain1d_time_major_kernel writes the same values
+    row = tl.program_id(0).to(tl.int64)
+    n = _row_frames(len_ptr, row, C, L, HAS_LENGTHS)
+    x_row = x_ptr + row * L
+    shift = tl.load(x_row).to(tl.float32)
+    if FROM_MOMENTS:
+        counts, means, m2s = _written_moments(m_ptr, row, n, BLOCK, MAX_CHUNKS)
+    else:
+        counts, means, m2s = _row_moments(x_row, shift, n, BLOCK, MAX_CHUNKS)
+    mean, scale, beta = _row_affine(counts, means, m2s, n, g_ptr + row, b_ptr + row, eps)
+    tl.store(aff_ptr + row * 4, shift)
+    tl.store(aff_ptr + row * 4 + 1, mean)
+    tl.store(aff_ptr + row * 4 + 2, scale)
+    tl.store(aff_ptr + row * 4 + 3, beta)
+
+
+@triton.jit(do_not_specialize=["C", "L", "Lp", "left"])
+def _adain1d_time_major_kernel(x_ptr, aff_ptr, y_ptr, len_ptr, a_ptr, C, L, Lp, pitch, left, slope,
+                               HAS_LENGTHS: tl.constexpr, ACT: tl.constexpr, FAST_SIN: tl.constexpr,
+                               BLOCK_C: tl.constexpr, BLOCK_T: tl.constexpr):
+    # y[b, t, c] = adain1d's output at (b, c, t − left), 0 outside its frames and for c ≥ C (t < Lp, c < pitch):
+    # the output written straight into the conv tap kernel's time-major input (kernels.conv.tap), each value as
+    # _adain_store computes it. grid (cdiv(Lp, BLOCK_T), cdiv(pitch, BLOCK_C), B).
+    t = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)
+    c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    b = tl.program_id(2).to(tl.int64)
+    row = b * C + c
+    c_in = c < C
+    n = _row_frames(len_ptr, b * C, C, L, HAS_LENGTHS)
+    pos = t - left
+    inside = c_in[:, None] & ((pos >= 0) & (pos < n))[None, :]
+    shift = tl.load(aff_ptr + row * 4, mask=c_in, other=0.0)[:, None]
+    mean = tl.load(aff_ptr + row * 4 + 1, mask=c_in, other=0.0)[:, None]
+    scale = tl.load(aff_ptr + row * 4 + 2, mask=c_in, other=0.0)[:, None]
+    beta = tl.load(aff_ptr + row * 4 + 3, mask=c_in, other=0.0)[:, None]
+    y = ((tl.load(x_ptr + row[:, None] * L + pos[None, :], mask=inside, other=0.0).to(tl.float32) - shift)
+         - mean) * scale + beta
+    if ACT == "leaky_relu":
+        y = tl.where(y > 0, y, y * slope)
+    elif ACT == "snake":
+        alpha = tl.load(a_ptr + c, mask=c_in, other=1.0).to(tl.float32)[:, None]
+        s = sin(alpha * y, FAST_SIN)
+        y = y + s * s / (alpha + 1e-9)
+    y = tl.where(inside, y, 0.0).to(y_ptr.dtype.element_ty)
+    tl.store(y_ptr + b * Lp * pitch + t.to(tl.int64)[:, None] * pitch + c[None, :], tl.trans(y),
+             mask=(t < Lp)[:, None] & (c < pitch)[None, :])
 
 
 @triton.jit
@@ -202,6 +268,32 @@ def _require_contiguous(name: str, **tensors: torch.Tensor | None) -> None:
                              f"for shape {tuple(t.shape)}; call .contiguous() first")
 
 
+def _adain_args(name, x, gamma, beta, lengths, act, alpha):
+    """adain1d's checks; (rows, C, L, chunks, alpha made contiguous) of a call that passes them."""
+    _require_contiguous(name, x=x, gamma=gamma, beta=beta)
+    L = x.shape[-1]
+    if lengths is not None and (x.dim() != 3 or lengths.shape != (x.shape[0],)):
+        raise ValueError(f"{name}: lengths must be [B] for x [B, C, L], got {tuple(lengths.shape)} for x "
+                         f"{tuple(x.shape)}")
+    rows = x.numel() // max(L, 1)
+    if gamma.numel() != rows or beta.numel() != rows:
+        raise ValueError(f"{name}: gamma and beta need one value per (batch, channel) row ({rows} for x "
+                         f"{tuple(x.shape)}), got {tuple(gamma.shape)} and {tuple(beta.shape)}")
+    if act not in ADAIN_ACTS:
+        raise ValueError(f"{name}: act must be one of {ADAIN_ACTS}, got {act!r}")
+    C = x.shape[-2] if x.dim() >= 2 else 1
+    if act == "snake":
+        if alpha is None:
+            raise ValueError(f"{name}: act='snake' needs alpha, one value per channel")
+        check_channel_params(name, C, alpha, None)
+        alpha = alpha.contiguous()
+    chunks = triton.cdiv(L, ADAIN_BLOCK)
+    if chunks > ADAIN_MAX_CHUNKS:
+        raise ValueError(f"{name}: rows of at most {ADAIN_MAX_CHUNKS * ADAIN_BLOCK} frames, got L={L}; "
+                         "use the PyTorch path (tilewave.ops.norm falls back)")
+    return rows, C, L, chunks, alpha
+
+
 def adain1d(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float = 1e-5,
             out: torch.Tensor | None = None, lengths: torch.Tensor | None = None, act: str = "none",
             alpha: torch.Tensor | None = None, slope: float = 0.0, split: bool | None = None) -> torch.Tensor:
@@ -211,27 +303,7 @@ def adain1d(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float
     `alpha` [C]), so that it needs no pass of its own. split: a row longer than one chunk over (row, chunk)
     programs, two launches (None: when there are at most ADAIN_SPLIT_MAX_ROWS rows; both forms give the same
     bits)."""
-    _require_contiguous("adain1d", x=x, gamma=gamma, beta=beta)
-    L = x.shape[-1]
-    if lengths is not None and (x.dim() != 3 or lengths.shape != (x.shape[0],)):
-        raise ValueError(f"adain1d: lengths must be [B] for x [B, C, L], got {tuple(lengths.shape)} for x "
-                         f"{tuple(x.shape)}")
-    rows = x.numel() // max(L, 1)
-    if gamma.numel() != rows or beta.numel() != rows:
-        raise ValueError(f"adain1d: gamma and beta need one value per (batch, channel) row ({rows} for x "
-                         f"{tuple(x.shape)}), got {tuple(gamma.shape)} and {tuple(beta.shape)}")
-    if act not in ADAIN_ACTS:
-        raise ValueError(f"adain1d: act must be one of {ADAIN_ACTS}, got {act!r}")
-    C = x.shape[-2] if x.dim() >= 2 else 1
-    if act == "snake":
-        if alpha is None:
-            raise ValueError("adain1d: act='snake' needs alpha, one value per channel")
-        check_channel_params("adain1d", C, alpha, None)
-        alpha = alpha.contiguous()
-    chunks = triton.cdiv(L, ADAIN_BLOCK)
-    if chunks > ADAIN_MAX_CHUNKS:
-        raise ValueError(f"adain1d: rows of at most {ADAIN_MAX_CHUNKS * ADAIN_BLOCK} frames, got L={L}; "
-                         "use the PyTorch path (tilewave.ops.norm falls back)")
+    rows, C, L, chunks, alpha = _adain_args("adain1d", x, gamma, beta, lengths, act, alpha)
     out = torch.empty_like(x) if out is None else out
     if not (rows and L):
         return out
@@ -247,6 +319,47 @@ def adain1d(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float
     else:
         _adain1d_rows_kernel[(rows,)](x, gamma, beta, out, len_t, a, L, C, float(eps), float(slope), ACT=act,
                                       FAST_SIN=x.is_cuda, **flags)
+    return out
+
+
+ADAIN_TIME_MAJOR_BLOCK = (64, 64)  # (channels, time) per program of _adain1d_time_major_kernel
+
+
+def adain1d_time_major(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, left: int, Lp: int, pitch: int,
+                       eps: float = 1e-5, lengths: torch.Tensor | None = None, act: str = "none",
+                       alpha: torch.Tensor | None = None, slope: float = 0.0, split: bool | None = None,
+                       out: torch.Tensor | None = None) -> torch.Tensor:
+    """adain1d's output for x [B, C, L] written time-major: y [B, Lp, pitch], y[b, left + t, c] = adain1d(...)[b, c,
+    t], zeros elsewhere (the rows before `left` and from left + L, the channels from C to pitch): the input form
+    of the conv tap kernel's tensor descriptors (kernels.conv.tap), made in the norm's own pass instead of a copy
+    after it. Each value has adain1d's bits (the same statistics, the same arithmetic)."""
+    rows, C, L, chunks, alpha = _adain_args("adain1d_time_major", x, gamma, beta, lengths, act, alpha)
+    if x.dim() != 3:
+        raise ValueError(f"adain1d_time_major: x must be [B, C, L], got shape {tuple(x.shape)}")
+    if left < 0 or Lp < left + L or pitch < C:
+        raise ValueError(f"adain1d_time_major: need 0 <= left, left + L <= Lp and C <= pitch; got left={left}, "
+                         f"L={L}, Lp={Lp}, C={C}, pitch={pitch}")
+    B = x.shape[0]
+    if out is None:
+        out = x.new_empty(B, Lp, pitch)
+    elif tuple(out.shape) != (B, Lp, pitch) or out.dtype != x.dtype or not out.is_contiguous():
+        raise ValueError(f"adain1d_time_major: out must be a contiguous {(B, Lp, pitch)} {x.dtype} tensor, got "
+                         f"{tuple(out.shape)} {out.dtype}")
+    if not (rows and L):
+        return out.zero_()
+    split = chunks > 1 and rows <= ADAIN_SPLIT_MAX_ROWS if split is None else split and chunks > 1
+    len_t = x if lengths is None else lengths.to(device=x.device, dtype=torch.int64)
+    flags = dict(HAS_LENGTHS=lengths is not None, BLOCK=ADAIN_BLOCK, MAX_CHUNKS=ADAIN_MAX_CHUNKS, num_warps=8)
+    moments = torch.empty(rows, 3, ADAIN_MAX_CHUNKS, dtype=torch.float32, device=x.device) if split else x
+    if split:
+        _adain1d_chunk_moments_kernel[(rows, chunks)](x, len_t, moments, L, C, **flags)
+    affine = torch.empty(rows, 4, dtype=torch.float32, device=x.device)
+    _adain1d_affine_kernel[(rows,)](x, gamma, beta, len_t, moments, affine, L, C, float(eps), FROM_MOMENTS=split,
+                                    **flags)
+    bc, bt = ADAIN_TIME_MAJOR_BLOCK
+    _adain1d_time_major_kernel[(triton.cdiv(Lp, bt), triton.cdiv(pitch, bc), B)](
+        x, affine, out, len_t, x if alpha is None else alpha, C, L, Lp, pitch, left, float(slope),
+        HAS_LENGTHS=lengths is not None, ACT=act, FAST_SIN=x.is_cuda, BLOCK_C=bc, BLOCK_T=bt, num_warps=8)
     return out
 
 
@@ -362,6 +475,19 @@ def _adain_variants():
                                       num_warps=8))
                 out.append(AotVariant(f"_adain1d_chunk_store_kernel[{tag},{act}]", _adain1d_chunk_store_kernel,
                                       dict(s, m_ptr="*fp32"), flags, num_warps=8))
+                bc, bt = ADAIN_TIME_MAJOR_BLOCK
+                out.append(AotVariant(
+                    f"_adain1d_time_major_kernel[{tag},{act}]", _adain1d_time_major_kernel,
+                    {"x_ptr": f"*{dt}", "aff_ptr": "*fp32", "y_ptr": f"*{dt}", "len_ptr": sig["len_ptr"],
+                     "a_ptr": s["a_ptr"], "C": "i32", "L": "i32", "Lp": "i32", "pitch": "i32", "left": "i32",
+                     "slope": "fp32"},
+                    dict(HAS_LENGTHS=lens, ACT=act, FAST_SIN=True, BLOCK_C=bc, BLOCK_T=bt), num_warps=8))
+            for moments in (False, True):
+                out.append(AotVariant(
+                    f"_adain1d_affine_kernel[{tag}{',moments' if moments else ''}]", _adain1d_affine_kernel,
+                    {"x_ptr": f"*{dt}", "g_ptr": f"*{dt}", "b_ptr": f"*{dt}", "len_ptr": sig["len_ptr"],
+                     "m_ptr": "*fp32" if moments else f"*{dt}", "aff_ptr": "*fp32", "L": "i32", "C": "i32",
+                     "eps": "fp32"}, dict(const, FROM_MOMENTS=moments), num_warps=8))
     return out
 
 

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from tilewave import precision
-from tilewave.ops.dispatch import kernels, use_triton
+from tilewave.ops.dispatch import current_backend, kernels, use_triton
 from tilewave.reference.conv import ACTS, conv1d_fused_torch
 
 _KERNEL_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -46,12 +46,29 @@ def _kernel_args(x, weight, bias, residual, stride, padding, dilation, transpose
 
 def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, stride: int = 1,
            padding: int | str = 0, dilation: int = 1, groups: int = 1) -> torch.Tensor:
+    """F.conv1d; x may also be the time-major input that time_major_layout asked a producer for."""
+    if not isinstance(x, torch.Tensor):  # kernels.conv.TimeMajor: only time_major_layout's callers make one
+        use_triton("conv1d", x.data, weight, bias)
+        return kernels("conv").conv1d(x, weight, bias, stride, padding, dilation, groups,
+                                      precision=precision.current())
     args = _kernel_args(x, weight, bias, None, stride, padding, dilation, False)
     if use_triton("conv1d", x, weight, bias, supported=args is not None,
                   reason=f"dtype {x.dtype} / padding {padding!r} not covered by the conv kernel"):
         s, p, d, _ = args
         return kernels("conv").conv1d(x, weight, bias, s, p, d, groups, precision=precision.current())
     return F.conv1d(x, weight, bias, stride, padding, dilation, groups)
+
+
+def time_major_layout(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, stride: int = 1,
+                      padding: int = 0, dilation: int = 1, groups: int = 1) -> tuple[int, int, int] | None:
+    """(left, Lp, pitch) when conv1d(x, weight, ...) would copy x into the tap kernel's time-major form first (the
+    Triton kernels on a GPU with tensor descriptors): a producer that writes x in that form instead (kernels.conv
+    .TimeMajor; ops.norm.adain1d's time_major) saves the copy. None where conv1d reads x as it is."""
+    args = _kernel_args(x, weight, bias, None, stride, padding, dilation, False)
+    if args is None or current_backend() == "torch" or not all(t.is_cuda for t in (x, weight) if t is not None):
+        return None
+    s, p, d, _ = args
+    return kernels("conv").time_major_layout(x, weight, bias, s, p, d, groups, precision=precision.current())
 
 
 def conv1d_transpose(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, stride: int = 1,

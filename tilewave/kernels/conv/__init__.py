@@ -62,22 +62,23 @@ oracles; the PyTorch paths are tilewave/reference/conv.py), cases.py (registrati
 """
 from tilewave.kernels.conv import cases  # noqa: F401 (registers the conv kernels)
 from tilewave.kernels.conv.common import ACTS
-from tilewave.kernels.conv.launch import conv1d, conv1d_fused, conv1d_transpose, conv1d_transpose_depthwise
+from tilewave.kernels.conv.launch import (conv1d, conv1d_fused, conv1d_transpose, conv1d_transpose_depthwise,
+                                          time_major_layout)
 from tilewave.kernels.conv.plan import (DIRECT_CONFIGS, GEMM_CONFIGS, INTERLEAVED_CONFIGS, INTERLEAVED_MAX_EXTRA_MACS,
                                         INTERLEAVED_STRIDES, PHASE_MAJOR_CLASSES, SNAKE_FUSED_MAX_REPEATS, TAP_CONFIGS,
                                         TAP_FUSED_MAX_N, GemmConfig, pick_gemm_config, pick_interleaved_config,
                                         pick_tap_config, tap_kernel_fits, tap_mode, uses_gemm, uses_interleaved_phases,
                                         uses_tap_kernel)
 from tilewave.kernels.conv.reference import conv1d_fused_oracle, conv1d_oracle, conv1d_transpose_oracle
-from tilewave.kernels.conv.tap import TIME_MAJOR_PAD_BLOCK
+from tilewave.kernels.conv.tap import TIME_MAJOR_PAD_BLOCK, TimeMajor
 from tilewave.kernels.conv.transpose import (conv1d_out_len, conv1d_transpose_out_len, interleave_block,
                                              interleaved_extra_macs, transpose_phase_plan)
 from tilewave.reference.conv import activate_torch, conv1d_fused_torch
 
 __all__ = ["ACTS", "DIRECT_CONFIGS", "GEMM_CONFIGS", "INTERLEAVED_CONFIGS", "INTERLEAVED_MAX_EXTRA_MACS",
            "INTERLEAVED_STRIDES", "PHASE_MAJOR_CLASSES", "SNAKE_FUSED_MAX_REPEATS", "TAP_CONFIGS", "TAP_FUSED_MAX_N",
-           "TIME_MAJOR_PAD_BLOCK", "GemmConfig", "activate_torch", "conv1d", "conv1d_fused", "conv1d_fused_oracle",
+           "TIME_MAJOR_PAD_BLOCK", "GemmConfig", "TimeMajor", "activate_torch", "conv1d", "conv1d_fused", "conv1d_fused_oracle",
            "conv1d_fused_torch", "conv1d_oracle", "conv1d_out_len", "conv1d_transpose", "conv1d_transpose_depthwise",
            "conv1d_transpose_oracle", "conv1d_transpose_out_len", "interleave_block", "interleaved_extra_macs",
-           "pick_gemm_config", "pick_interleaved_config", "pick_tap_config", "tap_kernel_fits", "tap_mode", "uses_gemm",
+           "pick_gemm_config", "pick_interleaved_config", "pick_tap_config", "tap_kernel_fits", "tap_mode", "time_major_layout", "uses_gemm",
            "uses_interleaved_phases", "uses_tap_kernel", "transpose_phase_plan"]

@@ -6,7 +6,7 @@ from tilewave.kernels.conv.common import ACTS, _DTYPES
 from tilewave.kernels.conv.direct import launch_direct
 from tilewave.kernels.conv.gemm import launch_gemm
 from tilewave.kernels.conv.plan import DEVICE_DESCRIPTORS, conv_plan
-from tilewave.kernels.conv.tap import launch_tap
+from tilewave.kernels.conv.tap import TimeMajor, check_time_major, launch_tap, time_major_layout as _layout
 from tilewave.kernels.conv.transpose import conv1d_out_len, conv1d_transpose_out_len
 from tilewave.precision import check as check_precision
 
@@ -65,8 +65,10 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
             alpha, beta, residual, scale, precision, out, tap_persistent=None, device_descriptors=DEVICE_DESCRIPTORS,
             tile=None):
     name = "conv1d_transpose" if transposed else "conv1d"
+    prepared = x if isinstance(x, TimeMajor) else None
+    x = x if prepared is None else prepared.like()
     _check_args(name, x, weight, bias, residual, alpha, beta, act, stride, padding, dilation, groups, precision)
-    x, weight = x.contiguous(), weight.contiguous()
+    x, weight = x if prepared is not None else x.contiguous(), weight.contiguous()
     C_out, L_out = _out_len(name, transposed, x, weight, stride, padding, dilation, groups, output_padding)
     B = x.shape[0]
     if out is None:
@@ -83,19 +85,37 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
     p = conv_plan(transposed, x, C_out, L_out, weight.shape[2], groups, stride, padding, dilation, act,
                   bias is not None, residual is not None, precision, tap_persistent=tap_persistent,
                   device_descriptors=device_descriptors, tile=tile)
+    if prepared is not None:
+        check_time_major(p, prepared)
+        x = prepared.data
     a_arg = x if alpha is None else alpha.contiguous()
     b_arg = a_arg if beta is None else beta.contiguous()
     if p.separate_snake:
         x = activation.snake(x, alpha, beta)
+    extra = {} if prepared is None else {"prepared": prepared}
     _LAUNCHERS[p.design](p, x, weight, out if bias is None else bias.contiguous(),
-                         out if residual is None else residual, a_arg, b_arg, slope, scale, out)
+                         out if residual is None else residual, a_arg, b_arg, slope, scale, out, **extra)
     return out
+
+
+def time_major_layout(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, act="none", precision="ieee",
+                      pointer=False) -> tuple[int, int, int] | None:
+    """(left, Lp, pitch): the time-major form (tap.TimeMajor) in which conv1d(x, weight, ...) reads x, for a
+    producer to write instead of x; None when the call reads x as it is (no tap kernel with tensor descriptors
+    for it). pointer: the tap kernel's pointer form counts too (the CPU interpreter, for tests)."""
+    _check_args("conv1d", x, weight, bias, None, None, None, "none", stride, padding, dilation, groups, precision)
+    C_out, L_out = _out_len("conv1d", False, x, weight, stride, padding, dilation, groups, 0)
+    p = conv_plan(False, x, C_out, L_out, weight.shape[2], groups, stride, padding, dilation, act, bias is not None,
+                  False, precision)
+    if p.design != "tap" or p.separate_snake or p.interleave or not (p.tma or pointer):
+        return None
+    return _layout(x, p.pos_lo, p.pos_hi)
 
 
 def _batched(fn):
     """Accept PyTorch's unbatched [C, L] input as [1, C, L]."""
     def wrapper(x, weight, *args, residual=None, out=None, **kwargs):
-        if x.dim() == 2:
+        if not isinstance(x, TimeMajor) and x.dim() == 2:
             res = None if residual is None else residual.unsqueeze(0)
             o = None if out is None else out.unsqueeze(0)
             return fn(x.unsqueeze(0), weight, *args, residual=res, out=o, **kwargs).squeeze(0)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import torch
 import triton
@@ -51,7 +52,7 @@ def _store_phase_interleaved(acc, y_ptr, bias_ptr, res_ptr, b, g, C_out, C_out_g
 @triton.jit
 def _conv_tap_tile(tile, x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, phase_base_ptr, a_ptr, b_ptr,
                    C_in, L_in, C_out, L_out, G, C_in_g, C_out_g, C_in_pad, U, n_phases,
-                   tap_step, base, out_step, x_shift, tiles_n, slope, scale,
+                   tap_step, base, out_step, x_shift, x_pitch, tiles_n, slope, scale,
                    TRANSPOSED: tl.constexpr, ACT: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RES: tl.constexpr,
                    PRECISION: tl.constexpr, UPCAST: tl.constexpr, USE_TMA: tl.constexpr,
                    FAST_SIN: tl.constexpr, PHASE_PAD: tl.constexpr, DENSE: tl.constexpr, ROW_ALIGN: tl.constexpr,
@@ -90,10 +91,16 @@ def _conv_tap_tile(tile, x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr,
         else:
             a = tl.load(w_ptr + (w_row0 + co).to(tl.int64)[:, None] * R_pad + (u * C_in_pad + c0 + kk)[None, :],
                         mask=co_mask[:, None], other=0.0)
-            pos = pos0 + tl.arange(0, BLOCK_N)
-            xmask = ((c0 + kk) < C_in_g)[:, None] & ((pos >= 0) & (pos < L_in))[None, :]
-            xb = tl.load(x_ptr + (x_row0 + c0 + kk).to(tl.int64)[:, None] * L_in + pos[None, :], mask=xmask,
-                         other=0.0)
+            if x_pitch > 0:  # x_ptr: a prepared time-major input (TimeMajor), L_in its padded length
+                pos = pos0 + x_shift + tl.arange(0, BLOCK_N)
+                xmask = ((c0 + kk) < C_in_g)[:, None] & ((pos >= 0) & (pos < L_in))[None, :]
+                xb = tl.load(x_ptr + (b * L_in + pos).to(tl.int64)[None, :] * x_pitch
+                             + (g * C_in_g + c0 + kk)[:, None], mask=xmask, other=0.0)
+            else:
+                pos = pos0 + tl.arange(0, BLOCK_N)
+                xmask = ((c0 + kk) < C_in_g)[:, None] & ((pos >= 0) & (pos < L_in))[None, :]
+                xb = tl.load(x_ptr + (x_row0 + c0 + kk).to(tl.int64)[:, None] * L_in + pos[None, :], mask=xmask,
+                             other=0.0)
         if ACT != "none":
             ci = g * C_in_g + c0 + kk
             xb = _activate(xb.to(tl.float32), ci[:, None], ((c0 + kk) < C_in_g)[:, None], a_ptr, b_ptr, slope,
@@ -163,7 +170,8 @@ def _conv_tap_kernel(x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, pha
     # DEVICE_DESC: x_desc and w_desc arrive as the plain pointers (time-major copy [x_rows, x_pitch],
     # packed weight) and the descriptors are made here, which keeps the host launch cheap (a host
     # descriptor is encoded on the CPU at every launch); it needs triton.set_allocator for their scratch.
-    # Otherwise plain masked loads of the same rectangles from x (the CPU interpreter).
+    # Otherwise plain masked loads of the same rectangles from x (the CPU interpreter), or where x_pitch > 0
+    # from a caller's time-major input (TimeMajor) as the descriptors read it.
     # Tiles (n_tiles = phases · M tiles · N tiles · B·G, phases fastest, then M tiles, as in
     # _conv_gemm_kernel): one per program, or PERSISTENT, one program per SM walking them with a grid
     # stride in one flattened, pipelined loop, so that the next tile's loads overlap this tile's epilogue.
@@ -176,7 +184,7 @@ def _conv_tap_kernel(x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, pha
                                            strides=[U * C_in_pad, 1], block_shape=[BLOCK_M, BLOCK_K])
     args = (x_desc, w_desc, x_ptr, w_ptr, bias_ptr, res_ptr, y_ptr, phase_base_ptr, a_ptr, b_ptr,
             C_in, L_in, C_out, L_out, G, C_in_g, C_out_g, C_in_pad, U, n_phases, tap_step, base, out_step, x_shift,
-            tiles_n, slope, scale)
+            x_pitch, tiles_n, slope, scale)
     if PERSISTENT:
         for tile in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), flatten=True):
             _conv_tap_tile(tile, *args, TRANSPOSED, ACT, HAS_BIAS, HAS_RES, PRECISION, UPCAST, USE_TMA, FAST_SIN,
@@ -208,20 +216,51 @@ def _row_align(L_out: int, itemsize: int) -> int:
 TIME_MAJOR_PAD_BLOCK = (64, 64)  # (channels, time) per program of _time_major_pad_kernel
 
 
-def _x_time_major(x: torch.Tensor, pos_lo: int, pos_hi: int) -> tuple[torch.Tensor, int]:
-    """x [B, C, L] → (time-major copy [B, Lp, pitch] with zero rows where the kernel reads outside
-    [0, L), its left padding). The zero rows make the conv's padding and keep a box from reaching into
-    the next batch. Channels are padded to a 16-byte row pitch."""
-    B, C, L = x.shape
+class TimeMajor(NamedTuple):
+    """A conv input x [B, C, L] already in the tap kernel's time-major form, as _x_time_major would copy it: data
+    [B, Lp, pitch] with data[b, left + t, c] = x[b, c, t] and zeros elsewhere (the layout of time_major_layout).
+    A producer that writes this form (kernels.norm.adain1d_time_major) saves the conv its copy pass."""
+    data: torch.Tensor
+    left: int
+    channels: int
+    length: int
+
+    def like(self) -> torch.Tensor:
+        """A [B, C, L] tensor of x's dtype and device, for the checks and the plan (one element, expanded)."""
+        return self.data.new_empty(1).expand(self.data.shape[0], self.channels, self.length)
+
+
+def time_major_layout(x: torch.Tensor, pos_lo: int, pos_hi: int) -> tuple[int, int, int]:
+    """(left, Lp, pitch) of the time-major copy of x [B, C, L] for a kernel that reads positions pos_lo ..
+    pos_hi: zero rows where it reads outside [0, L) (the conv's padding, and boxes kept from reaching into the next
+    batch), channels padded to a 16-byte row pitch."""
+    _, C, L = x.shape
     left, right = max(0, -pos_lo), max(0, pos_hi - L)
     per_16b = 16 // x.element_size()
-    pitch = _cdiv(C, per_16b) * per_16b
-    Lp = left + L + right
+    return left, left + L + right, _cdiv(C, per_16b) * per_16b
+
+
+def _x_time_major(x: torch.Tensor, pos_lo: int, pos_hi: int) -> tuple[torch.Tensor, int]:
+    """x [B, C, L] → (time-major copy [B, Lp, pitch] (time_major_layout), its left padding)."""
+    B, C, L = x.shape
+    left, Lp, pitch = time_major_layout(x, pos_lo, pos_hi)
     xt = x.new_empty(B, Lp, pitch)
     grid = (_cdiv(Lp, TIME_MAJOR_PAD_BLOCK[1]), _cdiv(pitch, TIME_MAJOR_PAD_BLOCK[0]), B)
     _time_major_pad_kernel[grid](x, xt, C, L, Lp, pitch, left, BLOCK_C=TIME_MAJOR_PAD_BLOCK[0],
                                  BLOCK_T=TIME_MAJOR_PAD_BLOCK[1], num_warps=4)
     return xt, left
+
+
+def check_time_major(p: ConvPlan, xt: TimeMajor) -> None:
+    """A TimeMajor input must be in the layout plan p's tap kernel reads."""
+    want = time_major_layout(xt.like(), p.pos_lo, p.pos_hi)
+    have = (xt.left, xt.data.shape[1], xt.data.shape[2])
+    if p.design != "tap" or p.separate_snake or p.interleave or p.transposed:
+        raise ValueError(f"conv1d: a time-major input needs the tap kernel's stride-1 form; this call is planned as "
+                         f"{p.design!r} (use time_major_layout, which says when)")
+    if have != want or not xt.data.is_contiguous():
+        raise ValueError(f"conv1d: the time-major input is (left, Lp, pitch) = {have}, contiguous="
+                         f"{xt.data.is_contiguous()}; this call's tap kernel reads {want}")
 
 
 def _tma_scratch(size: int, alignment: int, stream):
@@ -235,8 +274,10 @@ def _use_tma_scratch() -> None:
     triton.set_allocator(_tma_scratch)
 
 
-def launch_tap(p: ConvPlan, x, weight, bias, res, alpha, beta, slope: float, scale: float, out: torch.Tensor):
-    """The tap-major kernel for plan `p` (bias, res, alpha, beta: tensors or placeholders; flags say which)."""
+def launch_tap(p: ConvPlan, x, weight, bias, res, alpha, beta, slope: float, scale: float, out: torch.Tensor,
+               prepared: TimeMajor | None = None):
+    """The tap-major kernel for plan `p` (bias, res, alpha, beta: tensors or placeholders; flags say which);
+    prepared: x already time-major (check_time_major), read as it is instead of copied."""
     cfg = p.cfg
     per_phase = p.transposed and not p.interleave
     if p.interleave:
@@ -248,15 +289,17 @@ def launch_tap(p: ConvPlan, x, weight, bias, res, alpha, beta, slope: float, sca
     if not per_phase:
         phase_base = _dummy_int(x.device)
     x_shift, L_desc, x_rows, x_pitch = 0, p.L_in, 0, 0
+    if prepared is not None:
+        x = prepared.data
     x_desc, w_desc = x, w_tap
-    if p.tma:
-        xt, x_shift = _x_time_major(x, p.pos_lo, p.pos_hi)
+    if p.tma or prepared is not None:
+        xt, x_shift = (x, prepared.left) if prepared is not None else _x_time_major(x, p.pos_lo, p.pos_hi)
         L_desc, x_pitch = xt.shape[1], xt.shape[2]
         x_rows = p.B * L_desc
-        if p.device_descriptors:
+        if p.tma and p.device_descriptors:
             x_desc = xt
             _use_tma_scratch()
-        else:
+        elif p.tma:  # (the pointer form reads a prepared input itself, told by x_pitch > 0)
             from triton.tools.tensor_descriptor import TensorDescriptor
             x_desc = TensorDescriptor(xt.reshape(x_rows, x_pitch), [x_rows, p.C_in], [x_pitch, 1],
                                       [cfg.BLOCK_N, cfg.BLOCK_K])

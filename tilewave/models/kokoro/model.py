@@ -38,7 +38,8 @@ from tilewave import precision, profiling
 from tilewave.errors import InputError
 from tilewave.models.kokoro import weights as W
 from tilewave.models.kokoro.config import CONFIG, KokoroConfig
-from tilewave.models.kokoro.modules import Albert, Conv1d, ConvTranspose1d, Decoder, ProsodyPredictor, TextEncoder
+from tilewave.models.kokoro.modules import (TIME_MAJOR_INPUTS, Albert, AdaINResBlock1, AdainResBlk1d, Conv1d,
+                                           ConvTranspose1d, Decoder, ProsodyPredictor, TextEncoder)
 from tilewave.ops import spectral
 
 STAGES = ("albert", "duration", "f0_energy", "text_encoder", "decoder", "generator", "istft")
@@ -69,10 +70,20 @@ class KokoroModel(nn.Module):
         self.text_encoder = TextEncoder(cfg)
         self.decoder = Decoder(cfg)
         self._decoders: dict = {}  # (dtype, device) -> the decoder with 16-bit conv weights (_decoder_in)
+        self.time_major_on = TIME_MAJOR_INPUTS  # time_major_inputs
 
     def fuse_albert(self, on: bool = True) -> "KokoroModel":
         """Run ALBERT and its projection through ops.linear's fused products on a GPU (modules.Albert)."""
         self.bert.fused_on = on
+        return self
+
+    def time_major_inputs(self, on: bool = True) -> "KokoroModel":
+        """The AdaINs before the resblocks' convs write the conv's time-major input themselves where the conv's tap
+        kernel would copy it so (modules.norm_into_conv): the same values, one pass fewer (default:
+        modules.TIME_MAJOR_INPUTS)."""
+        self.time_major_on = on
+        for root in (self, *self._decoders.values()):
+            _set_time_major(root, on)
         return self
 
     # -----------------------------------------------------------------------------------------------
@@ -357,12 +368,19 @@ class KokoroModel(nn.Module):
             with torch.inference_mode(False):
                 decoder.load_state_dict({k: v.to(dtype) if k in cast else v
                                          for k, v in self.decoder.state_dict().items()}, strict=True, assign=True)
+            _set_time_major(decoder, self.time_major_on)
             self._decoders.setdefault(key, decoder.eval().requires_grad_(False))
         return self._decoders[key]
 
     def _lengths(self, n: list[int], axis: int) -> torch.Tensor | None:
         """The items' lengths on the device, or None when every item fills the axis (nothing to mask)."""
         return None if all(v == axis for v in n) else torch.tensor(n, dtype=torch.long, device=self.device)
+
+
+def _set_time_major(root: nn.Module, on: bool) -> None:
+    for m in root.modules():
+        if isinstance(m, (AdainResBlk1d, AdaINResBlock1)):
+            m.time_major_inputs = on
 
 
 @contextlib.contextmanager

@@ -149,8 +149,15 @@ class Conv1d(nn.Module):
         self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
 
     def forward(self, x, lengths=None):
-        return conv.conv1d(zero_padding(x, lengths), self.weight, self.bias, self.stride, self.padding,
-                           self.dilation, self.groups)
+        """x [B, C, T], or the time-major input time_major_layout asked for (its producer zeroed past lengths)."""
+        if isinstance(x, torch.Tensor):
+            x = zero_padding(x, lengths)
+        return conv.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def time_major_layout(self, x):
+        """ops.conv.time_major_layout for this conv on an input like x."""
+        return conv.time_major_layout(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                                      self.groups)
 
     def out_lengths(self, lengths):
         span = self.dilation * (self.weight.shape[-1] - 1) + 1
@@ -338,15 +345,30 @@ class AdaIN1d(nn.Module):
         self.norm = InstanceNormAffine(channels)
         self.fc = nn.Linear(style_dim, 2 * channels)
 
-    def forward(self, x, s, lengths=None, act="none", alpha=None, slope=0.0):
+    def forward(self, x, s, lengths=None, act="none", alpha=None, slope=0.0, time_major=None):
         """act((1 + gamma) * (w * IN(x) + b) + beta), 0 past lengths; act: the activation after it, applied in
-        the kernel's pass ('leaky_relu' with slope, 'snake' with alpha [C]; ops.norm.adain1d)."""
+        the kernel's pass ('leaky_relu' with slope, 'snake' with alpha [C]; ops.norm.adain1d); time_major: the
+        layout of the conv input to write instead (ops.norm.adain1d)."""
         stacked = _affines.get()
         if stacked is not None and stacked[0] is s and self in stacked[1]:
             scale, shift = stacked[1][self]
         else:
             scale, shift = adain_scale_shift(*style_affine(self.fc, s), self.norm.weight, self.norm.bias)
-        return norm.adain1d(x, scale, shift, lengths=lengths, act=act, alpha=alpha, slope=slope)
+        return norm.adain1d(x, scale, shift, lengths=lengths, act=act, alpha=alpha, slope=slope,
+                            time_major=time_major)
+
+
+# The blocks' default for norm_into_conv's switch (KokoroModel.time_major_inputs changes a model's): off until a GPU
+# run shows the norm's time-major store faster than the conv's copy (benchmarks/diag/time_major_gpu.py)
+TIME_MAJOR_INPUTS = False
+
+
+def norm_into_conv(on: bool, norm_mod: AdaIN1d, conv_mod: Conv1d, x, s, lengths=None, conv_lengths=None, **act):
+    """conv_mod(norm_mod(x, s, lengths, **act), conv_lengths). on: where the conv would first copy its input
+    time-major (ops.conv.time_major_layout), the norm writes it so instead: one pass over the activation fewer,
+    the same values (KokoroModel.time_major_inputs)."""
+    layout = conv_mod.time_major_layout(x) if on else None
+    return conv_mod(norm_mod(x, s, lengths, time_major=layout, **act), conv_lengths)
 
 
 class AdaLayerNorm(nn.Module):
@@ -372,14 +394,17 @@ class AdainResBlk1d(nn.Module):
         self.norm2 = AdaIN1d(style_dim, dim_out)
         self.conv1x1 = Conv1d(dim_in, dim_out, 1, bias=False) if dim_in != dim_out else None
         self.pool = ConvTranspose1d(dim_in, dim_in, 3, 2, 1, 1, groups=dim_in) if upsample else None
+        self.time_major_inputs = TIME_MAJOR_INPUTS  # norm_into_conv
 
     def forward(self, x, s, lengths=None):
         """x [B, C, T] -> [B, C', T or 2T]; lengths scale with T (see out_lengths)."""
-        r = self.norm1(x, s, lengths, act="leaky_relu", slope=0.2)
-        if self.pool is not None:
-            r = self.pool(r, lengths)
+        leaky = dict(act="leaky_relu", slope=0.2)
+        if self.pool is None:
+            r = norm_into_conv(self.time_major_inputs, self.norm1, self.conv1, x, s, lengths, lengths, **leaky)
+        else:
+            r = self.conv1(self.pool(self.norm1(x, s, lengths, **leaky), lengths), self.out_lengths(lengths))
         lengths = self.out_lengths(lengths)
-        r = self.conv2(self.norm2(self.conv1(r, lengths), s, lengths, act="leaky_relu", slope=0.2), lengths)
+        r = norm_into_conv(self.time_major_inputs, self.norm2, self.conv2, r, s, lengths, lengths, **leaky)
         sc = act.upsample_nearest1d(x, 2) if self.upsample else x
         if self.conv1x1 is not None:
             sc = self.conv1x1(sc, lengths)
@@ -402,12 +427,15 @@ class AdaINResBlock1(nn.Module):
         self.adain2 = nn.ModuleList([AdaIN1d(style_dim, channels) for _ in dilations])
         self.alpha1 = nn.ParameterList([nn.Parameter(torch.ones(1, channels, 1)) for _ in dilations])
         self.alpha2 = nn.ParameterList([nn.Parameter(torch.ones(1, channels, 1)) for _ in dilations])
+        self.time_major_inputs = TIME_MAJOR_INPUTS  # norm_into_conv
 
     def forward(self, x, s, lengths=None):
         # snake(0) = 0 and AdaIN writes 0 past lengths: the conv inputs are already zero-padded
+        on = self.time_major_inputs
         for c1, c2, n1, n2, a1, a2 in zip(self.convs1, self.convs2, self.adain1, self.adain2, self.alpha1, self.alpha2):
-            xt = c1(n1(x, s, lengths, act="snake", alpha=a1.view(-1)))
-            x = c2(n2(xt, s, lengths, act="snake", alpha=a2.view(-1))).add_(x)  # in place: the conv's fresh output
+            xt = norm_into_conv(on, n1, c1, x, s, lengths, act="snake", alpha=a1.view(-1))
+            # in place: the conv's fresh output
+            x = norm_into_conv(on, n2, c2, xt, s, lengths, act="snake", alpha=a2.view(-1)).add_(x)
         return x
 
 
