@@ -76,3 +76,17 @@ def test_each_language_default_scans_the_voices_once(monkeypatch):
     assert len(scans) == 2
     assert all(v is english[0] for v in english) and all(v is spanish[0] for v in spanish)
     assert len(VoiceBank().default("en-us").pack) == 510 and len(scans) == 3  # a new bank looks again
+
+
+def test_a_named_voice_is_parsed_once_on_a_miss_and_not_on_a_hit(monkeypatch):
+    import tilewave.engine.voice_bank as VB
+    calls = []
+    real = VB.parse_voice_language
+    monkeypatch.setattr(VB, "parse_voice_language", lambda *a: calls.append(a) or real(*a))
+    bank = VoiceBank()
+    blend = bank.named("af_heart:2,af_bella")
+    assert len(calls) == 1 and blend.language == "en-us"
+    assert bank.named("af_heart:2,af_bella") is blend and len(calls) == 1
+    for i in range(VB.NAMED_CACHE):  # bounded: the first spec is dropped once the cache is full
+        bank.named(f"af_heart:{i + 3},af_bella")
+    assert bank.named("af_heart:2,af_bella") is not blend and len(calls) == VB.NAMED_CACHE + 2

@@ -10,14 +10,15 @@ allow_paths=False, so no file is ever read on a client's say-so.
 from __future__ import annotations
 
 import os
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 import torch
 
-from tilewave.engine.voice_catalog import CATALOG, parse_voice, voice_language
-from tilewave.engine.voices import default_voice, load_voice
+from tilewave.engine.voice_catalog import CATALOG, parse_voice_language
+from tilewave.engine.voices import default_voice, load_voice, pack_from_parts
 
 NAMED_CACHE = 64  # named packs kept (0.5 MB each; a blend averaged once): bounded, as the names are the clients'
 
@@ -36,13 +37,12 @@ class VoiceBank:
 
     def __init__(self, cache: str | os.PathLike | None = None) -> None:
         self.cache = cache
-        self._named = lru_cache(maxsize=NAMED_CACHE)(self._load_named)
+        # named voices by spec, least recently used dropped first; a hit is not parsed again, a miss parsed once
+        self._named: OrderedDict[str, Voice] = OrderedDict()
+        self._lock = threading.Lock()  # a server's requests resolve from several threads
         # each language's default, found once: finding it scans the voice folder (and warns where it falls back),
         # which every request naming no voice in another language than the session's would otherwise repeat
         self._defaults: dict[str, Voice] = {}
-
-    def _load_named(self, spec: str) -> Voice:
-        return Voice(load_voice(spec, allow_paths=False, cache=self.cache), voice_language(spec, False), spec)
 
     def resolve(self, voice, allow_paths: bool = True) -> Voice:
         """The Voice of a spec, a tensor or an array (checked: InputError with the value), or `voice` itself where
@@ -52,12 +52,23 @@ class VoiceBank:
             return voice
         if isinstance(voice, (torch.Tensor, np.ndarray)):
             return Voice(load_voice(voice), None, "tensor")
-        if isinstance(voice, (str, os.PathLike)):
-            spec = os.fspath(voice).strip()
-            if all(name in CATALOG for name, _ in parse_voice(spec, allow_paths)):
-                return self._named(spec)
-            return Voice(load_voice(spec, allow_paths, self.cache), None, spec)
-        return Voice(load_voice(voice), None, repr(voice))  # load_voice's InputError names the type
+        if not isinstance(voice, (str, os.PathLike)):
+            return Voice(load_voice(voice), None, repr(voice))  # load_voice's InputError names the type
+        spec = os.fspath(voice).strip()
+        with self._lock:
+            hit = self._named.get(spec)
+            if hit is not None:
+                self._named.move_to_end(spec)
+                return hit
+        parts, language = parse_voice_language(spec, allow_paths)
+        if not all(name in CATALOG for name, _ in parts):  # a file: read each time, never cached
+            return Voice(pack_from_parts(parts, self.cache), None, spec)
+        found = Voice(pack_from_parts(parts, self.cache), language, spec)
+        with self._lock:
+            found = self._named.setdefault(spec, found)
+            while len(self._named) > NAMED_CACHE:
+                self._named.popitem(last=False)
+        return found
 
     def named(self, spec: str) -> Voice:
         """A name or a blend only (a text's [voice:...], a server's request): never a file."""

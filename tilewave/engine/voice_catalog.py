@@ -142,10 +142,15 @@ def voice_language(spec: str, allow_paths: bool) -> str | None:
     """The language of the stock voices `spec` names (a name, or a blend of them); None where it names voices of
     several languages, one of OpenAI's names (whose voices speak any language) or a file. InputError as
     parse_voice's for a bad spec."""
-    parse_voice(spec, allow_paths)
+    return parse_voice_language(spec, allow_paths)[1]
+
+
+def parse_voice_language(spec: str, allow_paths: bool) -> tuple[list[tuple[str, float]], str | None]:
+    """parse_voice's parts and voice_language's language, from one parse of the spec."""
+    parts = parse_voice(spec, allow_paths)
     names = [name.strip() for name, _ in _split(spec.strip())]
     languages = {CATALOG[name].language if name in CATALOG else None for name in names}
-    return languages.pop() if len(languages) == 1 else None
+    return parts, languages.pop() if len(languages) == 1 else None
 
 
 def default_voice_for(lang: str) -> str:

@@ -167,7 +167,11 @@ def load_voice(voice: str | os.PathLike | torch.Tensor | np.ndarray, allow_paths
         return _checked(voice, "tensor")
     if not isinstance(voice, (str, os.PathLike)):
         raise InputError(f"a voice is a name, a path, a blend or a tensor, not {type(voice).__name__} ({voice!r})")
-    parts = parse_voice(os.fspath(voice), allow_paths)
+    return pack_from_parts(parse_voice(os.fspath(voice), allow_paths), cache)
+
+
+def pack_from_parts(parts: list[tuple[str, float]], cache: str | os.PathLike | None = None) -> torch.Tensor:
+    """The pack of a parsed spec (voice_catalog.parse_voice's parts): one voice's, or the weighted mean of a blend's."""
     packs = [(_stock(name, cache) if name in CATALOG else pack_from_file(name), w) for name, w in parts]
     if len(packs) == 1:
         return packs[0][0]
