@@ -358,9 +358,9 @@ class AdaIN1d(nn.Module):
                             time_major=time_major)
 
 
-# The blocks' default for norm_into_conv's switch (KokoroModel.time_major_inputs changes a model's): off until a GPU
-# run shows the norm's time-major store faster than the conv's copy (benchmarks/diag/time_major_gpu.py)
-TIME_MAJOR_INPUTS = False
+# The blocks' default for norm_into_conv's switch (KokoroModel.time_major_inputs changes a model's): on, as the norm's
+# time-major store beat the conv's copy with the same bits on a GPU (benchmarks/RESULTS.md, diag/time_major_gpu.py)
+TIME_MAJOR_INPUTS = True
 
 
 def norm_into_conv(on: bool, norm_mod: AdaIN1d, conv_mod: Conv1d, x, s, lengths=None, conv_lengths=None, **act):
