@@ -28,6 +28,42 @@ def test_an_atomic_file_appears_whole_or_not_at_all(tmp_path):
     assert path.read_bytes() == b"whole" and list(path.parent.iterdir()) == [path]
 
 
+
+def test_a_failed_atomic_file_leaves_the_old_file_and_a_good_one_is_0o644_and_synced_when_asked(tmp_path,
+                                                                                             monkeypatch):
+    path = tmp_path / "a.wav"
+    path.write_bytes(b"old")
+    synced = []
+    real_fsync = assets.os.fsync
+    monkeypatch.setattr(assets.os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
+    with pytest.raises(RuntimeError):
+        with assets.atomic_file(path, fsync=True) as tmp:
+            tmp.write_bytes(b"new, but cut short")
+            raise RuntimeError("the encoder failed")
+    assert path.read_bytes() == b"old" and list(tmp_path.iterdir()) == [path] and synced == []
+    with assets.atomic_file(path) as tmp:
+        tmp.write_bytes(b"unsynced")
+    assert synced == []
+    with assets.atomic_file(path, fsync=True) as tmp:
+        tmp.write_bytes(b"new")
+    assert len(synced) == 1
+    assert path.read_bytes() == b"new" and list(tmp_path.iterdir()) == [path]
+    assert path.stat().st_mode & 0o777 == 0o644  # mkstemp's own 0o600 would shut other readers out
+
+
+def test_an_atomic_files_temporary_name_is_hidden_unique_and_ends_in_its_suffix(tmp_path):
+    path = tmp_path / "a.wav"
+    with assets.atomic_file(path, suffix=".partial") as first, assets.atomic_file(path, suffix=".partial") as second:
+        for tmp in (first, second):
+            assert tmp.parent == tmp_path and tmp.name.startswith(".a.wav.") and tmp.name.endswith(".partial")
+        assert first != second  # two writers of one file in one process (two threads) never share a name
+        assert sorted(tmp_path.glob(".*.partial")) == sorted([first, second])  # what a sweep of leftovers finds
+        first.write_bytes(b"first")
+        second.write_bytes(b"second")
+    assert path.read_bytes() == b"first" and list(tmp_path.iterdir()) == [path]  # the last to finish wins
+    with assets.atomic_file(path) as tmp:
+        assert tmp.name.startswith(".a.wav.") and tmp.name.endswith(".tmp")
+
 def test_an_atomic_folder_replaces_the_old_one_only_when_filled(tmp_path):
     final = tmp_path / "voices"
     final.mkdir()

@@ -34,15 +34,31 @@ def sha256(path: str | os.PathLike) -> str:
 
 
 @contextmanager
-def atomic_file(path: str | os.PathLike) -> Iterator[Path]:
-    """A temporary name beside `path` (`<name>.<pid>.tmp`, its folder made) for the block to write; it replaces
-    `path` only when the block ends without an exception, and is removed either way: readers see the old file or
-    the whole new one, never a part."""
+def atomic_file(path: str | os.PathLike, suffix: str = ".tmp", fsync: bool = False) -> Iterator[Path]:
+    """A temporary name beside `path` (its folder made) for the block to write; it replaces `path` only when the
+    block ends without an exception, and is removed either way: readers see the old file or the whole new one,
+    never a part.
+
+    The name is hidden and unique to this writer (`.<name>.<random><suffix>`, from mkstemp: two threads of one
+    process never share it), so a folder's readers can pass it over and its owner can sweep a killed writer's
+    leftovers by `suffix` (the batch jobs' `.partial`). The new file is 0o644, as a plain write would leave it
+    and not mkstemp's 0o600: caches and outputs are read by other users. `fsync` puts the bytes on disk before
+    the rename, for files whose presence is taken as done after a power loss (a batch item's audio); a cache
+    checked on every load can skip it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+    os.close(fd)
+    tmp = Path(name)
     try:
         yield tmp
+        if fsync:
+            fd = os.open(tmp, os.O_RDWR)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        os.chmod(tmp, 0o644)
         tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)

@@ -88,3 +88,19 @@ def test_an_edited_item_is_made_again_and_retry_failed_tries_the_refused(manifes
     assert [i.id for i in job.todo(reseeded)[0]] == ["g05"]
     assert [i.id for i in Job(reference, "flac", job.model_id).todo(items)[0]] == [i.id for i in items]
     assert sorted(i.id for i in job.todo(items, retry_failed=True)[0]) == sorted(manifests.BAD)
+
+
+def test_an_items_file_is_written_whole_and_readable_and_a_killed_writers_leftover_is_swept(tmp_path):
+    from tilewave.distributed.jobs import PARTIAL, Item, Job
+
+    job = Job(tmp_path, "wav")
+    item = Item("a", "Hi.")
+    stale = tmp_path / f".a.wav.x1y2z3{PARTIAL}"  # what a run killed mid-write leaves
+    stale.write_bytes(b"half")
+    assert job.todo([item])[0] == [item] and not stale.exists()
+    name = job.write(item, np.zeros(240, dtype=np.float32), 24_000)
+    assert [f.name for f in tmp_path.iterdir()] == [name] == ["a.wav"]
+    assert (tmp_path / name).stat().st_mode & 0o777 == 0o644
+    job.finish([item])
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["a.wav", "results.jsonl"]
+    assert (tmp_path / "results.jsonl").stat().st_mode & 0o777 == 0o644

@@ -20,13 +20,13 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Iterable
 
 import numpy as np
 
+from tilewave.assets import atomic_file
 from tilewave.engine.voice_catalog import request_language
 from tilewave.errors import InputError
 
@@ -247,17 +247,8 @@ class Job:
 
         name = self.file_name(item)
         data = encode_audio(audio, sample_rate, *audio_format(name))
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=PARTIAL, dir=self.dir)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, self.dir / name)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+        with atomic_file(self.dir / name, suffix=PARTIAL, fsync=True) as tmp:
+            tmp.write_bytes(data)
         return name
 
     def append(self, results: Iterable[Result]) -> None:
@@ -274,9 +265,6 @@ class Job:
         the results manifest a finished run leaves."""
         last = self.records()
         results = [last[self.key(i)] for i in items if self.key(i) in last]
-        fd, tmp = tempfile.mkstemp(prefix=f".{RESULTS}.", suffix=PARTIAL, dir=self.dir)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write("".join(r.to_json() + "\n" for r in results))
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, self.log)
+        with atomic_file(self.log, suffix=PARTIAL, fsync=True) as tmp:
+            tmp.write_text("".join(r.to_json() + "\n" for r in results), encoding="utf-8")
         return results
