@@ -87,25 +87,3 @@ def test_only_the_tap_kernel_asks_for_a_time_major_input():
     if not x.is_cuda:  # the interpreter's tap kernel reads x itself (the pointer form): no copy to save
         assert C.time_major_layout(x, w, b, 1, 1, 1, precision="ieee") is None
         assert C.time_major_layout(x, w, b, 1, 1, 1, precision="ieee", pointer=True) is not None
-
-
-@pytest.mark.parametrize("dtype,mode", [(torch.float16, "ieee"), (torch.float32, "tf32")])
-def test_a_residual_epilogue_reads_a_time_major_input_in_its_own_layout(dtype, mode):
-    """conv1d_fused with a residual tiles differently from conv1d (the epilogue caps the tile), so it asks for its
-    own layout; its output is scale · (conv + residual) from one rounding, the unfused ops' bits in float32."""
-    B, Cn, Co, L, K_, padding = 2, 16, 32, 50, 3, 1
-    x, w, b = _conv_inputs(B, Cn, Co, L, K_, dtype, seed=11)
-    r = torch.randn(B, Co, L, generator=torch.Generator().manual_seed(12)).to(dtype).to(x.device)
-    scale = 0.7071067690849304
-    layout = C.time_major_layout(x, w, b, 1, padding, 1, precision=mode, pointer=True, has_res=True)
-    assert layout is not None
-    want = C.conv1d_fused(x, w, b, 1, padding, 1, residual=r, scale=scale, precision=mode)
-    got = C.conv1d_fused(_time_major(x, layout), w, b, 1, padding, 1, residual=r, scale=scale, precision=mode)
-    assert torch.isfinite(got).all() and got.abs().max() > 0.1 and torch.equal(got, want)
-    unfused = (C.conv1d(x, w, b, 1, padding, 1, precision=mode) + r) * scale
-    exact = ((C.conv1d(x.float(), w.float(), b.float(), 1, padding, 1, precision="ieee") + r.float()) * scale)
-    if dtype == torch.float32:
-        assert torch.equal(got, unfused)
-    else:  # one rounding to 16 bits instead of three: never further from the float32 result
-        err = lambda y: (y.float() - exact).abs().max().item()
-        assert err(got) <= err(unfused) and err(got) < 1e-2

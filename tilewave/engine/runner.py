@@ -138,7 +138,7 @@ class KokoroRunner:
         # so every speed replays one graph with forward's rounding
         inv_speed = torch.tensor([[1.0 / speeds[b]] for b in rows], dtype=torch.float32).to(dev)
         tok_lengths = torch.tensor([n_tok[b] for b in rows], dtype=torch.long).to(dev)
-        mode = (precision.current(), current_backend(), *model.fusions)  # what graphs record
+        mode = (precision.current(), current_backend(), model.bert.fused_on, model.time_major_on)  # what graphs record
         after = 0 if Bb == 1 else policy.record_after
         bert, d_en, d, logits, dur_b, t_en = self.graphs.run(("tokens", nb) + mode + (Bb,), model.token_stages,
                                                              (ids_b, tok_lengths, s_pro, inv_speed), after)
@@ -201,7 +201,7 @@ class KokoroRunner:
         har_lengths = torch.tensor([har_frames[b] for b in rows], dtype=torch.long).to(x.device)
         pad = torch.nn.functional.pad
         # what a graph recorded depends on the precision and backend in force when it was recorded
-        key = ("generator", nb, x.dtype, precision.current(), current_backend(), *self.model.fusions, Bb)
+        key = ("generator", nb, x.dtype, precision.current(), current_backend(), self.model.time_major_on, Bb)
         spec, = self.graphs.run(
             key, lambda *a: (gen.spectrum(*a)[0],),
             (pad(x[rows], (0, nb - n)), s[rows], pad(har[rows], (0, hb - h)), lengths, har_lengths),

@@ -60,18 +60,15 @@ def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
 
 
 def time_major_layout(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, stride: int = 1,
-                      padding: int = 0, dilation: int = 1, groups: int = 1, residual: torch.Tensor | None = None
-                      ) -> tuple[int, int, int] | None:
-    """(left, Lp, pitch) when conv1d(x, weight, ...) (conv1d_fused with `residual`, which tiles differently) would
-    copy x into the tap kernel's time-major form first (the Triton kernels on a GPU with tensor descriptors): a
-    producer that writes x in that form instead (kernels.conv.TimeMajor; ops.norm.adain1d's time_major) saves the
-    copy. None where conv1d reads x as it is."""
-    args = _kernel_args(x, weight, bias, residual, stride, padding, dilation, False)
+                      padding: int = 0, dilation: int = 1, groups: int = 1) -> tuple[int, int, int] | None:
+    """(left, Lp, pitch) when conv1d(x, weight, ...) would copy x into the tap kernel's time-major form first (the
+    Triton kernels on a GPU with tensor descriptors): a producer that writes x in that form instead (kernels.conv
+    .TimeMajor; ops.norm.adain1d's time_major) saves the copy. None where conv1d reads x as it is."""
+    args = _kernel_args(x, weight, bias, None, stride, padding, dilation, False)
     if args is None or current_backend() == "torch" or not all(t.is_cuda for t in (x, weight) if t is not None):
         return None
     s, p, d, _ = args
-    return kernels("conv").time_major_layout(x, weight, bias, s, p, d, groups, precision=precision.current(),
-                                             has_res=residual is not None)
+    return kernels("conv").time_major_layout(x, weight, bias, s, p, d, groups, precision=precision.current())
 
 
 def conv1d_transpose(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, stride: int = 1,
@@ -94,15 +91,7 @@ def conv1d_fused(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
 
     act: 'none', 'leaky_relu' (x > 0 ? x : slope·x) or 'snake' (x + sin(α_c·x)² / (β_c + 1e-9), α and β
     per input channel, β = α when None). transposed: a transposed conv (weight IOK, output_padding used).
-    x may also be the time-major input that time_major_layout(..., residual=residual) asked a producer for (then
-    act 'none', not transposed).
     """
-    if not isinstance(x, torch.Tensor):  # kernels.conv.TimeMajor, as in conv1d
-        if act != "none" or transposed:
-            raise ValueError("conv1d_fused: a time-major input takes no input activation and no transposed conv")
-        use_triton("conv1d_fused", x.data, weight, bias, residual)
-        return kernels("conv").conv1d_fused(x, weight, bias, stride, padding, dilation, groups, residual=residual,
-                                            scale=scale, precision=precision.current())
     if act not in ACTS:
         raise ValueError(f"conv1d_fused: act must be one of {ACTS}, got {act!r}")
     if act == "snake" and alpha is None:

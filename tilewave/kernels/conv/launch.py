@@ -99,15 +99,14 @@ def _launch(transposed, x, weight, bias, stride, padding, dilation, groups, outp
 
 
 def time_major_layout(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, act="none", precision="ieee",
-                      pointer=False, has_res=False) -> tuple[int, int, int] | None:
+                      pointer=False) -> tuple[int, int, int] | None:
     """(left, Lp, pitch): the time-major form (tap.TimeMajor) in which conv1d(x, weight, ...) reads x, for a
     producer to write instead of x; None when the call reads x as it is (no tap kernel with tensor descriptors
-    for it). pointer: the tap kernel's pointer form counts too (the CPU interpreter, for tests); has_res: the
-    call adds a residual (conv1d_fused), whose epilogue caps the tile and so the positions the boxes read."""
+    for it). pointer: the tap kernel's pointer form counts too (the CPU interpreter, for tests)."""
     _check_args("conv1d", x, weight, bias, None, None, None, "none", stride, padding, dilation, groups, precision)
     C_out, L_out = _out_len("conv1d", False, x, weight, stride, padding, dilation, groups, 0)
     p = conv_plan(False, x, C_out, L_out, weight.shape[2], groups, stride, padding, dilation, act, bias is not None,
-                  has_res, precision)
+                  False, precision)
     if p.design != "tap" or p.separate_snake or p.interleave or not (p.tma or pointer):
         return None
     return _layout(x, p.pos_lo, p.pos_hi)

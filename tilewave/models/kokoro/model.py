@@ -38,7 +38,7 @@ from tilewave import precision, profiling
 from tilewave.errors import InputError
 from tilewave.models.kokoro import weights as W
 from tilewave.models.kokoro.config import CONFIG, KokoroConfig
-from tilewave.models.kokoro.modules import (RESIDUAL_EPILOGUES, TIME_MAJOR_INPUTS, Albert, AdaINResBlock1, AdainResBlk1d, Conv1d,
+from tilewave.models.kokoro.modules import (TIME_MAJOR_INPUTS, Albert, AdaINResBlock1, AdainResBlk1d, Conv1d,
                                            ConvTranspose1d, Decoder, ProsodyPredictor, TextEncoder)
 from tilewave.ops import spectral
 
@@ -71,7 +71,6 @@ class KokoroModel(nn.Module):
         self.decoder = Decoder(cfg)
         self._decoders: dict = {}  # (dtype, device) -> the decoder with 16-bit conv weights (_decoder_in)
         self.time_major_on = TIME_MAJOR_INPUTS  # time_major_inputs
-        self.residual_epilogues_on = RESIDUAL_EPILOGUES  # residual_epilogues
 
     def fuse_albert(self, on: bool = True) -> "KokoroModel":
         """Run ALBERT and its projection through ops.linear's fused products on a GPU (modules.Albert)."""
@@ -84,22 +83,8 @@ class KokoroModel(nn.Module):
         modules.TIME_MAJOR_INPUTS)."""
         self.time_major_on = on
         for root in (self, *self._decoders.values()):
-            _set_blocks(root, time_major_inputs=on)
+            _set_time_major(root, on)
         return self
-
-    def residual_epilogues(self, on: bool = True) -> "KokoroModel":
-        """The resblocks add their residual (and AdainResBlk1d its 1/sqrt(2)) in the last conv's epilogue instead of
-        in separate elementwise passes: float32 gives the same values; 16-bit storage rounds once instead of three
-        times (default: modules.RESIDUAL_EPILOGUES)."""
-        self.residual_epilogues_on = on
-        for root in (self, *self._decoders.values()):
-            _set_blocks(root, residual_epilogue=on)
-        return self
-
-    @property
-    def fusions(self) -> tuple[bool, bool, bool]:
-        """The switches that change which kernels a forward launches (what a CUDA graph records)."""
-        return self.bert.fused_on, self.time_major_on, self.residual_epilogues_on
 
     # -----------------------------------------------------------------------------------------------
     @classmethod
@@ -383,7 +368,7 @@ class KokoroModel(nn.Module):
             with torch.inference_mode(False):
                 decoder.load_state_dict({k: v.to(dtype) if k in cast else v
                                          for k, v in self.decoder.state_dict().items()}, strict=True, assign=True)
-            _set_blocks(decoder, time_major_inputs=self.time_major_on, residual_epilogue=self.residual_epilogues_on)
+            _set_time_major(decoder, self.time_major_on)
             self._decoders.setdefault(key, decoder.eval().requires_grad_(False))
         return self._decoders[key]
 
@@ -392,12 +377,10 @@ class KokoroModel(nn.Module):
         return None if all(v == axis for v in n) else torch.tensor(n, dtype=torch.long, device=self.device)
 
 
-def _set_blocks(root: nn.Module, **flags: bool) -> None:
-    """Set the resblocks' fusion flags (time_major_inputs, residual_epilogue) everywhere under root."""
+def _set_time_major(root: nn.Module, on: bool) -> None:
     for m in root.modules():
         if isinstance(m, (AdainResBlk1d, AdaINResBlock1)):
-            for name, on in flags.items():
-                setattr(m, name, on)
+            m.time_major_inputs = on
 
 
 @contextlib.contextmanager

@@ -148,20 +148,16 @@ class Conv1d(nn.Module):
         self.bias = nn.Parameter(torch.empty(c_out)) if bias else None
         self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
 
-    def forward(self, x, lengths=None, residual=None, scale: float = 1.0):
-        """x [B, C, T], or the time-major input time_major_layout asked for (its producer zeroed past lengths);
-        with a residual, scale · (conv(x) + residual) in the conv's epilogue (ops.conv.conv1d_fused)."""
+    def forward(self, x, lengths=None):
+        """x [B, C, T], or the time-major input time_major_layout asked for (its producer zeroed past lengths)."""
         if isinstance(x, torch.Tensor):
             x = zero_padding(x, lengths)
-        if residual is None and scale == 1.0:
-            return conv.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
-        return conv.conv1d_fused(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups,
-                                 residual=residual, scale=scale)
+        return conv.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
-    def time_major_layout(self, x, residual=None):
-        """ops.conv.time_major_layout for this conv on an input like x (and with this residual)."""
+    def time_major_layout(self, x):
+        """ops.conv.time_major_layout for this conv on an input like x."""
         return conv.time_major_layout(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                                      self.groups, residual)
+                                      self.groups)
 
     def out_lengths(self, lengths):
         span = self.dilation * (self.weight.shape[-1] - 1) + 1
@@ -362,20 +358,17 @@ class AdaIN1d(nn.Module):
                             time_major=time_major)
 
 
-# The blocks' defaults for their two fusions (KokoroModel.time_major_inputs and .residual_epilogues change a model's).
-# Time-major inputs on: the norm's time-major store beat the conv's copy with the same bits on a GPU
-# (benchmarks/RESULTS.md, diag/fusions_gpu.py). Residual epilogues off until a GPU run shows them faster.
+# The blocks' default for norm_into_conv's switch (KokoroModel.time_major_inputs changes a model's): on, as the norm's
+# time-major store beat the conv's copy with the same bits on a GPU (benchmarks/RESULTS.md, diag/time_major_gpu.py)
 TIME_MAJOR_INPUTS = True
-RESIDUAL_EPILOGUES = False
 
 
-def norm_into_conv(on: bool, norm_mod: AdaIN1d, conv_mod: Conv1d, x, s, lengths=None, conv_lengths=None,
-                   residual=None, scale: float = 1.0, **act):
-    """conv_mod(norm_mod(x, s, lengths, **act), conv_lengths, residual, scale). on: where the conv would first copy
-    its input time-major (ops.conv.time_major_layout), the norm writes it so instead: one pass over the activation
-    fewer, the same values (KokoroModel.time_major_inputs)."""
-    layout = conv_mod.time_major_layout(x, residual) if on else None
-    return conv_mod(norm_mod(x, s, lengths, time_major=layout, **act), conv_lengths, residual, scale)
+def norm_into_conv(on: bool, norm_mod: AdaIN1d, conv_mod: Conv1d, x, s, lengths=None, conv_lengths=None, **act):
+    """conv_mod(norm_mod(x, s, lengths, **act), conv_lengths). on: where the conv would first copy its input
+    time-major (ops.conv.time_major_layout), the norm writes it so instead: one pass over the activation fewer,
+    the same values (KokoroModel.time_major_inputs)."""
+    layout = conv_mod.time_major_layout(x) if on else None
+    return conv_mod(norm_mod(x, s, lengths, time_major=layout, **act), conv_lengths)
 
 
 class AdaLayerNorm(nn.Module):
@@ -402,7 +395,6 @@ class AdainResBlk1d(nn.Module):
         self.conv1x1 = Conv1d(dim_in, dim_out, 1, bias=False) if dim_in != dim_out else None
         self.pool = ConvTranspose1d(dim_in, dim_in, 3, 2, 1, 1, groups=dim_in) if upsample else None
         self.time_major_inputs = TIME_MAJOR_INPUTS  # norm_into_conv
-        self.residual_epilogue = RESIDUAL_EPILOGUES  # the shortcut's sum and scale in conv2's epilogue
 
     def forward(self, x, s, lengths=None):
         """x [B, C, T] -> [B, C', T or 2T]; lengths scale with T (see out_lengths)."""
@@ -411,14 +403,11 @@ class AdainResBlk1d(nn.Module):
             r = norm_into_conv(self.time_major_inputs, self.norm1, self.conv1, x, s, lengths, lengths, **leaky)
         else:
             r = self.conv1(self.pool(self.norm1(x, s, lengths, **leaky), lengths), self.out_lengths(lengths))
-        out_lengths = self.out_lengths(lengths)
+        lengths = self.out_lengths(lengths)
+        r = norm_into_conv(self.time_major_inputs, self.norm2, self.conv2, r, s, lengths, lengths, **leaky)
         sc = act.upsample_nearest1d(x, 2) if self.upsample else x
         if self.conv1x1 is not None:
-            sc = self.conv1x1(sc, out_lengths)
-        if self.residual_epilogue:
-            return norm_into_conv(self.time_major_inputs, self.norm2, self.conv2, r, s, out_lengths, out_lengths,
-                                  residual=sc, scale=_INV_SQRT2, **leaky)
-        r = norm_into_conv(self.time_major_inputs, self.norm2, self.conv2, r, s, out_lengths, out_lengths, **leaky)
+            sc = self.conv1x1(sc, lengths)
         return (r + sc) * _INV_SQRT2
 
     def out_lengths(self, lengths):
@@ -439,17 +428,14 @@ class AdaINResBlock1(nn.Module):
         self.alpha1 = nn.ParameterList([nn.Parameter(torch.ones(1, channels, 1)) for _ in dilations])
         self.alpha2 = nn.ParameterList([nn.Parameter(torch.ones(1, channels, 1)) for _ in dilations])
         self.time_major_inputs = TIME_MAJOR_INPUTS  # norm_into_conv
-        self.residual_epilogue = RESIDUAL_EPILOGUES  # x's sum in convs2's epilogues
 
     def forward(self, x, s, lengths=None):
         # snake(0) = 0 and AdaIN writes 0 past lengths: the conv inputs are already zero-padded
         on = self.time_major_inputs
         for c1, c2, n1, n2, a1, a2 in zip(self.convs1, self.convs2, self.adain1, self.adain2, self.alpha1, self.alpha2):
             xt = norm_into_conv(on, n1, c1, x, s, lengths, act="snake", alpha=a1.view(-1))
-            if self.residual_epilogue:
-                x = norm_into_conv(on, n2, c2, xt, s, lengths, residual=x, act="snake", alpha=a2.view(-1))
-            else:  # in place: the conv's fresh output
-                x = norm_into_conv(on, n2, c2, xt, s, lengths, act="snake", alpha=a2.view(-1)).add_(x)
+            # in place: the conv's fresh output
+            x = norm_into_conv(on, n2, c2, xt, s, lengths, act="snake", alpha=a2.view(-1)).add_(x)
         return x
 
 

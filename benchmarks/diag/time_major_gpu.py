@@ -1,12 +1,11 @@
-"""One of KokoroModel's fusion switches off against on, in one process: time_major_inputs (the AdaINs before the
-resblocks' convs writing the conv's time-major input instead of the conv copying it, modules.norm_into_conv) or
-residual_epilogues (the resblocks' residual sums in the last conv's epilogue).
+"""KokoroModel.time_major_inputs off against on, in one process: the AdaINs before the resblocks' convs writing the
+conv's time-major input themselves instead of the conv copying it (modules.norm_into_conv).
 
 Per row (profile_gpu.py's workloads): the wall time of each form, interleaved off/on over rounds (median of 5
-CUDA-event runs each), whether the audio is bit-identical (else its largest difference), and one kernel profile per
-form (launches, kernel time, the time of the kernels the switch removes).
+CUDA-event runs each), whether the audio is bit-identical, and one kernel profile per form (launches, kernel time,
+the time-major copy's share).
 
-  python3 benchmarks/diag/fusions_gpu.py --switch residual_epilogues --json out.json
+  python3 benchmarks/diag/time_major_gpu.py --json out.json
 """
 from __future__ import annotations
 
@@ -29,8 +28,7 @@ ROWS = {  # name: (input or batch size, dtype, precision mode)
     "kokoro-77-bf16": ("short", "bfloat16", "tf32x3"),
     "kokoro-batch64-bf16": (64, "bfloat16", "tf32x3"),
 }
-# per switch: the model's method, and a piece of the names of the kernels it removes
-SWITCHES = {"time_major_inputs": "_time_major_pad_kernel", "residual_epilogues": "elementwise"}
+COPY = "_time_major_pad_kernel"
 
 
 def _forms(model, what, dtype):
@@ -60,34 +58,32 @@ def _forms(model, what, dtype):
     return run
 
 
-def compare_row(name: str, model, rounds: int, switch: str) -> dict:
+def compare_row(name: str, model, rounds: int) -> dict:
     from tilewave.precision import scope
 
     what, dtype, mode = ROWS[name]
-    flip, removed = getattr(model, switch), SWITCHES[switch]
-    default = dict(zip(("time_major_inputs", "residual_epilogues"), model.fusions[1:]))[switch]
     with scope(mode):
         run = _forms(model, what, dtype)
         audio, times, prof = {}, {False: [], True: []}, {}
         for on in (False, True):
-            flip(on)
+            model.time_major_inputs(on)
             audio[on] = [a.clone() for a in run()]
         for _ in range(rounds):
             for on in (False, True):
-                flip(on)
+                model.time_major_inputs(on)
                 times[on].append(_median_ms(run))
         for on in (False, True):
-            flip(on)
+            model.time_major_inputs(on)
             p = kernel_profile(run)
-            gone = sum(t["us"] for t in p["top"] if removed in t["kernel"])
-            prof[on] = {"kernel_ms": p["kernel_us"] / 1e3, "launches": p["launches"], "removed_us": gone,
+            copy = sum(t["us"] for t in p["top"] if COPY in t["kernel"])
+            prof[on] = {"kernel_ms": p["kernel_us"] / 1e3, "launches": p["launches"], "copy_top_us": copy,
                         "top": p["top"][:6]}
-    flip(default)
+    model.time_major_inputs(False)
     same = all(torch.equal(a, b) for a, b in zip(audio[False], audio[True]))
     worst = max(float((a.float() - b.float()).abs().max()) for a, b in zip(audio[False], audio[True]))
     audio_s = sum(a.numel() for a in audio[False]) / 24000
     off, on = statistics.median(times[False]), statistics.median(times[True])
-    return {"row": name, "switch": switch, "dtype": dtype, "precision": mode, "audio_s": audio_s, "off_ms": off, "on_ms": on,
+    return {"row": name, "dtype": dtype, "precision": mode, "audio_s": audio_s, "off_ms": off, "on_ms": on,
             "off_runs": times[False], "on_runs": times[True], "speedup": off / on, "bit_identical": same,
             "max_abs_diff": worst, "profile_off": prof[False], "profile_on": prof[True]}
 
@@ -95,24 +91,23 @@ def compare_row(name: str, model, rounds: int, switch: str) -> dict:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rows", default=",".join(ROWS), help=f"comma-separated, of: {', '.join(ROWS)}")
-    p.add_argument("--switch", choices=list(SWITCHES), default="residual_epilogues")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--json", metavar="FILE")
     args = p.parse_args()
     if not torch.cuda.is_available():
-        sys.exit("fusions_gpu.py needs a GPU")
+        sys.exit("time_major_gpu.py needs a GPU")
     import triton
 
     from tilewave.harness import model_bench as MB
 
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
-    report = {"switch": args.switch, "gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
+    report = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
               "rows": []}
     print(f"# {report['gpu']}, torch {report['torch']}, triton {report['triton']}", flush=True)
     model = MB.load_kokoro("cuda", "float32")[0]  # one model: each call's dtype picks its decoder copy
     for name in args.rows.split(","):
         try:
-            r = compare_row(name, model, args.rounds, args.switch)
+            r = compare_row(name, model, args.rounds)
         except Exception as exc:  # one row failing leaves the others' figures
             print(f"## {name}: FAILED {type(exc).__name__}: {exc}", flush=True)
             report["rows"].append({"row": name, "error": repr(exc)})
@@ -122,8 +117,8 @@ def main() -> None:
         print(f"## {name}: off {r['off_ms']:.2f} ms, on {r['on_ms']:.2f} ms ({r['speedup']:.3f}x; "
               f"{r['audio_s'] / (r['on_ms'] / 1e3):,.0f}x real time on), bit-identical {r['bit_identical']} "
               f"(max |diff| {r['max_abs_diff']:.3g}); kernels off {po['kernel_ms']:.2f} ms / {po['launches']} "
-              f"launches (removed kernels {po['removed_us']:.0f} us), on {pn['kernel_ms']:.2f} ms / "
-              f"{pn['launches']} ({pn['removed_us']:.0f} us)", flush=True)
+              f"launches (copy {po['copy_top_us']:.0f} us), on {pn['kernel_ms']:.2f} ms / {pn['launches']} "
+              f"(copy {pn['copy_top_us']:.0f} us)", flush=True)
         print("   on top: " + "; ".join(f"{t['kernel'][:40]} {t['us']:.0f}us" for t in pn["top"]), flush=True)
         if args.json:
             Path(args.json).write_text(json.dumps(report, indent=1, default=str))
