@@ -18,13 +18,15 @@
 #   load [NAME MIN ...] : the server's load test twice in one process, each batch's model call timed apart
 #                         (diag/server_gpu.py; MIN: bench_server's --padded-min, default 4)
 #   launches            : the launches re-recorded alone
+#   figures [1|2|3]     : main's figures beside their peers in three calls (singles; batch and vocoders; profile
+#                         and fidelity)
 # A session's own comparisons (a form against another in one call) are phases named after it (s22a, ...), kept
 # until their result is in RESULTS.md; the earlier sessions' phases are in git history at the commit RESULTS.md
 # names for each run.
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | load | precision | launches | s29a | s29b | s30a}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | load | precision | launches | figures}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -123,43 +125,34 @@ precision)  # single utterances and vocoders in every mode and dtype, the fideli
 load)  # load [NAME MIN args]: the load test (clients in a process of their own), batches by mode and size
   install; shift
   load_test "${1:-load}" "${2:-4}" "${@:3}" ;;
-s30a)  # the norm writing the conv's time-major input (KokoroModel.time_major_inputs): its CUDA tests, off against on
-  # in one process (diag/time_major_gpu.py); where every row is bit-identical and 383 phonemes in bfloat16 is faster
-  # on, this copy of the tree turns it on (modules.TIME_MAJOR_INPUTS) for the rest: Kokoro bfloat16 beside the
-  # official, BigVGAN 10 s bfloat16 beside the official
+figures)  # figures [1|2|3]: main's figures beside their peers, in three calls (each fits one): 1 Kokoro singles in every
+  # mode and dtype beside the official; 2 the 64 sentences through the engine in bfloat16 beside the official one by
+  # one, BigVGAN and the seed decoder in every mode and dtype beside the official; 3 where each row's GPU time goes
+  # (diag/profile_gpu.py), the fidelity of every mode and dtype with each config's audio written (the ASR round trip
+  # runs on the CPU machine: untar wav.tgz, python -m tests.asr.wer_dir DIR). A call brings back about 8 files.
   install
-  timeout 120 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_time_major.py \
-    tests/models/test_kokoro_time_major.py 2>&1 | tee "$OUT/pytest_cuda.txt" | tail -3
-  timeout 180 python3 benchmarks/diag/time_major_gpu.py --json "$OUT/time_major.json" 2>&1 | grep -v Warning \
-    | tee "$OUT/time_major.txt" | grep "^## \|^   on"
-  if python3 -c "import json, sys; r = {x['row']: x for x in json.load(open('$OUT/time_major.json'))['rows']}
-sys.exit(not (all(x.get('bit_identical') for x in r.values()) and r['kokoro-383-bf16']['speedup'] > 1.0))"; then
-    sed -i 's/^TIME_MAJOR_INPUTS = False/TIME_MAJOR_INPUTS = True/' tilewave/models/kokoro/modules.py
-  fi
-  grep "^TIME_MAJOR_INPUTS" tilewave/models/kokoro/modules.py | tee "$OUT/time_major_default.txt"
-  timeout 130 python3 -m tilewave bench --model kokoro --device cuda --dtype bfloat16 --json "$OUT/kokoro_bf16.json" \
-    2>&1 | grep -v Warning | tee "$OUT/kokoro_bf16.txt" | grep -v "^  stage" | tail -8
-  timeout 80 python3 -m tilewave bench --model bigvgan --device cuda --dtype bfloat16 --json "$OUT/bigvgan_bf16.json" \
-    2>&1 | grep -v Warning | tee "$OUT/bigvgan_bf16.txt" | grep -v "^  stage" | tail -4 ;;
-s29a)  # the CUDA suites (the timestamps' too: srt is in .whl3 now), where each row's GPU time goes (kernels by
-  # total time beside wall time and floor), the 64 sentences through the engine from graphs beside the official
-  install
-  timeout 200 python3 -m pytest -q -p no:cacheprovider -k "gpu or cuda" tests/models tests/engine 2>&1 \
-    | tee "$OUT/pytest_cuda.txt" | tail -4
-  timeout 330 python3 benchmarks/diag/profile_gpu.py --json "$OUT/profile.json" 2>&1 | grep -v Warning \
-    | tee "$OUT/profile.txt" | grep "^## \|^graphed" ;;
-s29b)  # the 64-item bar in bfloat16, then the fidelity of every mode and dtype with each config's audio written
-  # (the ASR round trip runs on the CPU machine: untar wav.tgz, tests/asr/wer_dir.py), BigVGAN in 16-bit storage
-  install
-  timeout 170 python3 -m tilewave bench --model kokoro --batch 64 --device cuda --dtype bfloat16 --graphs --reps 2 \
-    --json "$OUT/batch64_bf16.json" 2>&1 | grep -v Warning | tee "$OUT/batch64_bf16.txt" | tail -6
-  timeout 200 python3 benchmarks/fidelity_kokoro.py --device cuda --inputs benchmarks/fidelity_inputs.json \
-    --json "$OUT/fidelity.json" --wav-dir /tmp/wav 2>&1 | grep -v Warning | tee "$OUT/fidelity.txt" | tail -12
-  tar czf "$OUT/wav.tgz" -C /tmp/wav .  # one file: a call brings back only a few files from $OUT
-  for dt in bfloat16 float16; do
-    timeout 90 python3 -m tilewave bench --model bigvgan --device cuda --dtype $dt --json "$OUT/bigvgan_$dt.json" 2>&1 \
-      | grep -v Warning | tee "$OUT/bigvgan_$dt.txt" | grep -v "^  stage" | tail -4
-  done ;;
+  case "${2:-1}" in
+  1) timeout 120 python3 -m tilewave bench --model kokoro --device cuda --dtype bfloat16 --json "$OUT/kokoro_bf16.json" \
+       2>&1 | grep -v Warning | tee "$OUT/kokoro_bf16.txt" | grep -v "^  stage" | tail -8
+     timeout 200 python3 benchmarks/bench_kokoro.py --precisions tf32x3,tf32 --json "$OUT/kokoro.json" 2>&1 \
+       | grep -v Warning | tee "$OUT/kokoro.txt" | grep -v "^  stage" | tail -25 ;;
+  2) timeout 170 python3 -m tilewave bench --model kokoro --batch 64 --device cuda --dtype bfloat16 --graphs --reps 2 \
+       --json "$OUT/batch64_bf16.json" 2>&1 | grep -v Warning | tee "$OUT/batch64_bf16.txt" | tail -6
+     timeout 150 python3 benchmarks/bench_vocoders.py --json "$OUT/vocoders.json" 2>&1 | grep -v Warning \
+       | tee "$OUT/vocoders.txt" | grep "BigVGAN\|seed"
+     for dt in bfloat16 float16; do
+       timeout 80 python3 -m tilewave bench --model bigvgan --device cuda --dtype $dt --json "$OUT/bigvgan_$dt.json" \
+         2>&1 | grep -v Warning | tee "$OUT/bigvgan_$dt.txt" | grep -v "^  stage" | tail -2
+     done
+     timeout 80 python3 -m tilewave bench --model bigvgan --device cuda --precision tf32 --json "$OUT/bigvgan_tf32.json" \
+       2>&1 | grep -v Warning | tee "$OUT/bigvgan_tf32.txt" | grep -v "^  stage" | tail -2 ;;
+  3) timeout 300 python3 benchmarks/diag/profile_gpu.py --json "$OUT/profile.json" 2>&1 | grep -v Warning \
+       | tee "$OUT/profile.txt" | grep "^## \|^graphed"
+     timeout 200 python3 benchmarks/fidelity_kokoro.py --device cuda --inputs benchmarks/fidelity_inputs.json \
+       --json "$OUT/fidelity.json" --wav-dir /tmp/wav 2>&1 | grep -v Warning | tee "$OUT/fidelity.txt" | tail -12
+     tar czf "$OUT/wav.tgz" -C /tmp/wav . ;;
+  *) echo "figures: part 1, 2 or 3"; exit 2 ;;
+  esac ;;
 launches)  # the launches re-recorded alone (tilewave/harness/launches.json, what the build gate compiles)
   install
   timeout 150 python3 -m tilewave.harness.launches > "$OUT/launches.txt" 2>&1; tail -1 "$OUT/launches.txt"
