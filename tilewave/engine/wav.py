@@ -2,15 +2,14 @@
 format its name says (16-bit PCM WAV, 16-bit FLAC, Ogg Vorbis, MP3), or bytes in a named format (the server)."""
 from __future__ import annotations
 
-import contextlib
 import io
 import os
-import tempfile
 from pathlib import Path
 from typing import Iterable
 
 import numpy as np
 
+from tilewave.assets import atomic_file
 from tilewave.errors import InputError
 
 # file name suffix -> (soundfile format, subtype)
@@ -44,7 +43,7 @@ def write_audio(path: str | os.PathLike, audio: np.ndarray, sample_rate: int) ->
     """Encode as the file name says, write the whole file beside its destination, then rename it: never a
     partial file at `path`."""
     data = encode_audio(audio, sample_rate, *audio_format(path))
-    with _beside(path) as tmp:
+    with atomic_file(path, suffix=Path(path).suffix) as tmp:
         with open(tmp, "wb") as f:
             f.write(data)
 
@@ -57,7 +56,7 @@ def write_audio_stream(path: str | os.PathLike, blocks: Iterable[np.ndarray], sa
 
     fmt, subtype = audio_format(path)
     written = 0
-    with _beside(path) as tmp:
+    with atomic_file(path, suffix=Path(path).suffix) as tmp:
         with soundfile.SoundFile(tmp, "w", sample_rate, 1, subtype, format=fmt) as f:
             for block in blocks:
                 if not np.isfinite(block).all():
@@ -65,19 +64,3 @@ def write_audio_stream(path: str | os.PathLike, blocks: Iterable[np.ndarray], sa
                 f.write(np.clip(block, -1.0, 1.0))
                 written += block.size
     return written
-
-
-@contextlib.contextmanager
-def _beside(path: str | os.PathLike):
-    """A temporary file name in `path`'s folder for the block to fill; renamed to `path` when it ends well."""
-    fd, tmp = tempfile.mkstemp(suffix=Path(path).suffix, dir=os.path.dirname(os.path.abspath(path)))
-    os.close(fd)
-    try:
-        yield tmp
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; the file gets the permissions of any new file
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
