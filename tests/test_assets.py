@@ -28,7 +28,6 @@ def test_an_atomic_file_appears_whole_or_not_at_all(tmp_path):
     assert path.read_bytes() == b"whole" and list(path.parent.iterdir()) == [path]
 
 
-
 def test_a_failed_atomic_file_leaves_the_old_file_and_a_good_one_is_0o644_and_synced_when_asked(tmp_path,
                                                                                              monkeypatch):
     path = tmp_path / "a.wav"
@@ -63,6 +62,7 @@ def test_an_atomic_files_temporary_name_is_hidden_unique_and_ends_in_its_suffix(
     assert path.read_bytes() == b"first" and list(tmp_path.iterdir()) == [path]  # the last to finish wins
     with assets.atomic_file(path) as tmp:
         assert tmp.name.startswith(".a.wav.") and tmp.name.endswith(".tmp")
+
 
 def test_an_atomic_folder_replaces_the_old_one_only_when_filled(tmp_path):
     final = tmp_path / "voices"
