@@ -175,7 +175,8 @@ def story(tmp_path):
 
 
 def _temp_bytes(folder) -> int:
-    return sum(p.stat().st_size for p in folder.iterdir() if p.name.startswith("tmp"))
+    """The bytes in the hidden temporaries (assets.atomic_file's `.<name>.<random><suffix>`) being written."""
+    return sum(p.stat().st_size for p in folder.iterdir() if p.name.startswith("."))
 
 
 @pytest.mark.parametrize("suffix", [".wav", ".flac"])
