@@ -14,19 +14,18 @@
 #                         one LSTM launch, the adain/batch CUDA tests
 #   batch [precision]   : Kokoro batched (B = 1, 8, 32, 64) beside one by one, the engine and the official model
 #   serve               : first audio of a 2,000-character text (engine and HTTP, eager and graphed), the load test
-#   precision           : Kokoro and the vocoders in every mode and dtype, the fidelity table, launches re-recorded
 #   load [NAME MIN ...] : the server's load test twice in one process, each batch's model call timed apart
 #                         (diag/server_gpu.py; MIN: bench_server's --padded-min, default 4)
 #   launches            : the launches re-recorded alone
-#   figures [1|2|3]     : main's figures beside their peers in three calls (singles; batch and vocoders; profile
-#                         and fidelity)
+#   figures [1|2|3]     : main's figures beside their peers in three calls (Kokoro singles in every mode and
+#                         dtype; the batch, BigVGAN and the seed decoder; the profile and the fidelity table)
 # A session's own comparisons (a form against another in one call) are phases named after it (s22a, ...), kept
 # until their result is in RESULTS.md; the earlier sessions' phases are in git history at the commit RESULTS.md
 # names for each run.
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
-phase=${1:?phase: wheels | test | bench | engine | batch | serve | load | precision | launches | figures}
+phase=${1:?phase: wheels | test | bench | engine | batch | serve | load | launches | figures}
 install() {
   [ -f /tmp/site/.done ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
@@ -103,25 +102,6 @@ serve)
   done
   timeout 300 python3 benchmarks/bench_server.py --device cuda --clients 16 --requests 2 --text-words 48 \
     --timeout 240 --json "$OUT/server.json" 2>&1 | tee "$OUT/server.txt" | tail -8 ;;
-precision)  # single utterances and vocoders in every mode and dtype, the fidelity table, launches re-recorded
-  install
-  timeout 240 python3 benchmarks/bench_kokoro.py --precisions tf32x3,tf32 --json "$OUT/kokoro.json" 2>&1 \
-    | grep -v Warning | tee "$OUT/kokoro.txt" | grep -v "^  stage" | tail -25
-  timeout 120 python3 -m tilewave bench --model kokoro --device cuda --dtype bfloat16 --json "$OUT/kokoro_bf16.json" \
-    2>&1 | grep -v Warning | tee "$OUT/kokoro_bf16.txt" | grep -v "^  stage" | tail -8
-  for f in benchmarks/fidelity_inputs.json tilewave/harness/kokoro_inputs.json; do  # the second: 77, 383, 510 phonemes
-    n=$(basename "$f" .json)
-    timeout 150 python3 benchmarks/fidelity_kokoro.py --device cuda --inputs "$f" --json "$OUT/fidelity_$n.json" 2>&1 \
-      | grep -v Warning | tee "$OUT/fidelity_$n.txt" | tail -12
-  done
-  timeout 150 python3 benchmarks/bench_vocoders.py --json "$OUT/vocoders.json" 2>&1 | grep -v Warning \
-    | tee "$OUT/vocoders.txt" | grep -v "^  stage" | tail -10
-  for dt in bfloat16 float16; do
-    timeout 90 python3 -m tilewave bench --model bigvgan --device cuda --dtype $dt --json "$OUT/bigvgan_$dt.json" 2>&1 \
-      | grep -v Warning | tee "$OUT/bigvgan_$dt.txt" | grep -v "^  stage" | tail -4
-  done
-  timeout 90 python3 -m tilewave.harness.launches > "$OUT/launches.txt" 2>&1; tail -n2 "$OUT/launches.txt"
-  cp tilewave/harness/launches.json "$OUT/" ;;
 load)  # load [NAME MIN args]: the load test (clients in a process of their own), batches by mode and size
   install; shift
   load_test "${1:-load}" "${2:-4}" "${@:3}" ;;
