@@ -19,6 +19,7 @@
 #   launches            : the launches re-recorded alone
 #   figures [1|2|3]     : main's figures beside their peers in three calls (Kokoro singles in every mode and
 #                         dtype; the batch, BigVGAN and the seed decoder; the profile and the fidelity table)
+#   s32a                : BigVGAN's activations writing the convs' time-major input, against the convs' copy
 # A session's own comparisons (a form against another in one call) are phases named after it (s22a, ...), kept
 # until their result is in RESULTS.md; the earlier sessions' phases are in git history at the commit RESULTS.md
 # names for each run.
@@ -133,6 +134,17 @@ figures)  # figures [1|2|3]: main's figures beside their peers, in three calls (
      tar czf "$OUT/wav.tgz" -C /tmp/wav . ;;
   *) echo "figures: part 1, 2 or 3"; exit 2 ;;
   esac ;;
+s32a)  # session 32: BigVGAN's activations writing the convs' time-major input (BigVGAN.time_major_inputs) against the
+  # convs' copy, interleaved in one process, at 8 and at 4 channels a program; the CUDA tests of the form first
+  install
+  timeout 240 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_time_major.py tests/kernels/test_act1d.py \
+    tests/models/test_bigvgan.py 2>&1 | tee "$OUT/pytest_s32a.txt" | tail -6
+  timeout 100 python3 -m tilewave test --device cuda -f resample 2>&1 | tail -n2
+  for ch in 8 4; do
+    sed -i "s/^TIME_MAJOR_CHANNELS = .*/TIME_MAJOR_CHANNELS = $ch/" tilewave/kernels/antialias.py
+    timeout 150 python3 benchmarks/diag/time_major_gpu.py --rows bigvgan-10s-bf16,bigvgan-10s-tf32,bigvgan-10s-tf32x3 \
+      --rounds 5 --json "$OUT/time_major_ch$ch.json" 2>&1 | grep "^#\|^##\|on top"
+  done ;;
 launches)  # the launches re-recorded alone (tilewave/harness/launches.json, what the build gate compiles)
   install
   timeout 150 python3 -m tilewave.harness.launches > "$OUT/launches.txt" 2>&1; tail -1 "$OUT/launches.txt"

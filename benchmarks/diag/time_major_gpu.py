@@ -1,5 +1,6 @@
-"""KokoroModel.time_major_inputs off against on, in one process: the AdaINs before the resblocks' convs writing the
-conv's time-major input themselves instead of the conv copying it (modules.norm_into_conv).
+"""time_major_inputs off against on, in one process: the producers before the convs writing the conv's time-major
+input themselves instead of the conv copying it (Kokoro: the resblocks' AdaINs, modules.norm_into_conv; BigVGAN:
+every anti-aliased activation, replayed from one CUDA graph per form).
 
 Per row (profile_gpu.py's workloads): the wall time of each form, interleaved off/on over rounds (median of 5
 CUDA-event runs each), whether the audio is bit-identical, and one kernel profile per form (launches, kernel time,
@@ -27,12 +28,23 @@ ROWS = {  # name: (input or batch size, dtype, precision mode)
     "kokoro-383-tf32": ("medium", "float32", "tf32"),
     "kokoro-77-bf16": ("short", "bfloat16", "tf32x3"),
     "kokoro-batch64-bf16": (64, "bfloat16", "tf32x3"),
+    "bigvgan-10s-bf16": ("bigvgan", "bfloat16", "tf32x3"),
+    "bigvgan-10s-tf32": ("bigvgan", "float32", "tf32"),
+    "bigvgan-10s-tf32x3": ("bigvgan", "float32", "tf32x3"),
 }
 COPY = "_time_major_pad_kernel"
 
 
 def _forms(model, what, dtype):
-    """(graphed or padded fn returning the audio list, audio seconds) for a row."""
+    """The row's run: a fn returning its audio list (Kokoro graphed or padded; BigVGAN from a CUDA graph per form)."""
+    if what == "bigvgan":
+        from tilewave.ops.graphs import GraphCache
+
+        x, graphs = model.workload_x, GraphCache(max_graphs=2)
+
+        def run():
+            return [graphs.run((model.time_major_on, tuple(x.shape)), lambda v: (model(v),), (x,))[0]]
+        return run
     from tilewave.engine.runner import KokoroRunner
     from tilewave.engine.voices import load_voice, style_for
     from tilewave.harness import model_bench as MB
@@ -104,9 +116,16 @@ def main() -> None:
     report = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
               "rows": []}
     print(f"# {report['gpu']}, torch {report['torch']}, triton {report['triton']}", flush=True)
-    model = MB.load_kokoro("cuda", "float32")[0]  # one model: each call's dtype picks its decoder copy
+    kokoro = []  # loaded on the first Kokoro row; one model: each call's dtype picks its decoder copy
     for name in args.rows.split(","):
         try:
+            if ROWS[name][0] == "bigvgan":
+                w = MB.vocoder_workload("bigvgan", "cuda", getattr(torch, ROWS[name][1]))
+                model = w["model"]
+                model.workload_x = w["x"]
+            else:
+                kokoro = kokoro or [MB.load_kokoro("cuda", "float32")[0]]
+                model = kokoro[0]
             r = compare_row(name, model, args.rounds)
         except Exception as exc:  # one row failing leaves the others' figures
             print(f"## {name}: FAILED {type(exc).__name__}: {exc}", flush=True)

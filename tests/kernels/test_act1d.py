@@ -1,7 +1,7 @@
 """act1d properties the registry cases can't express: every tile seam (row edges handed over between tile rows,
 the rows shared by neighbouring tiles, signal ends) at lengths around tile multiples with a small tile; other
 filter lengths (their halo changes the column count); the sine at large |alpha * u| (the SFU form on the
-GPU); and, compiled for sm_90, 16-byte stores of y."""
+GPU); and, compiled for sm_90, 16-byte stores of y (the time-major form's too)."""
 import os
 import subprocess
 import sys
@@ -70,24 +70,24 @@ _STORES_OF_VARIANT = """
 import re, sys, pathlib
 from tilewave.harness.build import compile_variant
 from tilewave.kernels import antialias as K
-dtype, out = sys.argv[1], pathlib.Path(sys.argv[2])
-v = next(v for v in K._act1d_variants()
-         if v.name.startswith(f"_act1d_poly_kernel[{dtype},beta=True") and "ROW_ALIGN=1]" not in v.name)
+prefix, out = sys.argv[1], pathlib.Path(sys.argv[2])
+v = next(v for v in K._act1d_variants() if v.name.startswith(prefix) and "ROW_ALIGN=1]" not in v.name)
 r = compile_variant("act1d", v, 90, out_dir=out, emit=("ptx",))
 assert r.passed, r.line()
 print(" ".join(re.findall(r"st\\.global(?:\\.[a-z0-9]+)+", next(out.glob("*.ptx")).read_text())))
 """
 
 
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-def test_sm90_build_keeps_y_stores_16_byte_vectors(tmp_path, dtype):
+@pytest.mark.parametrize("prefix", ["_act1d_poly_kernel[fp32,beta=True", "_act1d_poly_kernel[bf16,beta=True",
+                                    "_act1d_time_major_kernel[bf16"])
+def test_sm90_build_keeps_y_stores_16_byte_vectors(tmp_path, prefix):
     # The store mask once compared positions with the unaligned length, and Triton split y's stores into scalar
     # ones: a few bytes into each of 32 sectors per warp store (8x the L2 write requests; the H200 ran the
     # kernel at 45% of copy bandwidth, L2-bound). Compiled for sm_90 as launched (16-byte aligned pointers,
     # rows a multiple of the vector; in a process of its own: this one runs Triton's interpreter), every
-    # global store is a 16-byte vector.
+    # global store is a 16-byte vector: the time-major form's too (its channels adjacent, its zero rows included).
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    run = subprocess.run([sys.executable, "-c", _STORES_OF_VARIANT, dtype, str(tmp_path)], env=env,
+    run = subprocess.run([sys.executable, "-c", _STORES_OF_VARIANT, prefix, str(tmp_path)], env=env,
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
     stores = run.stdout.split()

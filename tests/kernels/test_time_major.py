@@ -1,10 +1,11 @@
-"""A conv input made time-major by its producer (kernels.conv.TimeMajor): adain1d_time_major writes what the conv's
-own copy of adain1d's output would hold, bit for bit and its padding zero; the tap kernel reads it to the same
-bits as x itself; a layout other than the plan's is refused."""
+"""A conv input made time-major by its producer (kernels.conv.TimeMajor): adain1d_time_major and act1d_time_major
+write what the conv's own copy of their one-layout output would hold, bit for bit and its padding zero; the tap
+kernel reads it to the same bits as x itself; a layout other than the plan's is refused."""
 import pytest
 import torch
 
 from tests.conftest import KERNEL_DEVICE
+from tilewave.kernels import antialias as A
 from tilewave.kernels import conv as C
 from tilewave.kernels import norm as K
 from tilewave.kernels.conv.tap import _x_time_major
@@ -45,6 +46,37 @@ def test_adain_time_major_is_the_conv_copy_of_adain_bit_for_bit(dtype, B, Cn, L,
         assert got[:, left:left + L, :Cn].abs().max() > 0.1  # the comparison sees values
     with pytest.raises(ValueError, match="left \\+ L <= Lp"):
         K.adain1d_time_major(x, gamma, beta, 2, L + 1, Cn, **kw)
+
+
+
+# (rows, cols, iters) of the tile: the launcher's, and a small one whose seams (tile rows, tiles, programs of two
+# tiles) fall inside short rows; channel counts below, at and past one program's 8 (fp16) or 4 (fp32) channels
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("B,Cn,L,tile,snakebeta", [
+    (2, 5, 77, (8, 8, 2), True),
+    (1, 12, 203, (8, 8, 2), False),
+    (2, 3, 1, (8, 8, 2), True),
+    (1, 9, 700, (A.TILE_ROWS, A.TILE_COLS, 2), True),
+])
+def test_act1d_time_major_is_the_conv_copy_of_act1d_bit_for_bit(dtype, B, Cn, L, tile, snakebeta):
+    g = torch.Generator().manual_seed(L + Cn)
+    x = (torch.randn(B, Cn, L, generator=g) * 2).to(dtype).to(KERNEL_DEVICE)
+    alpha = (torch.randn(Cn, generator=g) * 0.5).to(KERNEL_DEVICE)
+    beta = (torch.randn(Cn, generator=g) * 0.5).to(KERNEL_DEVICE) if snakebeta else None
+    f = A.resample_filter(device=KERNEL_DEVICE)
+    rows, cols, iters = tile
+    y = A.act1d_poly(x, alpha, beta, True, f, f, rows=rows, cols=cols, num_warps=1, iters=iters)
+    for pos_lo, pos_hi in ((-1, L + 1), (-40, L + 70)):
+        want, left = _x_time_major(y, pos_lo, pos_hi)
+        Lp, pitch = want.shape[1:]
+        out = torch.full((B, Lp, pitch), float("nan"), dtype=dtype, device=x.device)  # poisoned: every cell written
+        got = A.act1d_time_major(x, alpha, beta, True, f, f, left, Lp, pitch, out=out, rows=rows, cols=cols,
+                                 iters=iters)
+        assert got is out and torch.isfinite(got).all()
+        assert torch.equal(got, want), f"layout {(left, Lp, pitch)}: not act1d's bits"
+        assert got[:, left:left + L, :Cn].abs().max() > 0.1  # the comparison sees values
+    with pytest.raises(ValueError, match="left \\+ L <= Lp"):
+        A.act1d_time_major(x, alpha, beta, True, f, f, 2, L + 1, pitch)
 
 
 def _conv_inputs(B, Cn, Co, L, K_, dtype, seed):

@@ -120,6 +120,36 @@ def test_16bit_generator_tracks_float32(device, dtype):
     assert relative_error(out.float(), ref) <= tolerance(str(dtype).removeprefix("torch."), "reduction")
 
 
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_act1d_time_major_op_holds_act1d_values(device):
+    # the time-major form (the conv tap kernel's input) of act1d's output: its values, zeros around them
+    g = torch.Generator().manual_seed(4)
+    x, alpha, beta = torch.randn(2, 5, 40, generator=g), torch.randn(5, generator=g) * 0.3, torch.randn(5, generator=g)
+    x, alpha, beta = x.to(device), alpha.to(device), beta.to(device)
+    want = resample.act1d(x, alpha, beta, True)
+    tm = resample.act1d(x, alpha, beta, True, time_major=(3, 50, 8))
+    assert (tm.left, tm.channels, tm.length, tuple(tm.data.shape)) == (3, 5, 40, (2, 50, 8))
+    assert torch.equal(tm.data[:, 3:43, :5], want.transpose(1, 2)) and want.abs().max() > 0.1
+    inside = torch.zeros_like(tm.data, dtype=torch.bool)
+    inside[:, 3:43, :5] = True
+    assert not tm.data[~inside].any()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_time_major_inputs_change_no_bit(device, dtype):
+    # the activations writing the convs' time-major input against the convs copying it (where a GPU's tap kernel
+    # reads that form; on the CPU neither is time-major): the same audio to the bit
+    config = BigVGANConfig.from_dict(H_22K_SMALL)
+    mel = torch.randn(1, 80, 6, generator=torch.Generator().manual_seed(3)) - 4
+    model = BigVGAN.from_state_dict(config, random_state_dict(config, seed=3), device=device, dtype=dtype)
+    off = model.time_major_inputs(False)(mel.to(device))
+    on = model.time_major_inputs(True)(mel.to(device))
+    assert torch.isfinite(off).all() and off.abs().max() > 1e-3
+    assert torch.equal(on, off)
+
+
 def test_context_frames_bounds_the_receptive_field():
     """Changing mel frame t changes audio only within t +- context_frames frames (what chunking relies on)."""
     h = dict(H_22K_SMALL, upsample_rates=[4, 2], upsample_kernel_sizes=[8, 4], hop_size=8, upsample_initial_channel=8)

@@ -106,15 +106,15 @@ def _tile(cols, COLS: tl.constexpr):
 
 
 @triton.jit
-def _shifted(cols, prev, succ, COLS: tl.constexpr, HALO: tl.constexpr):
-    """Columns -HALO .. COLS + HALO - 1 of the tile's rows: the edges are the previous / next row's columns
-    (warp shuffles when the tile is one warp, a shared-memory round trip otherwise)."""
+def _shifted(cols, prev, succ, COLS: tl.constexpr, HALO: tl.constexpr, AXIS: tl.constexpr):
+    """Columns -HALO .. COLS + HALO - 1 of the tile's rows (along AXIS): the edges are the previous / next row's
+    columns (warp shuffles when a warp holds the rows, a shared-memory round trip otherwise)."""
     out = ()
     for i in tl.static_range(HALO):
-        out = out + (tl.gather(cols[COLS - HALO + i], prev, 0),)
+        out = out + (tl.gather(cols[COLS - HALO + i], prev, AXIS),)
     out = out + cols
     for i in tl.static_range(HALO):
-        out = out + (tl.gather(cols[i], succ, 0),)
+        out = out + (tl.gather(cols[i], succ, AXIS),)
     return out
 
 
@@ -133,12 +133,59 @@ def _load_chunks(x_row, t0, L, ROWS: tl.constexpr, COLS: tl.constexpr, VEC: tl.c
 
 
 @triton.jit
+def _replicate_ends(cols, q0, L, first, last, COLS: tl.constexpr):
+    """Columns e of tile rows starting at positions q0 with positions before 0 replaced by `first` and from L on by
+    `last` (replicate padding)."""
+    out = ()
+    for e in tl.static_range(COLS):
+        qe = q0 + e
+        out = out + (tl.where(qe < 0, first, tl.where(qe >= L, last, cols[e])),)
+    return out
+
+
+@triton.jit
+def _up_activated(xs, up, alpha, inv_beta, zero, TAPS: tl.constexpr, COLS: tl.constexpr, FAST_SIN: tl.constexpr):
+    """The two phases of the upsampled signal at each of the COLS columns, activated, from x's columns widened by
+    HALO each side (xs): u[2q + r] meets x[q + (r + CROP - k) / 2 - PAD] (through tap k when r + CROP - k is even);
+    `up` holds 2 f_u (the upsampler's gain). zero: a zero column, in the tile's shape."""
+    HALO: tl.constexpr = TAPS // 4
+    PAD: tl.constexpr = TAPS // 2 - 1
+    CROP: tl.constexpr = 3 * TAPS // 2 - 3
+    ae = ()
+    ao = ()
+    for e in tl.static_range(COLS):
+        u_even = zero
+        u_odd = zero
+        for k in tl.static_range(TAPS):
+            if (CROP - k) % 2 == 0:
+                u_even += up[k] * xs[e + HALO + (CROP - k) // 2 - PAD]
+            else:
+                u_odd += up[k] * xs[e + HALO + (CROP + 1 - k) // 2 - PAD]
+        ae = ae + (_snake_phase(u_even, alpha, inv_beta, FAST_SIN),)
+        ao = ao + (_snake_phase(u_odd, alpha, inv_beta, FAST_SIN),)
+    return ae, ao
+
+
+@triton.jit
+def _down(a, down, zero, TAPS: tl.constexpr, COLS: tl.constexpr):
+    """Down: y[p] = sum_k f_d[k] a[2p + k - PAD]; a: the activated columns widened by 2 HALO each side, so column
+    2e + k - PAD of the row is 2 HALO >= PAD + 1 further in."""
+    HALO: tl.constexpr = TAPS // 4
+    PAD: tl.constexpr = TAPS // 2 - 1
+    ys = ()
+    for e in tl.static_range(COLS):
+        acc = zero
+        for k in tl.static_range(TAPS):
+            acc += down[k] * a[2 * e + k - PAD + 2 * HALO]
+        ys = ys + (acc,)
+    return ys
+
+
+@triton.jit
 def _act1d_poly_tile(chunks, x_row, y_row, t0, L, L_aligned, up, down, alpha, inv_beta, TAPS: tl.constexpr,
                      ROWS: tl.constexpr, COLS: tl.constexpr, VEC: tl.constexpr, CLAMP: tl.constexpr,
                      FAST_SIN: tl.constexpr):
     HALO: tl.constexpr = TAPS // 4
-    PAD: tl.constexpr = TAPS // 2 - 1
-    CROP: tl.constexpr = 3 * TAPS // 2 - 3
     # tile row r holds half-rate positions q = t0 + (r - 1) COLS + e; rows 0 and ROWS - 1 only feed their
     # neighbours' edges (a row shift cannot reach past the tile), rows 1 .. ROWS - 2 are stored.
     # x comes in chunks of VEC columns, one 16-byte access per thread and chunk: a chunk's columns are then
@@ -151,53 +198,23 @@ def _act1d_poly_tile(chunks, x_row, y_row, t0, L, L_aligned, up, down, alpha, in
         # replicate padding of x: positions before 0 read x[0], after L - 1 read x[L - 1]
         x_first = tl.load(x_row).to(tl.float32)
         x_last = tl.load(x_row + (L - 1)).to(tl.float32)
-        fx = ()
-        for e in tl.static_range(COLS):
-            qe = t0 + (r_idx - 1) * COLS + e
-            fx = fx + (tl.where(qe < 0, x_first, tl.where(qe >= L, x_last, xc[e])),)
-        xc = fx
+        xc = _replicate_ends(xc, t0 + (r_idx - 1) * COLS, L, x_first, x_last, COLS)
     prev = tl.maximum(r_idx - 1, 0)
     succ = tl.minimum(r_idx + 1, ROWS - 1)
-    xs = _shifted(xc, prev, succ, COLS, HALO)
-
-    # the two phases of the upsampled signal, activated: u[2q + r] meets x[q + (r + CROP - k) / 2 - PAD]
-    # (through tap k when r + CROP - k is even); `up` holds 2 f_u (the upsampler's gain)
-    ae = ()
-    ao = ()
-    for e in tl.static_range(COLS):
-        u_even = tl.zeros([ROWS], tl.float32)
-        u_odd = tl.zeros([ROWS], tl.float32)
-        for k in tl.static_range(TAPS):
-            if (CROP - k) % 2 == 0:
-                u_even += up[k] * xs[e + HALO + (CROP - k) // 2 - PAD]
-            else:
-                u_odd += up[k] * xs[e + HALO + (CROP + 1 - k) // 2 - PAD]
-        ae = ae + (_snake_phase(u_even, alpha, inv_beta, FAST_SIN),)
-        ao = ao + (_snake_phase(u_odd, alpha, inv_beta, FAST_SIN),)
+    xs = _shifted(xc, prev, succ, COLS, HALO, 0)
+    zero = tl.zeros([ROWS], tl.float32)
+    ae, ao = _up_activated(xs, up, alpha, inv_beta, zero, TAPS, COLS, FAST_SIN)
     if CLAMP:
         # replicate padding of the activated signal: a[n < 0] = a[0], a[n >= 2L] = a[2L - 1]
         first, last = _activated_ends(x_row, L, up, alpha, inv_beta, TAPS, FAST_SIN)
-        fe = ()
-        fo = ()
-        for e in tl.static_range(COLS):
-            qe = t0 + (r_idx - 1) * COLS + e
-            fe = fe + (tl.where(qe < 0, first, tl.where(qe >= L, last, ae[e])),)
-            fo = fo + (tl.where(qe < 0, first, tl.where(qe >= L, last, ao[e])),)
-        ae = fe
-        ao = fo
+        ae = _replicate_ends(ae, t0 + (r_idx - 1) * COLS, L, first, last, COLS)
+        ao = _replicate_ends(ao, t0 + (r_idx - 1) * COLS, L, first, last, COLS)
     # the activated signal a[2q + r] of each tile row as 2 COLS columns, widened by the neighbours' edges
     a = ()
     for e in tl.static_range(COLS):
         a = a + (ae[e], ao[e])
-    a = _shifted(a, prev, succ, 2 * COLS, 2 * HALO)
-
-    # Down: y[p] = sum_k f_d[k] a[2p + k - PAD]; column 2e + k - PAD of the row, 2 HALO >= PAD + 1 further in
-    ys = ()
-    for e in tl.static_range(COLS):
-        acc = tl.zeros([ROWS], tl.float32)
-        for k in tl.static_range(TAPS):
-            acc += down[k] * a[2 * e + k - PAD + 2 * HALO]
-        ys = ys + (acc,)
+    a = _shifted(a, prev, succ, 2 * COLS, 2 * HALO, 0)
+    ys = _down(a, down, zero, TAPS, COLS)
     # The whole tile in one store, laid out by the compiler so that a warp's 16-byte vectors are adjacent (a
     # float32 row is two vectors; stored chunk by chunk they were rows apart). L_aligned (== L) says the mask is
     # constant over a vector: with `q < L` the stores become scalar, each a partial write of 32 sectors in L2
@@ -268,6 +285,176 @@ def _activated_ends(x_row, L, up, alpha, inv_beta, TAPS: tl.constexpr, FAST_SIN:
 
 
 # ---------------------------------------------------------------------------------------------------
+# time-major form: CH channels per program (one warp each), y written as the conv tap kernel's input
+# ---------------------------------------------------------------------------------------------------
+# The same tile as above with a channel axis in front: tile tensors are [CH, ROWS], warp w holding channel w's
+# rows, so the row-edge gathers stay warp shuffles and each thread runs the one-channel tile's code. The store is
+# y[b, left + q, c]: CH channels of one position are adjacent in memory, and Triton converts the tile to that layout
+# through shared memory, so y leaves in 16-byte vectors instead of the scattered 2-byte writes a one-channel
+# program would make (16x the L2 write requests; see the store note in _act1d_poly_tile).
+@triton.jit
+def _columns_ch(t, COLS: tl.constexpr):
+    """_columns for a [CH, R, COLS] tile: COLS [CH, R] tensors, in order."""
+    cols = (t,)
+    for level in tl.static_range(COLS):
+        if (1 << level) < COLS:
+            evens = ()
+            odds = ()
+            for s in tl.static_range(1 << level):
+                e, o = tl.split(tl.reshape(cols[s], [t.shape[0], t.shape[1], (COLS >> level) // 2, 2]))
+                evens = evens + (e,)
+                odds = odds + (o,)
+            cols = evens + odds
+    out = ()
+    for s in tl.static_range(COLS):
+        out = out + (tl.reshape(cols[s], [t.shape[0], t.shape[1]]),)
+    return out
+
+
+@triton.jit
+def _tile_ch(cols, COLS: tl.constexpr):
+    """Inverse of _columns_ch: COLS [CH, R] tensors back into one [CH, R, COLS] tile."""
+    parts = ()
+    for s in tl.static_range(COLS):
+        parts = parts + (tl.reshape(cols[s], [cols[s].shape[0], cols[s].shape[1], 1]),)
+    for level in tl.static_range(COLS):
+        if (1 << level) < COLS:
+            merged = ()
+            for s in tl.static_range(COLS >> (level + 1)):
+                j = tl.join(parts[s], parts[s + (COLS >> (level + 1))])
+                merged = merged + (tl.reshape(j, [j.shape[0], j.shape[1], 2 << level]),)
+            parts = merged
+    return parts[0]
+
+
+@triton.jit
+def _load_chunks_ch(x_rows, t0, L, ROWS: tl.constexpr, COLS: tl.constexpr, VEC: tl.constexpr,
+                    ROW_ALIGN: tl.constexpr):
+    """_load_chunks for CH rows of x at once (x_rows [CH] pointers): COLS / VEC [CH, ROWS, VEC] chunks."""
+    L_aligned = (L // ROW_ALIGN) * ROW_ALIGN
+    r_idx = tl.arange(0, ROWS)
+    chunks = ()
+    for v in tl.static_range(COLS // VEC):
+        qv = t0 + (r_idx[:, None] - 1) * COLS + v * VEC + tl.arange(0, VEC)[None, :]
+        chunks = chunks + (tl.load(x_rows[:, None, None] + qv[None, :, :],
+                                   mask=((qv >= 0) & (qv < L_aligned))[None, :, :], other=0.0),)
+    return chunks
+
+
+@triton.jit
+def _activated_ends_ch(x_rows, L, up, alpha, inv_beta, TAPS: tl.constexpr, FAST_SIN: tl.constexpr):
+    """_activated_ends for CH rows: a[0] and a[2L - 1] of each as [CH, 1] tensors."""
+    PAD: tl.constexpr = TAPS // 2 - 1
+    CROP: tl.constexpr = 3 * TAPS // 2 - 3
+    u_first = tl.zeros([x_rows.shape[0]], tl.float32)
+    u_last = tl.zeros([x_rows.shape[0]], tl.float32)
+    for k in tl.static_range(TAPS):
+        if (CROP - k) % 2 == 0:
+            i = tl.minimum(tl.maximum((CROP - k) // 2 - PAD, 0), L - 1)
+            u_first += up[k] * tl.load(x_rows + i).to(tl.float32)
+        else:
+            i = tl.minimum(tl.maximum(L - 1 + (CROP + 1 - k) // 2 - PAD, 0), L - 1)
+            u_last += up[k] * tl.load(x_rows + i).to(tl.float32)
+    return (_snake_phase(u_first[:, None], alpha, inv_beta, FAST_SIN),
+            _snake_phase(u_last[:, None], alpha, inv_beta, FAST_SIN))
+
+
+# The one-channel tile's body with [CH, ROWS] columns (the comments there hold); only the store differs.
+@triton.jit
+def _act1d_time_major_tile(chunks, x_rows, y_ptr, c, c_real, row0, t0, L, L_aligned, pitch, up, down, alpha,
+                           inv_beta, TAPS: tl.constexpr, CH: tl.constexpr, ROWS: tl.constexpr, COLS: tl.constexpr,
+                           VEC: tl.constexpr, CLAMP: tl.constexpr, FAST_SIN: tl.constexpr,
+                           PITCH_ALIGN: tl.constexpr):
+    HALO: tl.constexpr = TAPS // 4
+    r_idx = tl.arange(0, ROWS)
+    q0 = (t0 + (r_idx - 1) * COLS)[None, :]
+    xc = ()
+    for v in tl.static_range(COLS // VEC):
+        xc = xc + _columns_ch(chunks[v].to(tl.float32), VEC)
+    if CLAMP:
+        x_first = tl.load(x_rows).to(tl.float32)[:, None]
+        x_last = tl.load(x_rows + (L - 1)).to(tl.float32)[:, None]
+        xc = _replicate_ends(xc, q0, L, x_first, x_last, COLS)
+    prev = tl.broadcast_to(tl.maximum(r_idx - 1, 0)[None, :], [CH, ROWS])
+    succ = tl.broadcast_to(tl.minimum(r_idx + 1, ROWS - 1)[None, :], [CH, ROWS])
+    xs = _shifted(xc, prev, succ, COLS, HALO, 1)
+    zero = tl.zeros([CH, ROWS], tl.float32)
+    ae, ao = _up_activated(xs, up, alpha, inv_beta, zero, TAPS, COLS, FAST_SIN)
+    if CLAMP:
+        first, last = _activated_ends_ch(x_rows, L, up, alpha, inv_beta, TAPS, FAST_SIN)
+        ae = _replicate_ends(ae, q0, L, first, last, COLS)
+        ao = _replicate_ends(ao, q0, L, first, last, COLS)
+    a = ()
+    for e in tl.static_range(COLS):
+        a = a + (ae[e], ao[e])
+    a = _shifted(a, prev, succ, 2 * COLS, 2 * HALO, 1)
+    ys = _down(a, down, zero, TAPS, COLS)
+    # position q of the program's channels: row (left + q) of the time-major input, its CH channels adjacent;
+    # the channels past C (the pitch's padding) are written as zeros
+    q = t0 + (r_idx[:, None] - 1) * COLS + tl.arange(0, COLS)[None, :]
+    keep = (r_idx[:, None] >= 1) & (r_idx[:, None] < ROWS - 1) & (q < L_aligned)
+    offs = tl.multiple_of((row0 + q) * pitch, [PITCH_ALIGN, PITCH_ALIGN])
+    y = tl.where(c_real[:, None, None], _tile_ch(ys, COLS), 0.0)
+    tl.store(y_ptr + offs[None, :, :] + c[:, None, None], y.to(y_ptr.dtype.element_ty), mask=keep[None, :, :])
+
+
+@triton.jit(do_not_specialize=["C", "L", "n_groups", "n_cblk", "Lp", "left"])
+def _act1d_time_major_kernel(x_ptr, a_ptr, b_ptr, fu_ptr, fd_ptr, y_ptr, C, L, n_groups, n_cblk, Lp, pitch, left,
+                             HAS_BETA: tl.constexpr, LOG_SCALE: tl.constexpr, TAPS: tl.constexpr,
+                             CH: tl.constexpr, ROWS: tl.constexpr, COLS: tl.constexpr, VEC: tl.constexpr,
+                             ITERS: tl.constexpr, ROW_ALIGN: tl.constexpr, FAST_SIN: tl.constexpr,
+                             PITCH_ALIGN: tl.constexpr, ZERO_ROWS: tl.constexpr):
+    # y[b, left + t, c] = act1d(x)[b, c, t]; y's rows before `left` and from left + L are zeros, as are its
+    # channels from C to pitch. grid B · n_cblk · n_groups (the groups of ITERS tiles fastest): channels
+    # cb·CH .. cb·CH + CH of batch item b, one warp each. Channels past C compute on channel C - 1's row (in
+    # bounds, unmasked loads) and store zeros. pitch % CH == 0 (the launcher's), so no store is masked by channel.
+    OUT: tl.constexpr = (ROWS - 2) * COLS
+    pid = tl.program_id(0)
+    grp = pid % n_groups
+    cb = (pid // n_groups) % n_cblk
+    b = (pid // (n_groups * n_cblk)).to(tl.int64)
+    first = grp * ITERS
+    c = cb * CH + tl.arange(0, CH)
+    c_real = c < C
+    cc = tl.minimum(c, C - 1)
+    alpha, inv_beta = _channel_params(a_ptr, b_ptr, cc, HAS_BETA, LOG_SCALE)
+    alpha = alpha[:, None]
+    inv_beta = inv_beta[:, None]
+    up = ()
+    down = ()
+    for k in tl.static_range(TAPS):
+        up = up + (2.0 * tl.load(fu_ptr + k),)
+        down = down + (tl.load(fd_ptr + k),)
+    L_aligned = (L // ROW_ALIGN) * ROW_ALIGN
+    x_rows = x_ptr + tl.multiple_of((b * C + cc) * L, ROW_ALIGN)
+    item = b * Lp  # y's first row of item b; its signal starts at row item + left
+    nxt = _load_chunks_ch(x_rows, first * OUT, L, ROWS, COLS, VEC, ROW_ALIGN)
+    for i in range(ITERS):
+        t0 = (first + i) * OUT
+        cur = nxt
+        nxt = _load_chunks_ch(x_rows, t0 + OUT, L * (i + 1 < ITERS), ROWS, COLS, VEC, ROW_ALIGN)
+        if (t0 >= COLS) & (t0 + (ROWS - 1) * COLS <= L):
+            _act1d_time_major_tile(cur, x_rows, y_ptr, c, c_real, item + left, t0, L, L_aligned, pitch, up, down,
+                                   alpha, inv_beta, TAPS, CH, ROWS, COLS, VEC, False, FAST_SIN, PITCH_ALIGN)
+        elif t0 < L:
+            _act1d_time_major_tile(cur, x_rows, y_ptr, c, c_real, item + left, t0, L, L_aligned, pitch, up, down,
+                                   alpha, inv_beta, TAPS, CH, ROWS, COLS, VEC, True, FAST_SIN, PITCH_ALIGN)
+    # the zero rows (the conv's padding): the first group writes those before the signal, the last those after it
+    z = tl.arange(0, ZERO_ROWS)
+    zeros = tl.zeros([CH, ZERO_ROWS], y_ptr.dtype.element_ty)
+    lo = tl.where(grp == 0, 0, left)
+    for r0 in range(lo, left, ZERO_ROWS):
+        r = r0 + z
+        tl.store(y_ptr + tl.multiple_of((item + r) * pitch, PITCH_ALIGN)[None, :] + c[:, None], zeros,
+                 mask=(r < left)[None, :])
+    hi = tl.where(grp == n_groups - 1, Lp, left + L)
+    for r0 in range(left + L, hi, ZERO_ROWS):
+        r = r0 + z
+        tl.store(y_ptr + tl.multiple_of((item + r) * pitch, PITCH_ALIGN)[None, :] + c[:, None], zeros,
+                 mask=(r < hi)[None, :])
+
+
+# ---------------------------------------------------------------------------------------------------
 # launcher (Triton path; tilewave.ops.resample decides when to call it)
 # ---------------------------------------------------------------------------------------------------
 def _taps(f: torch.Tensor) -> int:
@@ -335,6 +522,54 @@ def act1d(x: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor | None = None
           out: torch.Tensor | None = None) -> torch.Tensor:
     return act1d_poly(x, alpha, beta, log_scale, up_filter, down_filter, out, rows=TILE_ROWS, cols=TILE_COLS,
                       num_warps=TILE_WARPS, iters=TILES_PER_PROGRAM.get(x.dtype, 1))
+
+
+# Channels per program of the time-major form (one warp each): 8 make a 16-byte vector of a 16-bit row.
+TIME_MAJOR_CHANNELS = 8
+TIME_MAJOR_ZERO_ROWS = 256  # padding rows zeroed per store: 8 elements a thread at 8 warps, one 16-byte vector
+
+
+def time_major_launch_args(x: torch.Tensor, taps: int, pitch: int, rows: int, cols: int, iters: int,
+                           fast_sin: bool, channels: int = TIME_MAJOR_CHANNELS):
+    """(grid, n_groups, n_cblk, channels, constexprs) of _act1d_time_major_kernel: the polyphase kernel's tile and
+    groups, `channels` per program where they divide the pitch (else the largest power of two that does)."""
+    _, n_groups, const = poly_launch_args(x, taps, rows, cols, iters, fast_sin)
+    ch = math.gcd(channels, pitch)
+    n_cblk = pitch // ch
+    const.update(CH=ch, PITCH_ALIGN=math.gcd(pitch, 16 // x.element_size()), ZERO_ROWS=TIME_MAJOR_ZERO_ROWS)
+    return (x.shape[0] * n_cblk * n_groups,), n_groups, n_cblk, ch, const
+
+
+def act1d_time_major(x: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor | None, log_scale: bool,
+                     up_filter: torch.Tensor, down_filter: torch.Tensor, left: int, Lp: int, pitch: int,
+                     out: torch.Tensor | None = None, rows: int = TILE_ROWS, cols: int = TILE_COLS,
+                     iters: int | None = None, channels: int = TIME_MAJOR_CHANNELS) -> torch.Tensor:
+    """act1d's output for x [B, C, L] written time-major: y [B, Lp, pitch], y[b, left + t, c] = act1d(...)[b, c, t],
+    zeros elsewhere (rows before `left` and from left + L, channels from C to pitch): the input form of the conv tap
+    kernel (kernels.conv.tap), made in the activation's own pass instead of a copy after it. Each value has
+    act1d's bits (the same arithmetic in the same order)."""
+    _check_args(x, alpha, beta, up_filter, down_filter)
+    if x.dim() != 3:
+        raise ValueError(f"act1d_time_major: x must be [B, C, L], got shape {tuple(x.shape)}")
+    B, C, L = x.shape
+    if left < 0 or Lp < left + L or pitch < C:
+        raise ValueError(f"act1d_time_major: need 0 <= left, left + L <= Lp and C <= pitch; got left={left}, L={L}, "
+                         f"Lp={Lp}, C={C}, pitch={pitch}")
+    if out is None:
+        out = x.new_empty(B, Lp, pitch)
+    elif tuple(out.shape) != (B, Lp, pitch) or out.dtype != x.dtype or not out.is_contiguous():
+        raise ValueError(f"act1d_time_major: out must be a contiguous {(B, Lp, pitch)} {x.dtype} tensor, got "
+                         f"{tuple(out.shape)} {out.dtype}")
+    if not (B and C and L):
+        return out.zero_()
+    iters = TILES_PER_PROGRAM.get(x.dtype, 1) if iters is None else iters
+    grid, n_groups, n_cblk, ch, const = time_major_launch_args(x, _taps(up_filter), pitch, rows, cols, iters,
+                                                               x.is_cuda, channels)
+    a = _f32(alpha)
+    _act1d_time_major_kernel[grid](x, a, a if beta is None else _f32(beta), _f32(up_filter), _f32(down_filter), out,
+                                   C, L, n_groups, n_cblk, Lp, pitch, left, HAS_BETA=beta is not None,
+                                   LOG_SCALE=log_scale, num_warps=ch, num_stages=1, **const)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -425,6 +660,15 @@ def _act1d_variants():
                          "y_ptr": f"*{dt}", "C": "i32", "L": "i32", "n_groups": "i32"},
                         {**const, "HAS_BETA": hb, "LOG_SCALE": ls, "ROW_ALIGN": align},
                         num_warps=TILE_WARPS, num_stages=1))
+        # the time-major form (snakebeta, log-scale: BigVGAN v2's), rows aligned or not, at a pitch of one program
+        _, _, _, ch, tm = time_major_launch_args(x, TAPS, 48, TILE_ROWS, TILE_COLS, TILES_PER_PROGRAM[dtype], True)
+        for align in (tm["VEC"], 1):
+            variants.append(AotVariant(
+                f"_act1d_time_major_kernel[{dt},ROW_ALIGN={align}]", _act1d_time_major_kernel,
+                {"x_ptr": f"*{dt}", "a_ptr": "*fp32", "b_ptr": "*fp32", "fu_ptr": "*fp32", "fd_ptr": "*fp32",
+                 "y_ptr": f"*{dt}", "C": "i32", "L": "i32", "n_groups": "i32", "n_cblk": "i32", "Lp": "i32",
+                 "pitch": "i32", "left": "i32"},
+                {**tm, "HAS_BETA": True, "LOG_SCALE": True, "ROW_ALIGN": align}, num_warps=ch, num_stages=1))
     return variants
 
 

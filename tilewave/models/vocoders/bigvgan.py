@@ -23,11 +23,14 @@ import torch
 from tilewave.errors import InputError, WeightsError
 from tilewave.models.vocoders.layers import read_checkpoint, reject_unused, take, take_weight, timed
 from tilewave.ops.activation import clamp_scalar
-from tilewave.ops.conv import conv1d, conv1d_transpose
+from tilewave.ops.conv import conv1d, conv1d_transpose, time_major_layout
 from tilewave.ops.resample import TAPS, act1d, resample_filter
 from tilewave.profiling import Profiler
 
 ACT1D_REACH = 6  # y[p] of act1d depends on x[p - 6 .. p + 6] (12-tap up and down filters)
+# BigVGAN.time_major_inputs' default: off until a GPU run shows the activation's time-major store beating the conv's
+# copy (benchmarks/diag/time_major_gpu.py's bigvgan rows)
+TIME_MAJOR_INPUTS = False
 
 
 @dataclass(frozen=True)
@@ -208,6 +211,13 @@ class BigVGAN:
         self.device = torch.device(device)
         # resampling filters and snake parameters stay float32: act1d computes in float32 whatever x's dtype
         self.params = {k: v.to(self.device, torch.float32 if _is_act_param(k) else dtype) for k, v in params.items()}
+        self.time_major_on = TIME_MAJOR_INPUTS
+
+    def time_major_inputs(self, on: bool = True) -> "BigVGAN":
+        """The activations before the convs write the conv's time-major input themselves where the conv's tap kernel
+        would copy it so: the same values, one pass fewer (default: TIME_MAJOR_INPUTS)."""
+        self.time_major_on = on
+        return self
 
     @classmethod
     def from_state_dict(cls, config: BigVGANConfig, state: dict[str, torch.Tensor], **kw) -> "BigVGAN":
@@ -250,12 +260,19 @@ class BigVGAN:
         reach += (ACT1D_REACH + 3) / scale
         return math.ceil(reach)
 
-    def _act(self, prefix: str, x: torch.Tensor) -> torch.Tensor:
+    def _act(self, prefix: str, x: torch.Tensor, into: str | None = None, dilation: int = 1):
+        """The activation `prefix` of x; into: the conv that reads it (with its dilation), whose time-major input
+        it then writes where that conv would copy x so (time_major_inputs)."""
         P = self.params
+        layout = None
+        if into is not None and self.time_major_on:
+            w = P[f"{into}.weight"]
+            layout = time_major_layout(x, w, P.get(f"{into}.bias"), padding=dilation * (w.shape[-1] - 1) // 2,
+                                       dilation=dilation)
         return act1d(x, P[f"{prefix}.alpha"], P.get(f"{prefix}.beta"), self.config.snake_logscale,
-                     P[f"{prefix}.up_filter"], P[f"{prefix}.down_filter"])
+                     P[f"{prefix}.up_filter"], P[f"{prefix}.down_filter"], time_major=layout)
 
-    def _conv(self, prefix: str, x: torch.Tensor, dilation: int = 1) -> torch.Tensor:
+    def _conv(self, prefix: str, x, dilation: int = 1) -> torch.Tensor:
         w = self.params[f"{prefix}.weight"]
         return conv1d(x, w, self.params.get(f"{prefix}.bias"), padding=dilation * (w.shape[-1] - 1) // 2,
                       dilation=dilation)
@@ -267,7 +284,7 @@ class BigVGAN:
             xt = x
             for m in range(j, j + step):
                 with timed(profiler, stage, "act"):
-                    xt = self._act(f"resblocks.{n}.activations.{m}", xt)
+                    xt = self._act(f"resblocks.{n}.activations.{m}", xt, *convs[m])
                 with timed(profiler, stage, "conv"):
                     xt = self._conv(convs[m][0], xt, convs[m][1])
             x = xt + x
@@ -293,7 +310,7 @@ class BigVGAN:
                 xs = xs + self._amp_block(i * nk + j, x, stage, profiler)
             x = xs / nk
         with timed(profiler, "post", "act"):
-            x = self._act("activation_post", x)
+            x = self._act("activation_post", x, "conv_post")
         with timed(profiler, "post", "conv"):
             x = self._conv("conv_post", x)
         with timed(profiler, "post", "act"):
