@@ -254,6 +254,17 @@ def test_dtype_flag_reaches_the_model_and_a_bad_one_names_the_choices(tmp_path, 
     assert not (tmp_path / "h.wav").exists()
 
 
+def test_dtype_auto_says_what_it_chose(tmp_path, fake_model, capsys, monkeypatch):
+    from tilewave import precision
+
+    for flags, want in (({"avx2", "amx_bf16"}, torch.bfloat16), ({"avx2", "fma"}, torch.float32)):
+        monkeypatch.setattr(precision, "cpu_flags", lambda path="/proc/cpuinfo", f=flags: set(f))
+        capsys.readouterr()
+        assert say("Hello.", "--dtype", "auto", "-o", str(tmp_path / "a.wav"), "--device", "cpu") == 0
+        assert fake_model.dtypes[-1] == want
+        assert f"on cpu in {str(want).removeprefix('torch.')}" in capsys.readouterr().out
+
+
 def test_progress_shows_on_a_terminal_only():
     import io
 

@@ -74,3 +74,24 @@ def test_a_dtype_name_gives_its_torch_dtype_and_an_unknown_one_names_the_choices
     for bad in ("fp16", None, torch.float32):
         with pytest.raises(InputError, match=r"dtype .* is not one of float32, float16, bfloat16"):
             precision.check_dtype(bad)
+
+
+def test_auto_dtype_is_bfloat16_only_on_a_cpu_with_native_bfloat16(tmp_path):
+    assert precision.resolve_dtype("auto", "cpu", {"avx2", "amx_bf16", "amx_tile"}) == "bfloat16"
+    assert precision.resolve_dtype("auto", "cpu", {"avx512f", "avx512_bf16"}) == "bfloat16"
+    assert precision.resolve_dtype("auto", "cpu", {"avx2", "avx512f", "fma"}) == "float32"
+    assert precision.resolve_dtype("auto", "cuda", {"amx_bf16"}) == "float32"
+    assert precision.resolve_dtype("bfloat16", "cuda") == "bfloat16"  # a named dtype is kept as it is
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nflags\t\t: fpu avx2 amx_bf16\n")
+    assert precision.cpu_flags(str(info)) == {"fpu", "avx2", "amx_bf16"}
+    assert precision.cpu_flags(str(tmp_path / "missing")) == set()
+
+
+def test_a_session_resolves_auto_and_names_it_among_the_choices():
+    from tilewave.engine import Session
+
+    want = torch.bfloat16 if set(precision.NATIVE_BF16_FLAGS) & precision.cpu_flags() else torch.float32
+    assert Session(device="cpu", dtype="auto").dtype is want
+    with pytest.raises(InputError, match=r"Kokoro dtype 'float16' is not one of float32, bfloat16, auto"):
+        Session(device="cpu", dtype="float16")

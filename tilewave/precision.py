@@ -39,6 +39,10 @@ OUTSIDE_SCOPE = "ieee"  # what current() is outside any scope: exact
 
 DTYPES = ("float32", "float16", "bfloat16")  # names of torch dtypes: torch_dtype(name)
 KOKORO_DTYPES = ("float32", "bfloat16")  # float16 untried: Kokoro's decoder activations have not been range-checked
+AUTO = "auto"  # a dtype name that resolve_dtype turns into one of KOKORO_DTYPES for the device
+# CPU flags of native bfloat16 arithmetic: there Kokoro's bfloat16 decoder ran at 0.57-0.61x onnxruntime-int8's time
+# and float32 at 0.73-0.95x (benchmarks/RESULTS.md, CPU); without them bfloat16 is emulated (47.6x slower on AVX2)
+NATIVE_BF16_FLAGS = ("amx_bf16", "avx512_bf16")
 
 _in_force: contextvars.ContextVar[str] = contextvars.ContextVar("tilewave_precision", default=OUTSIDE_SCOPE)
 
@@ -63,6 +67,29 @@ def check_dtype(name, choices=DTYPES, what: str = "dtype") -> "torch.dtype":
     if not isinstance(name, str) or name not in choices:
         raise InputError(f"{what} {name!r} is not one of {', '.join(choices)}")
     return torch_dtype(name)
+
+
+def cpu_flags(path: str = "/proc/cpuinfo") -> set[str]:
+    """The CPU's feature flags (Linux /proc/cpuinfo; empty where it cannot be read)."""
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def resolve_dtype(name, device_type: str, flags: set[str] | None = None):
+    """`name`, or for AUTO the Kokoro storage dtype for the device: on a CPU bfloat16 where it has native bfloat16
+    (NATIVE_BF16_FLAGS), else float32; float32 on a GPU (its bfloat16 is a choice of fidelity, not of speed)."""
+    if name != AUTO:
+        return name
+    if device_type != "cpu":
+        return "float32"
+    flags = cpu_flags() if flags is None else flags
+    return "bfloat16" if any(f in flags for f in NATIVE_BF16_FLAGS) else "float32"
 
 
 @contextlib.contextmanager

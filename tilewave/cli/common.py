@@ -1,7 +1,7 @@
 """Arguments several commands share (say, profile, serve, vocode), so that each is spelled and explained once."""
 from __future__ import annotations
 
-from tilewave.precision import DEFAULT as DEFAULT_PRECISION, KOKORO_DTYPES, MODES as PRECISIONS
+from tilewave.precision import AUTO as AUTO_DTYPE, DEFAULT as DEFAULT_PRECISION, KOKORO_DTYPES, MODES as PRECISIONS
 from tilewave.text.languages import LANGUAGE_CHOICES
 
 
@@ -23,8 +23,9 @@ def add_kokoro_args(p) -> None:
     add_device_arg(p)
     p.add_argument("--weights", metavar="PATH", help="Kokoro weights (.onnx or .pth; default: the installed int8 ONNX)")
     add_precision_arg(p)
-    p.add_argument("--dtype", choices=KOKORO_DTYPES, default="float32",
+    p.add_argument("--dtype", choices=KOKORO_DTYPES + (AUTO_DTYPE,), default="float32",
                    help="storage of the decoder and generator, most of the work: float32 (default) or bfloat16 "
-                        "(tensor cores on a GPU; durations unchanged; fidelity in benchmarks/RESULTS.md)")
+                        "(tensor cores on a GPU; durations unchanged; fidelity in benchmarks/RESULTS.md); auto: "
+                        "bfloat16 on a CPU with native bfloat16 (AMX or AVX512_BF16), else float32")
     p.add_argument("--memory-budget", metavar="SIZE",
                    help="bound the memory a batch of chunks may take, e.g. 2GB (default: ~100 s of speech a batch)")

@@ -279,8 +279,9 @@ def _run(args, text: str, ahead, start: float) -> int:
         del setup["warm-up"]
     n_phonemes = sum(len(c.phonemes) for c in chunks)
     made = f"wrote {args.output}" if args.output is not None else "synthesised"
+    dtype = "" if args.dtype == "float32" else f" in {str(session.dtype).removeprefix('torch.')}"  # what auto chose
     print(f"{made}: {seconds:.2f} s of speech, {len(chunks)} chunk(s), {n_phonemes} phonemes; "
-          f"made in {synth_s:.2f} s on {session.device} (real-time factor {synth_s / max(seconds, 1e-9):.2f}) "
+          f"made in {synth_s:.2f} s on {session.device}{dtype} (real-time factor {synth_s / max(seconds, 1e-9):.2f}) "
           f"after {', '.join(f'{s:.2f} s of {what}' for what, s in setup.items())}")
     if session.profiler is not None:
         _print_profile(session)

@@ -117,7 +117,8 @@ class Session:
         self.cuda_graphs = bool(cuda_graphs) and self.device.type == "cuda"
         self.policy = policy
         self.precision = fp32_precision.check(precision)
-        self.dtype = fp32_precision.check_dtype(dtype, fp32_precision.KOKORO_DTYPES, "Kokoro dtype")
+        self.dtype = fp32_precision.check_dtype(fp32_precision.resolve_dtype(dtype, self.device.type),
+                                                fp32_precision.KOKORO_DTYPES + (fp32_precision.AUTO,), "Kokoro dtype")
         self.voices = VoiceBank()
         self._voice = None if voice is None else self.voices.resolve(voice)  # the default pack is read on first use
         self.pipeline = Pipeline(request_language(lang, self._voice))
