@@ -167,11 +167,16 @@ def _up_activated(xs, up, alpha, inv_beta, zero, TAPS: tl.constexpr, COLS: tl.co
 
 
 @triton.jit
-def _down(a, down, zero, TAPS: tl.constexpr, COLS: tl.constexpr):
-    """Down: y[p] = sum_k f_d[k] a[2p + k - PAD]; a: the activated columns widened by 2 HALO each side, so column
-    2e + k - PAD of the row is 2 HALO >= PAD + 1 further in."""
+def _down(ae, ao, prev, succ, down, zero, TAPS: tl.constexpr, COLS: tl.constexpr, AXIS: tl.constexpr):
+    """Down: y[p] = sum_k f_d[k] a[2p + k - PAD], from the activated phases ae, ao of each column. The activated
+    signal a[2q + r] of each tile row as 2 COLS columns, widened by the neighbours' edges (2 HALO each side), so
+    column 2e + k - PAD of the row is 2 HALO >= PAD + 1 further in."""
     HALO: tl.constexpr = TAPS // 4
     PAD: tl.constexpr = TAPS // 2 - 1
+    a = ()
+    for e in tl.static_range(COLS):
+        a = a + (ae[e], ao[e])
+    a = _shifted(a, prev, succ, 2 * COLS, 2 * HALO, AXIS)
     ys = ()
     for e in tl.static_range(COLS):
         acc = zero
@@ -209,12 +214,7 @@ def _act1d_poly_tile(chunks, x_row, y_row, t0, L, L_aligned, up, down, alpha, in
         first, last = _activated_ends(x_row, L, up, alpha, inv_beta, TAPS, FAST_SIN)
         ae = _replicate_ends(ae, t0 + (r_idx - 1) * COLS, L, first, last, COLS)
         ao = _replicate_ends(ao, t0 + (r_idx - 1) * COLS, L, first, last, COLS)
-    # the activated signal a[2q + r] of each tile row as 2 COLS columns, widened by the neighbours' edges
-    a = ()
-    for e in tl.static_range(COLS):
-        a = a + (ae[e], ao[e])
-    a = _shifted(a, prev, succ, 2 * COLS, 2 * HALO, 0)
-    ys = _down(a, down, zero, TAPS, COLS)
+    ys = _down(ae, ao, prev, succ, down, zero, TAPS, COLS, 0)
     # The whole tile in one store, laid out by the compiler so that a warp's 16-byte vectors are adjacent (a
     # float32 row is two vectors; stored chunk by chunk they were rows apart). L_aligned (== L) says the mask is
     # constant over a vector: with `q < L` the stores become scalar, each a partial write of 32 sectors in L2
@@ -384,11 +384,7 @@ def _act1d_time_major_tile(chunks, x_rows, y_ptr, c, c_real, row0, t0, L, L_alig
         first, last = _activated_ends_ch(x_rows, L, up, alpha, inv_beta, TAPS, FAST_SIN)
         ae = _replicate_ends(ae, q0, L, first, last, COLS)
         ao = _replicate_ends(ao, q0, L, first, last, COLS)
-    a = ()
-    for e in tl.static_range(COLS):
-        a = a + (ae[e], ao[e])
-    a = _shifted(a, prev, succ, 2 * COLS, 2 * HALO, 1)
-    ys = _down(a, down, zero, TAPS, COLS)
+    ys = _down(ae, ao, prev, succ, down, zero, TAPS, COLS, 1)
     # position q of the program's channels: row (left + q) of the time-major input, its CH channels adjacent;
     # the channels past C (the pitch's padding) are written as zeros
     q = t0 + (r_idx[:, None] - 1) * COLS + tl.arange(0, COLS)[None, :]
