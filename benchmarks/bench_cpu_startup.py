@@ -6,10 +6,11 @@ Each round runs, as separate processes, one after the other (interleaved, so tha
 work slows them alike): `python -m tilewave say TEXT -o out.wav --device cpu --seed 0`, the same with torch
 imported first (so that say phonemizes in its own process, not in a forked one), and ORT_SCRIPT below —
 what kokoro-onnx does: the same espeak phonemizer (tilewave.text, which imports no torch), the shipped int8 ONNX on
-onnxruntime's CPU provider, the same voice row, soundfile. Per process: wall time (fork to exit), CPU time
-(user + system) and peak resident set, from os.wait4. A first untimed round of each fills the caches (the
-dequantized weights, the page cache). Medians, with min and max. With --server, also `say --server URL` against a
-`tilewave serve` started first on 127.0.0.1 (its own process, idle between requests; its CPU time is not the say's).
+onnxruntime's CPU provider, the same voice row, soundfile, then the first say with --dtype float32 (the default
+is auto). Per process: wall time (fork to exit), CPU time (user + system) and peak resident set, from os.wait4. A
+first untimed round of each fills the caches (the dequantized weights, the page cache). Medians, with min and max.
+With --server, also `say --server URL` against a `tilewave serve` started first on 127.0.0.1 (its own process, idle
+between requests; its CPU time is not the say's).
 """
 from __future__ import annotations
 
@@ -128,6 +129,8 @@ def run(args, url: str | None) -> None:
         "onnxruntime script": [sys.executable, "-c", ORT_SCRIPT, str(onnx_weights_path()), str(voice), args.text,
                                str(tmp / "ort.wav")],
     }
+    # say's default dtype is auto (bfloat16 on a CPU with native bfloat16): float32 named, the same say as before
+    runs["say --dtype float32"] = [*runs["tilewave say"], "--dtype", "float32"]
     if url is not None:
         runs["say --server"] = [sys.executable, "-m", "tilewave", "say", args.text, "-o", str(tmp / "server.wav"),
                                 "--seed", "0", "--server", url]
@@ -149,8 +152,8 @@ def run(args, url: str | None) -> None:
         walls = [x["wall_s"] for x in rs]
         print(f"{name:<20} {med(name, 'wall_s'):8.2f} {f'({min(walls):.2f}-{max(walls):.2f})':>13} "
               f"{med(name, 'cpu_s'):7.2f} {med(name, 'peak_mib'):9.0f}")
-    a, _, b, *served = runs
-    for c in served:
+    a, _, b, *others = runs
+    for c in others:
         print(f"{c} / {b}: wall {med(c, 'wall_s') / med(b, 'wall_s'):.2f}, peak memory "
               f"{med(c, 'peak_mib') / med(b, 'peak_mib'):.2f}")
     print(f"{a} / {b}: wall {med(a, 'wall_s') / med(b, 'wall_s'):.2f}, CPU {med(a, 'cpu_s') / med(b, 'cpu_s'):.2f}, "

@@ -245,7 +245,7 @@ def test_precision_flag_reaches_the_model(tmp_path, monkeypatch):
 
 def test_dtype_flag_reaches_the_model_and_a_bad_one_names_the_choices(tmp_path, fake_model, capsys):
     assert say("Hello.", "--dtype", "bfloat16", "-o", str(tmp_path / "b.wav"), "--device", "cpu") == 0
-    assert say("Hello.", "-o", str(tmp_path / "f.wav"), "--device", "cpu") == 0
+    assert say("Hello.", "--dtype", "float32", "-o", str(tmp_path / "f.wav"), "--device", "cpu") == 0
     assert fake_model.dtypes == [torch.bfloat16, torch.float32]
     with pytest.raises(SystemExit) as exit_:  # argparse: an unknown choice is a usage error, exit 2
         say("Hello.", "--dtype", "float16", "-o", str(tmp_path / "h.wav"))
@@ -254,15 +254,17 @@ def test_dtype_flag_reaches_the_model_and_a_bad_one_names_the_choices(tmp_path, 
     assert not (tmp_path / "h.wav").exists()
 
 
-def test_dtype_auto_says_what_it_chose(tmp_path, fake_model, capsys, monkeypatch):
+def test_dtype_auto_is_the_default_and_says_what_it_chose(tmp_path, fake_model, capsys, monkeypatch):
     from tilewave import precision
 
-    for flags, want in (({"avx2", "amx_bf16"}, torch.bfloat16), ({"avx2", "fma"}, torch.float32)):
+    for flags, want in (({"avx2", "amx_bf16"}, torch.bfloat16), ({"avx2", "fma"}, torch.float32),
+                        ({"avx512f", "avx512_bf16"}, torch.bfloat16)):
         monkeypatch.setattr(precision, "cpu_flags", lambda path="/proc/cpuinfo", f=flags: set(f))
-        capsys.readouterr()
-        assert say("Hello.", "--dtype", "auto", "-o", str(tmp_path / "a.wav"), "--device", "cpu") == 0
-        assert fake_model.dtypes[-1] == want
-        assert f"on cpu in {str(want).removeprefix('torch.')}" in capsys.readouterr().out
+        for asked in (("--dtype", "auto"), ()):
+            capsys.readouterr()
+            assert say("Hello.", *asked, "-o", str(tmp_path / "a.wav"), "--device", "cpu") == 0
+            assert fake_model.dtypes[-1] == want
+            assert f"on cpu in {str(want).removeprefix('torch.')}" in capsys.readouterr().out
 
 
 def test_progress_shows_on_a_terminal_only():

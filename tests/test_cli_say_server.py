@@ -140,6 +140,11 @@ def test_an_option_only_this_process_honours_speaks_in_process(tmp_path, url, fa
     captured = capsys.readouterr()
     assert captured.err == "note: the server cannot honour --timestamps; speaking in this process\n"
     assert "from the server" not in captured.out and words.read_text().strip()
+    # the server runs its own dtype (its auto): one named here is this process's to honour
+    assert say(TEXT, "-o", str(out), "--server", url, "--dtype", "float32") == 0
+    captured = capsys.readouterr()
+    assert captured.err == "note: the server cannot honour --dtype; speaking in this process\n"
+    assert "from the server" not in captured.out and " in float32 " in captured.out
 
 
 def test_the_servers_refusal_is_one_line_with_its_message(tmp_path, url, capsys):

@@ -51,3 +51,22 @@ def test_a_memory_budget_and_the_environment_switch_leave_malloc_as_it_is():
     assert run("budget")["faults"] > 400_000
     off = run("call", TILEWAVE_HOST_MALLOC="system")
     assert off["applied"] is False and off["faults"] > 400_000
+
+
+def test_page_out_hands_back_a_mapped_tensors_pages_and_never_changes_a_value(tmp_path):
+    import torch
+
+    from tilewave.engine.host_memory import page_out
+
+    def resident_file_kib():
+        return int(next(line for line in open("/proc/self/status") if line.startswith("RssFile")).split()[1])
+
+    saved = torch.randn(8, 1 << 20, generator=torch.Generator().manual_seed(3))  # 32 MB, anonymous
+    torch.save({"w": saved}, tmp_path / "w.pt")
+    mapped = torch.load(tmp_path / "w.pt", mmap=True, weights_only=True)["w"]
+    assert torch.equal(mapped, saved)  # every page read, so resident
+    before = resident_file_kib()
+    assert page_out([mapped, saved]) >= 2 * 32e6 - 2 * 4096 * 2  # whole pages of both
+    assert before - resident_file_kib() > 24_000  # most of the mapped 32 MB left the process
+    assert torch.equal(mapped, saved) and torch.isfinite(saved).all()  # read back; the anonymous one kept
+    assert page_out([saved[:0], saved[0, :10]]) == 0  # less than a whole page: nothing

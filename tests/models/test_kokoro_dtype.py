@@ -3,6 +3,7 @@ bfloat16 keeps float32's durations and sounds like float32, its weights are made
 bit for bit as they were, a padded bfloat16 batch is its items' solo runs, and no precision mode reaches the
 stages that decide the durations with products coarser than float32-class."""
 import contextlib
+import sys
 
 import pytest
 import torch
@@ -136,3 +137,23 @@ def test_the_duration_stages_run_float32_class_products_in_every_mode(kokoro_cpu
     # everything after them keeps the mode asked for
     for stage in ("f0_energy", "text_encoder", "decoder"):
         assert {mode for _, mode in by_stage[stage]} == {asked}, stage
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="madvise(MADV_PAGEOUT) is Linux's")
+def test_the_float32_weights_bfloat16_replaces_are_handed_back_and_every_run_is_unchanged(kokoro_cpu,
+                                                                                          float32_then_bfloat16):
+    from tilewave.engine.host_memory import page_out
+
+    first, half, _, made = float32_then_bfloat16
+    replaced = kokoro_cpu.replaced_weights(torch.bfloat16)
+    ref = kokoro_cpu.decoder
+    ptrs = {p.data_ptr() for p in replaced}
+    assert ref.encode.conv1.weight.data_ptr() in ptrs and ref.generator.resblocks[0].convs1[0].weight.data_ptr() in ptrs
+    assert ref.generator.conv_post.weight.data_ptr() not in ptrs  # conv_post runs float32 in both
+    assert all(p.dtype == torch.float32 for p in replaced) and kokoro_cpu.replaced_weights(torch.float32) == []
+    assert sum(p.numel() for p in replaced) > 40e6  # most of the decoder's 53 M parameters
+    assert page_out(replaced) > 100e6
+    again = _run(kokoro_cpu, 10, 7, torch.float32)  # the float32 weights read back from where they came from
+    assert torch.equal(again.audio, first.audio) and torch.equal(again.durations, first.durations)
+    assert torch.equal(_run(kokoro_cpu, 10, 7, torch.bfloat16).audio, half.audio)
+    assert kokoro_cpu._decoder_in(torch.bfloat16) is made

@@ -23,9 +23,9 @@ def add_kokoro_args(p) -> None:
     add_device_arg(p)
     p.add_argument("--weights", metavar="PATH", help="Kokoro weights (.onnx or .pth; default: the installed int8 ONNX)")
     add_precision_arg(p)
-    p.add_argument("--dtype", choices=KOKORO_DTYPES + (AUTO_DTYPE,), default="float32",
-                   help="storage of the decoder and generator, most of the work: float32 (default) or bfloat16 "
-                        "(tensor cores on a GPU; durations unchanged; fidelity in benchmarks/RESULTS.md); auto: "
+    p.add_argument("--dtype", choices=KOKORO_DTYPES + (AUTO_DTYPE,), default=AUTO_DTYPE,
+                   help="storage of the decoder and generator, most of the work: float32 or bfloat16 (tensor cores "
+                        "on a GPU; durations unchanged; fidelity in benchmarks/RESULTS.md); auto (default): "
                         "bfloat16 on a CPU with native bfloat16 (AMX or AVX512_BF16), else float32")
     p.add_argument("--memory-budget", metavar="SIZE",
                    help="bound the memory a batch of chunks may take, e.g. 2GB (default: ~100 s of speech a batch)")

@@ -7,7 +7,7 @@ chunk is in, so a failed run leaves no file behind.
 
 With --server URL or $TILEWAVE_SERVER (a loopback address) and a server answering there, the speech comes from
 that `tilewave serve` instead (say_server.py): no torch in this process. An option the HTTP API cannot honour
-(--profile, --timestamps, --phonemes, a voice file, the session's device, threads, weights, precision, dtype or
+(--profile, --timestamps, --phonemes, a voice file, the session's device, threads, weights, precision, a dtype named or
 memory budget) runs in process as without a server, after a one-line note, because the user asked for
 something only this process can give; a configured server that does not answer gets the same note.
 """
@@ -91,9 +91,15 @@ def _check_output(path: str) -> None:
     audio_format(path)
 
 
+def _dtype_name(session) -> str:
+    """The dtype the session runs in (what --dtype auto chose)."""
+    return str(session.dtype).removeprefix("torch.")
+
+
 def _print_profile(session) -> None:
     if session.device.type == "cuda":
         print("(after one untimed warm-up pass, so that Triton's compilation is not counted)")
+    print(f"dtype: {_dtype_name(session)}, precision: {session.precision}")
     print(session.profiler.format("stage"))
     rows = session.placements()
     print(f"\n{'op':<28} {'ran on':<7} {'calls':>6}  why not triton")
@@ -179,12 +185,12 @@ def run(args) -> int:
 
 def _needs_this_process(args) -> str | None:
     """Why the server cannot make what `args` ask for (the first option it cannot honour), or None."""
-    from tilewave.precision import DEFAULT as DEFAULT_PRECISION
+    from tilewave.precision import AUTO, DEFAULT as DEFAULT_PRECISION
 
     asked = {"--profile": args.profile, "--timestamps": args.timestamps is not None, "--phonemes": args.phonemes,
              "--device": args.device is not None, "--threads": args.threads is not None,
              "--weights": args.weights is not None, "--precision": args.precision != DEFAULT_PRECISION,
-             "--dtype": args.dtype != "float32", "--memory-budget": args.memory_budget is not None,
+             "--dtype": args.dtype != AUTO, "--memory-budget": args.memory_budget is not None,
              # the server opens no file a request names
              "a voice file": args.voice is not None and args.voice.lower().endswith((".npz", ".pt", ".bin")),
              # out of range: this process says so in Kokoro's terms, not the server's OpenAI scale
@@ -279,9 +285,9 @@ def _run(args, text: str, ahead, start: float) -> int:
         del setup["warm-up"]
     n_phonemes = sum(len(c.phonemes) for c in chunks)
     made = f"wrote {args.output}" if args.output is not None else "synthesised"
-    dtype = "" if args.dtype == "float32" else f" in {str(session.dtype).removeprefix('torch.')}"  # what auto chose
     print(f"{made}: {seconds:.2f} s of speech, {len(chunks)} chunk(s), {n_phonemes} phonemes; "
-          f"made in {synth_s:.2f} s on {session.device}{dtype} (real-time factor {synth_s / max(seconds, 1e-9):.2f}) "
+          f"made in {synth_s:.2f} s on {session.device} in {_dtype_name(session)} "
+          f"(real-time factor {synth_s / max(seconds, 1e-9):.2f}) "
           f"after {', '.join(f'{s:.2f} s of {what}' for what, s in setup.items())}")
     if session.profiler is not None:
         _print_profile(session)

@@ -54,3 +54,35 @@ def keep_freed_memory(keep: bool = True) -> bool:
     ok = bool(mallopt(_M_MMAP_MAX, mmap_max)) and bool(mallopt(_M_TRIM_THRESHOLD, trim))
     _state = keep if ok else None
     return ok
+
+
+_MADV_PAGEOUT = 21  # Linux 5.4+: reclaim the range now (file-backed pages dropped, anonymous ones swapped or kept)
+
+
+def page_out(tensors) -> int:
+    """Ask the kernel to reclaim the whole pages of `tensors` now (madvise MADV_PAGEOUT): the bytes covered.
+
+    Why: a bfloat16 CPU session never reads the float32 weights its decoder's bfloat16 copy replaces (~200 MB),
+    but the weights file is memory-mapped and those pages were read to make the copy, so they stay resident. A
+    page handed back holds the same bytes when touched again (read back from the file; an anonymous page without
+    swap is simply kept), so this changes memory, never values. 0 where the kernel or libc lacks it."""
+    import mmap
+
+    if not sys.platform.startswith("linux"):
+        return 0
+    try:
+        madvise = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").madvise
+    except (OSError, AttributeError):
+        return 0
+    madvise.argtypes, madvise.restype = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int), ctypes.c_int
+    page, done = mmap.PAGESIZE, 0
+    for t in tensors:
+        if t.device.type != "cpu":
+            continue
+        start = -(-t.data_ptr() // page) * page  # whole pages only: a neighbour's page stays as it is
+        end = (t.data_ptr() + t.numel() * t.element_size()) // page * page
+        if end > start:
+            if madvise(start, end - start, _MADV_PAGEOUT) != 0:  # EINVAL: a kernel before 5.4
+                return done
+            done += end - start
+    return done

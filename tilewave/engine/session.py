@@ -184,12 +184,24 @@ class Session:
         with self._starting:
             if self._scheduler is None:
                 self.runner = self._runner(self.model)
+                self._hand_back_unread_weights()
                 fill = self.frame_budget // self.policy.fill_share if self.device.type == "cuda" else 1
                 self._scheduler = Scheduler(self.runner, self.device, frame_budget=self.frame_budget,
                                             max_batch=self.policy.max_batch, max_requests=self.max_requests,
                                             context=self._batch_context, profile=self.profiler, dtype=self.dtype,
                                             fill=fill)
         return self._scheduler
+
+    def _hand_back_unread_weights(self) -> None:
+        """On a CPU in bfloat16: the decoder's bfloat16 copy made now, and the float32 weights it replaces (~200 MB
+        of the mapped weights file, read to make the copy) handed back to the kernel (host_memory.page_out), so
+        that the process's resident memory holds one copy of them. A float32 run of the same model reads them
+        back from the file."""
+        from tilewave.engine.host_memory import page_out
+        from tilewave.models.kokoro import KokoroModel
+
+        if self.device.type == "cpu" and self.dtype != torch.float32 and isinstance(self.model, KokoroModel):
+            page_out(self.model.replaced_weights(self.dtype))
 
     def _runner(self, model):
         """A KokoroModel in a KokoroRunner of the session's policy (its own graphs where cuda_graphs); any other

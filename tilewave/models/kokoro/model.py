@@ -359,10 +359,7 @@ class KokoroModel(nn.Module):
             return self.decoder
         key = (dtype, self.device)
         if key not in self._decoders:
-            post = self.decoder.generator.conv_post
-            cast = {f"{name}.{p}" for name, m in self.decoder.named_modules()
-                    if isinstance(m, (Conv1d, ConvTranspose1d)) and m is not post
-                    for p, _ in m.named_parameters(recurse=False)}
+            cast = set(self._cast_weights())
             with _shapes_only():
                 decoder = Decoder(self.cfg)
             with torch.inference_mode(False):
@@ -371,6 +368,21 @@ class KokoroModel(nn.Module):
             _set_time_major(decoder, self.time_major_on)
             self._decoders.setdefault(key, decoder.eval().requires_grad_(False))
         return self._decoders[key]
+
+    def _cast_weights(self) -> dict[str, torch.Tensor]:
+        """The float32 parameters of self.decoder that a 16-bit decoder (_decoder_in) holds in its own dtype: every
+        conv's but conv_post's, by state-dict name."""
+        post = self.decoder.generator.conv_post
+        return {f"{name}.{k}": p for name, m in self.decoder.named_modules()
+                if isinstance(m, (Conv1d, ConvTranspose1d)) and m is not post
+                for k, p in m.named_parameters(recurse=False)}
+
+    def replaced_weights(self, dtype: torch.dtype) -> list[torch.Tensor]:
+        """The float32 tensors that runs in `dtype` never read, its decoder copy made now (none for float32)."""
+        if dtype == torch.float32:
+            return []
+        self._decoder_in(dtype)
+        return list(self._cast_weights().values())
 
     def _lengths(self, n: list[int], axis: int) -> torch.Tensor | None:
         """The items' lengths on the device, or None when every item fills the axis (nothing to mask)."""
