@@ -7,8 +7,8 @@ chunk is in, so a failed run leaves no file behind.
 
 With --server URL or $TILEWAVE_SERVER (a loopback address) and a server answering there, the speech comes from
 that `tilewave serve` instead (say_server.py): no torch in this process. An option the HTTP API cannot honour
-(--profile, --timestamps, --phonemes, a voice file, the session's device, threads, weights, precision, a dtype named or
-memory budget) runs in process as without a server, after a one-line note, because the user asked for
+(--profile, --timestamps, --phonemes, a voice file, the session's device, threads, weights, precision, a dtype
+named, memory budget) runs in process as without a server, after a one-line note, because the user asked for
 something only this process can give; a configured server that does not answer gets the same note.
 """
 from __future__ import annotations
