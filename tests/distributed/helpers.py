@@ -24,7 +24,9 @@ def batch_env() -> dict:
 
 
 def batch_command(*args) -> list[str]:
-    return [sys.executable, "-m", "tilewave", "batch", *map(str, args)]
+    # float32 named: the CLI's default dtype (auto) is bfloat16 on a CPU with native bfloat16, and the runs are
+    # compared with each other and with run_ray's Options, whose default is float32, within float32's bound
+    return [sys.executable, "-m", "tilewave", "batch", "--dtype", "float32", *map(str, args)]
 
 
 def run_batch(*args, timeout: float = 240) -> subprocess.CompletedProcess:
