@@ -21,7 +21,7 @@
 #   figures [1|2|3]     : main's figures beside their peers in three calls (Kokoro singles in every mode and
 #                         dtype; the batch, BigVGAN and the seed decoder; the profile and the fidelity table)
 #   s32a                : BigVGAN's activations writing the convs' time-major input, against the convs' copy
-#                         (its result kept in /var/tmp/s32a; PICK_S32A=1 before any later phase applies it)
+#                         (at 8 channels a program on the H100 it lost, 0.88x in bfloat16: history 2026-12-08)
 # A session's own comparisons (a form against another in one call) are phases named after it (s22a, ...), kept
 # until their result is in RESULTS.md; the earlier sessions' phases are in git history at the commit RESULTS.md
 # names for each run.
@@ -29,27 +29,6 @@ set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
 phase=${1:?phase: wheels | test | bench | engine | batch | serve | load | launches | figures}
-s32a_pick() {  # s32a's result on this machine: BigVGAN.time_major_inputs on, at the faster channel count, where on
-  # beat off in bfloat16 by 1% or more with every row bit-identical and no row 1% slower; else left off
-  python3 - <<'EOF'
-import glob, json, re
-from pathlib import Path
-best = None
-for f in sorted(glob.glob("/var/tmp/s32a/time_major_ch*.json")):
-    ch, rows = int(re.search(r"ch(\d+)", f).group(1)), json.loads(Path(f).read_text())["rows"]
-    if len(rows) < 3 or any("error" in r or not r["bit_identical"] for r in rows):
-        continue
-    bf = next(r["speedup"] for r in rows if r["row"] == "bigvgan-10s-bf16")
-    if bf >= 1.01 and min(r["speedup"] for r in rows) >= 0.99 and (best is None or bf > best[1]):
-        best = (ch, bf)
-if best:
-    for path, old, new in (("tilewave/kernels/antialias.py", r"^TIME_MAJOR_CHANNELS = .*", f"TIME_MAJOR_CHANNELS = {best[0]}"),
-                           ("tilewave/models/vocoders/bigvgan.py", r"^TIME_MAJOR_INPUTS = .*", "TIME_MAJOR_INPUTS = True")):
-        Path(path).write_text(re.sub(old, new, Path(path).read_text(), flags=re.M))
-print(f"s32a pick: time_major_inputs {'on, %d channels a program (bf16 %.3fx)' % best if best else 'off'}", flush=True)
-EOF
-}
-[ -n "${PICK_S32A:-}" ] && s32a_pick
 install() {  # without staged weights (no wheels call) only .whl3: enough for the vocoder phases (random weights),
   # s32a and launches; the next install on this machine then installs everything
   [ -f /tmp/site/.done ] && return
@@ -173,8 +152,7 @@ s32a)  # session 32: BigVGAN's activations writing the convs' time-major input (
     sed -i "s/^TIME_MAJOR_CHANNELS = .*/TIME_MAJOR_CHANNELS = $ch/" tilewave/kernels/antialias.py
     timeout 150 python3 benchmarks/diag/time_major_gpu.py --rows bigvgan-10s-bf16,bigvgan-10s-tf32,bigvgan-10s-tf32x3 \
       --rounds 5 --json "$OUT/time_major_ch$ch.json" 2>&1 | grep "^#\|^##\|on top"
-  done
-  mkdir -p /var/tmp/s32a && cp "$OUT"/time_major_ch*.json /var/tmp/s32a/ ;;
+  done ;;
 launches)  # the launches re-recorded alone (tilewave/harness/launches.json, what the build gate compiles)
   install
   timeout 150 python3 -m tilewave.harness.launches > "$OUT/launches.txt" 2>&1; tail -1 "$OUT/launches.txt"

@@ -28,8 +28,8 @@ from tilewave.ops.resample import TAPS, act1d, resample_filter
 from tilewave.profiling import Profiler
 
 ACT1D_REACH = 6  # y[p] of act1d depends on x[p - 6 .. p + 6] (12-tap up and down filters)
-# BigVGAN.time_major_inputs' default: off until a GPU run shows the activation's time-major store beating the conv's
-# copy (benchmarks/diag/time_major_gpu.py's bigvgan rows)
+# BigVGAN.time_major_inputs' default: off, because the activation's time-major store lost to the conv's copy on the
+# H100 (the copy saved, the activation 2.5x slower: benchmarks/history/2026-12-08.md)
 TIME_MAJOR_INPUTS = False
 
 
