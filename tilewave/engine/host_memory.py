@@ -27,15 +27,23 @@ _DEFAULT_TRIM_THRESHOLD, _DEFAULT_MMAP_MAX = 128 * 1024, 65536
 _state: bool | None = None  # what was last put in force (None: nothing yet)
 
 
-def _mallopt():
-    if os.environ.get("TILEWAVE_HOST_MALLOC", "") == "system" or not sys.platform.startswith("linux"):
+def _libc(name: str, argtypes: tuple):
+    """The C library's function `name` (returning int), or None off Linux or where the libc lacks it (musl and
+    others: no mallopt)."""
+    if not sys.platform.startswith("linux"):
         return None
     try:
-        fn = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
-    except (OSError, AttributeError):  # musl and others: no mallopt
+        fn = getattr(ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6"), name)
+    except (OSError, AttributeError):
         return None
-    fn.argtypes, fn.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+    fn.argtypes, fn.restype = argtypes, ctypes.c_int
     return fn
+
+
+def _mallopt():
+    if os.environ.get("TILEWAVE_HOST_MALLOC", "") == "system":
+        return None
+    return _libc("mallopt", (ctypes.c_int, ctypes.c_int))
 
 
 def keep_freed_memory(keep: bool = True) -> bool:
@@ -68,13 +76,9 @@ def page_out(tensors) -> int:
     swap is simply kept), so this changes memory, never values. 0 where the kernel or libc lacks it."""
     import mmap
 
-    if not sys.platform.startswith("linux"):
+    madvise = _libc("madvise", (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int))
+    if madvise is None:
         return 0
-    try:
-        madvise = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").madvise
-    except (OSError, AttributeError):
-        return 0
-    madvise.argtypes, madvise.restype = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int), ctypes.c_int
     page, done = mmap.PAGESIZE, 0
     for t in tensors:
         if t.device.type != "cpu":
